@@ -1,0 +1,289 @@
+"""The op registry: one `OpDef` per op, from which every layer derives what it needs.
+
+An op is declared once (see `ir/ops.py`) with its signature, kind, type-promotion kind, shape
+rule, per-element `scalar` formula (elementwise ops), eager `impl` over an array namespace,
+`backward` written in registry ops, `decomp` for composites, and a numpy `ref` for the tests.
+`eager` turns each OpDef into a function, a Tensor method and dunders; `capture` records OpDefs
+as graph nodes; `codegen` renders their scalar formulas. In the spirit of PyTorch's
+native_functions.yaml + derivatives.yaml + OpInfo, and JAX's primitives. Imports nothing of
+wick's outside `ir`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import dtypes as D
+from .dtypes import DType
+
+NUMBER = (bool, int, float, complex)
+
+
+def is_number(x) -> bool:
+    return isinstance(x, NUMBER)
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Static description of a tensor: shape (tuple of ints), dtype, device ("cpu"/"cuda")."""
+
+    shape: tuple
+    dtype: DType
+    device: str = "cpu"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __str__(self) -> str:
+        short = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "b8"}
+        return f"{short.get(self.dtype.name, self.dtype.name)}[{', '.join(map(str, self.shape))}]"
+
+
+# ---------------------------------------------------------------- shape helpers
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """NumPy/PyTorch broadcasting; raises RuntimeError naming both shapes when they clash."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s):
+            j = ndim - len(s) + i
+            if out[j] == 1:
+                out[j] = n
+            elif n != 1 and n != out[j]:
+                shown = " and ".join(str(tuple(x)) for x in shapes)
+                raise RuntimeError(
+                    f"shapes {shown} cannot be broadcast: size {n} does not match size "
+                    f"{out[j]} at dimension {j - ndim} (counting from the last)"
+                )
+    return tuple(out)
+
+
+def normalize_dim(dim: int, ndim: int) -> int:
+    """Wrap a possibly negative dim; raises IndexError with PyTorch's wording."""
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not lo <= dim <= hi:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
+        )
+    return dim % ndim if ndim > 0 else 0
+
+
+def normalize_dims(dim, ndim: int) -> tuple:
+    """None -> all dims; int or sequence -> sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    out = sorted({normalize_dim(d, ndim) for d in dim})
+    if len(out) != len(tuple(dim)):
+        raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
+    return tuple(out)
+
+
+def sum_to_shape(F, g, shape: tuple):
+    """Reduce a broadcast gradient `g` back to `shape` (the vjp of broadcasting), with ops `F`."""
+    gshape = tuple(g.shape)
+    if gshape == tuple(shape):
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1
+    )
+    if dims:
+        g = F.sum(g, dims, keepdim=True)
+    return F.reshape(g, tuple(shape))
+
+
+# ---------------------------------------------------------------- the OpDef
+
+
+@dataclass
+class OpDef:
+    """One op. See the module docstring and ARCHITECTURE.md for what each field feeds.
+
+    - `sig`: the Python parameter list, PyTorch's order and defaults ("input, other, *, alpha=1");
+      the first `nin` parameters are tensor operands (a Python number is accepted where
+      `scalar_ok`), the rest are attributes.
+    - `kind`: "elementwise", "reduction", "view", "matmul", "composite".
+    - `promotion`: "default" | "int_to_float" | "always_bool" | "sum" | "float_only" | "keep" |
+      "attr" (the `dtype` attribute); operands before `promote_from` do not take part.
+    - `shape(*shapes, **attrs)`: output shape from input shapes (elementwise: broadcasting).
+    - `attrs_rule(metas, attrs)`: canonicalises attributes (dims wrapped, -1 sizes inferred).
+    - `scalar(b, *xs, **attrs)`: the per-element formula over a scalar builder (`ir/scalar.py`).
+    - `impl(xp, *arrays, **attrs)`: eager kernel; elementwise ops derive it from `scalar`.
+    - `backward(F, g, out, *xs, **attrs)`: a tuple with one gradient (or None) per operand,
+      written with the registry ops in namespace `F`; may return broadcast-shaped gradients.
+    - `decomp(F, *xs, **attrs)`: composites are defined by other ops and need nothing else.
+    - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
+    """
+
+    name: str
+    kind: str
+    sig: str
+    nin: int = 1
+    promotion: str = "default"
+    shape: Callable | None = None
+    attrs_rule: Callable | None = None
+    scalar: Callable | None = None
+    impl: Callable | None = None
+    backward: Callable | None = None
+    decomp: Callable | None = None
+    ref: Callable | None = None
+    method: bool = True
+    dunders: tuple = ()
+    scalar_ok: bool = True
+    domain: tuple = (None, None)
+    samples: tuple = ({},)
+    test_dtypes: tuple | None = None
+    promote_from: int = 0
+    signature: inspect.Signature = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.signature = inspect.signature(eval(f"lambda {self.sig}: None"))
+        self.params = list(self.signature.parameters)
+        self.input_names = self.params[: self.nin]
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+    @property
+    def differentiable(self) -> bool:
+        return self.backward is not None or self.decomp is not None
+
+    # ---- binding
+
+    def bind(self, args: tuple, kwargs: dict):
+        """Bind a call's arguments: (operands tuple, attrs dict with every default filled)."""
+        try:
+            ba = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}(): {e}; expected ({self.sig})") from None
+        ba.apply_defaults()
+        vals = ba.arguments
+        inputs = tuple(vals[n] for n in self.input_names)
+        attrs = {n: vals[n] for n in self.params[self.nin :]}
+        return inputs, attrs
+
+    # ---- meta: shapes and dtypes without data
+
+    def dtypes(self, inputs: tuple, attrs: dict):
+        """(compute dtype, result dtype) for operands given as TensorMeta or Python numbers."""
+        ops = [(m.dtype, m.ndim) if isinstance(m, TensorMeta) else m for m in inputs]
+        p = self.promotion
+        if p == "attr":  # the result dtype is the `dtype` attribute (cast)
+            return attrs["dtype"], attrs["dtype"]
+        ops = ops[self.promote_from:]
+        base = D.result_type(*ops)
+        if p == "default":
+            return base, base
+        if p == "int_to_float":
+            f = base if base.is_floating_point else D.get_default_dtype()
+            return f, f
+        if p == "always_bool":
+            return base, D.bool_
+        if p == "keep":
+            return base, base
+        if p == "sum":
+            out = attrs.get("dtype") or (D.int64 if base.category <= D.INTEGER else base)
+            return out, out
+        if p == "float_only":
+            out = attrs.get("dtype") or base
+            if not out.is_floating_point:
+                raise RuntimeError(
+                    f"{self.name}(): could not infer output dtype. Input dtype must be either "
+                    f"a floating point or complex dtype. Got: {base.name}"
+                )
+            return out, out
+        raise ValueError(f"unknown promotion kind {p!r}")
+
+    def canonical_attrs(self, inputs: tuple, attrs: dict) -> dict:
+        return self.attrs_rule(inputs, dict(attrs)) if self.attrs_rule else attrs
+
+    def meta(self, inputs: tuple, attrs: dict) -> TensorMeta:
+        """Output TensorMeta from operand metas (TensorMeta or numbers) and canonical attrs.
+
+        Raises RuntimeError for operands on different devices or shapes that do not fit.
+        """
+        tensors = [m for m in inputs if isinstance(m, TensorMeta)]
+        if not tensors:
+            raise TypeError(f"{self.name}(): expected at least one tensor operand")
+        devices = {m.device for m in tensors}
+        if len(devices) > 1:
+            a, b = sorted(devices)
+            raise RuntimeError(
+                "Expected all tensors to be on the same device, but found at least two "
+                f"devices, {a} and {b}!"
+            )
+        _, out_dtype = self.dtypes(inputs, attrs)
+        shapes = [m.shape for m in tensors]
+        if self.shape is not None:
+            shape = self.shape(*[m.shape if isinstance(m, TensorMeta) else () for m in inputs],
+                               **attrs)
+        else:
+            shape = broadcast_shapes(*shapes)
+        return TensorMeta(tuple(shape), out_dtype, tensors[0].device)
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add an op to the registry; its name must be new."""
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} registered twice")
+    if op.kind == "elementwise" and op.impl is None:
+        op.impl = _impl_from_scalar(op)
+    REGISTRY[op.name] = op
+    return op
+
+
+def _impl_from_scalar(op: OpDef):
+    """The eager kernel of an elementwise op: its scalar formula evaluated on whole arrays."""
+    from .scalar import ArrayBuilder
+
+    def impl(xp, *arrays, **attrs):
+        return op.scalar(ArrayBuilder(xp), *arrays, **attrs)
+
+    impl.__name__ = f"{op.name}_impl"
+    return impl
+
+
+class OpNamespace:
+    """`F.add(x, y, alpha=2)`: calls every registry op through one `apply(op, inputs, attrs)`.
+
+    eager applies ops immediately, capture records them into a graph; backward rules and
+    decompositions are written against this namespace so that both can run them.
+    """
+
+    def __init__(self, apply: Callable[[OpDef, tuple, dict], Any]):
+        self._apply = apply
+
+    def __getattr__(self, name: str):
+        op = REGISTRY.get(name)
+        if op is None:
+            raise AttributeError(f"no op named {name!r} in the registry")
+        apply = self._apply
+
+        def call(*args, **kwargs):
+            inputs, attrs = op.bind(args, kwargs)
+            return apply(op, inputs, attrs)
+
+        call.__name__ = name
+        return call
