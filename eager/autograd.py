@@ -65,13 +65,17 @@ class BackwardNode:
     def __repr__(self) -> str:
         return f"<{self._name}>"
 
+    def keep_old_operand(self, target: Tensor) -> None:
+        """Before an in-place op overwrites `target`: operands that are `target` itself are
+        saved as a copy of its current value (with its history)."""
+        if any(x is target for x in self.saved):
+            old = _old_value(target)
+            self.saved = tuple(old if x is target else x for x in self.saved)
+            self.versions = tuple(x._version if isinstance(x, Tensor) else None
+                                  for x in self.saved)
+
     def rebind_output(self, target: Tensor) -> None:
-        """After an in-place op wrote this node's output into `target`, make `target` the
-        output; a saved operand that is `target` itself keeps a copy of its old value."""
-        self.saved = tuple(
-            _old_value(x) if x is target else x for x in self.saved
-        )
-        self.versions = tuple(x._version if isinstance(x, Tensor) else None for x in self.saved)
+        """After an in-place op wrote this node's output into `target`, `target` is the output."""
         self.out = target
         self.out_version = target._version
 
@@ -82,18 +86,15 @@ class BackwardNode:
                 "tensors after they have already been freed). Saved intermediate values of the "
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time.")
-        for i, (x, v) in enumerate(zip(self.saved, self.versions)):
-            if isinstance(x, Tensor) and x._version != v:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: operand {i} of {self._name} is at version "
-                    f"{x._version}; expected version {v} instead.")
-        if self.out._version != self.out_version:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: the output of {self._name} is at version "
-                f"{self.out._version}; expected version {self.out_version} instead.")
-        grads = self.op.backward(F, g, self.out, *self.saved, **self.attrs)
+        saved = tuple(
+            _Stale(x, f"operand {i} of {self._name}", v)
+            if isinstance(x, Tensor) and x._version != v else x
+            for i, (x, v) in enumerate(zip(self.saved, self.versions))
+        )
+        out = self.out
+        if out._version != self.out_version:
+            out = _Stale(out, f"the output of {self._name}", self.out_version)
+        grads = self.op.backward(F, g, out, *saved, **self.attrs)
         out = []
         for x, gx, (nxt, _) in zip(self.saved, grads, self.next_functions):
             if nxt is None or gx is None:
@@ -111,6 +112,46 @@ class BackwardNode:
         self.saved = ()
         self.out = None
         self.freed = True
+
+
+class _Stale(Tensor):
+    """A saved tensor modified in place since it was saved. Its metadata stays readable (rules
+    look at shapes); reading its data raises PyTorch's error, so only a backward rule that truly
+    needs the old value fails, as in PyTorch, where only what a rule uses is saved."""
+
+    __slots__ = ("_meta", "_what", "_now", "_expected")
+
+    def __init__(self, t: Tensor, what: str, expected: int):
+        self._meta, self._what, self._now, self._expected = t.meta, what, t._version, expected
+        self.requires_grad, self.grad_fn, self.grad = t.requires_grad, t.grad_fn, None
+
+    @property
+    def _data(self):
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: {self._what} is at version {self._now}; expected version "
+            f"{self._expected} instead.")
+
+    @property
+    def meta(self):
+        return self._meta
+
+    @property
+    def shape(self):
+        from .tensor import Size
+
+        return Size(self._meta.shape)
+
+    @property
+    def dtype(self):
+        return self._meta.dtype
+
+    @property
+    def ndim(self):
+        return len(self._meta.shape)
+
+    def dim(self):
+        return len(self._meta.shape)
 
 
 def _old_value(t: Tensor) -> Tensor:

@@ -31,7 +31,8 @@ def _format_data(a: np.ndarray) -> str:
                                suppress_small=False, **kw) if not big else \
             np.array2string(a, precision=_options["precision"], floatmode="fixed", **kw)
     if a.dtype.kind == "b":
-        return np.array2string(a, formatter={"bool": lambda v: "True" if v else "False"}, **kw)
+        width = 5 if not a.all() else 4
+        return np.array2string(a, formatter={"bool": lambda v: str(bool(v)).rjust(width)}, **kw)
     return np.array2string(a, **kw)
 
 

@@ -272,12 +272,15 @@ class Tensor:
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
+        node = result.grad_fn
+        if node is not None:
+            node.keep_old_operand(self)  # before the write: backward may need the old value
         self._data[...] = result._data
         self._vc[0] += 1
-        if result.grad_fn is not None:
-            self.grad_fn = result.grad_fn
+        if node is not None:
+            self.grad_fn = node
             self.requires_grad = True
-            result.grad_fn.rebind_output(self)
+            node.rebind_output(self)
         return self
 
     def zero_(self) -> "Tensor":

@@ -159,6 +159,8 @@ class OpDef:
         self.signature = inspect.signature(eval(f"lambda {self.sig}: None"))
         self.params = list(self.signature.parameters)
         self.input_names = self.params[: self.nin]
+        self._varargs = next((p.name for p in self.signature.parameters.values()
+                              if p.kind is p.VAR_POSITIONAL), None)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -171,6 +173,10 @@ class OpDef:
 
     def bind(self, args: tuple, kwargs: dict):
         """Bind a call's arguments: (operands tuple, attrs dict with every default filled)."""
+        var = self._varargs
+        if var is not None and var in kwargs:  # `reshape(x, shape=(2, 3))` as in PyTorch
+            kwargs = dict(kwargs)
+            args = tuple(args) + (tuple(kwargs.pop(var)),)
         try:
             ba = self.signature.bind(*args, **kwargs)
         except TypeError as e:

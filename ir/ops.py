@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes as D
 from .opdef import (
-    OpDef, TensorMeta, broadcast_shapes, is_number, normalize_dim, normalize_dims, register,
+    OpDef, broadcast_shapes, is_number, normalize_dim, normalize_dims, register, sum_to_shape,
 )
 
 SQRT1_2 = 0.7071067811865476
@@ -71,12 +71,17 @@ binary(
     np.true_divide, promotion="int_to_float", dunders=("__truediv__", "__rtruediv__"),
     domain=(0.5, 2.0),
 )
+def _pow_backward(F, g, out, x, y):
+    gx = gy = None
+    if not is_number(x):
+        gx = F.mul(g, F.mul(y, F.pow(x, y - 1 if is_number(y) else F.sub(y, 1))))
+    if not is_number(y):
+        gy = F.mul(g, F.mul(out, math.log(x) if is_number(x) else F.log(x)))
+    return gx, gy
+
+
 binary(
-    "pow", lambda b, x, y: b.pow(x, y),
-    lambda F, g, out, x, y: (
-        _grad(x, F.mul(g, F.mul(y, F.pow(x, F.sub(y, 1) if not is_number(y) else y - 1)))),
-        _grad(y, F.mul(g, F.mul(out, F.log(x)))),
-    ),
+    "pow", lambda b, x, y: b.pow(x, y), _pow_backward,
     np.power, sig="input, exponent", dunders=("__pow__", "__rpow__"), domain=(0.5, 2.0),
     test_dtypes=FLOATS,
 )
@@ -312,20 +317,14 @@ def _matmul_shape(a, b):
 
 
 def _matmul_backward(F, g, out, a, b):
-    a2 = F.unsqueeze(a, 0) if a.ndim == 1 else a
-    b2 = F.unsqueeze(b, -1) if b.ndim == 1 else b
-    g2 = g
-    if a.ndim == 1:
-        g2 = F.unsqueeze(g2, -2)
-    if b.ndim == 1:
-        g2 = F.unsqueeze(g2, -1)
-    ga = F.matmul(g2, F.transpose(b2, -1, -2))
-    gb = F.matmul(F.transpose(a2, -1, -2), g2)
-    if a.ndim == 1:
-        ga = F.sum(F.reshape(ga, tuple(ga.shape[:-2]) + (ga.shape[-1],)), tuple(range(ga.ndim - 2)))
-    if b.ndim == 1:
-        gb = F.sum(F.reshape(gb, tuple(gb.shape[:-1])), tuple(range(gb.ndim - 2)))
-    return ga, gb
+    # view 1-D operands as matrices, take the 2-D rule, reduce broadcast batch dims back
+    a2 = (1,) + tuple(a.shape) if a.ndim == 1 else tuple(a.shape)
+    b2 = tuple(b.shape) + (1,) if b.ndim == 1 else tuple(b.shape)
+    g2 = F.reshape(g, broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1]))
+    ga = F.matmul(g2, F.transpose(F.reshape(b, b2), -1, -2))
+    gb = F.matmul(F.transpose(F.reshape(a, a2), -1, -2), g2)
+    return (F.reshape(sum_to_shape(F, ga, a2), tuple(a.shape)),
+            F.reshape(sum_to_shape(F, gb, b2), tuple(b.shape)))
 
 
 register(OpDef(
@@ -434,7 +433,9 @@ register(OpDef(
     shape=lambda s, size: size, attrs_rule=_expand_attrs,
     impl=lambda xp, x, size: xp.broadcast_to(x, size),
     backward=lambda F, g, out, x, size: (g,),  # the engine sums g back to x's shape
-    ref=lambda x, size: np.broadcast_to(x, size), samples=({"size": (2, -1, -1)},),
+    ref=lambda x, size: np.broadcast_to(
+        x, tuple(x.shape[i - len(size) + x.ndim] if n == -1 else n for i, n in enumerate(size))),
+    samples=({"size": (2, -1, -1)},),
 ))
 
 del _name, _ref, _dunder, _decomp

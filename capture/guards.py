@@ -1,0 +1,172 @@
+"""Guards: the conditions under which a captured graph may be reused, as one generated closure.
+
+While the symbolic interpreter runs, every Python value it depends on (a tensor argument's type,
+dtype, shape, device and requires_grad; a scalar's type and value; the identity of a module or
+function read from the globals; global grad mode) adds one *term* here, written as a Python
+expression over the function's own parameter names and a few namespace names (`G` the function's
+globals, `B` the builtins, `Tensor`, dtypes, `___cN` for other objects). `GuardSet.build()` joins
+the terms into one flat function with the same signature as the user's function, so that checking
+a cache entry is a single call (TorchDynamo's guard closures). Off the hot path,
+`first_failure()` names the term that failed, for recompile reasons. Imports only `eager`, `ir`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import math
+
+from eager import Tensor
+from eager.grad_mode import is_grad_enabled
+from ir import dtypes as D
+
+_SIMPLE = (bool, int, float, str, type(None), complex)
+
+
+def is_literal(value) -> bool:
+    """True for values whose repr evaluates back to an equal value (guards print them inline)."""
+    if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
+        return all(is_literal(v) for v in value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    if isinstance(value, complex) and not (math.isfinite(value.real) and
+                                           math.isfinite(value.imag)):
+        return False
+    return type(value) in _SIMPLE
+
+
+def signature_text(code) -> str:
+    """The parameter list of a code object, without defaults: `x, y, /, *args, k, **kw`."""
+    names = code.co_varnames
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    parts = list(names[:n])
+    if code.co_posonlyargcount:
+        parts.insert(code.co_posonlyargcount, "/")
+    i = n + k
+    if code.co_flags & inspect.CO_VARARGS:
+        parts.append("*" + names[i])
+        i += 1
+    elif k:
+        parts.append("*")
+    parts += names[n:n + k]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        parts.append("**" + names[i])
+    return ", ".join(parts)
+
+
+def parameter_names(code) -> set:
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return set(code.co_varnames[:n])
+
+
+class GuardSet:
+    """Collects guard terms for one cache entry and builds the guard closure.
+
+    `fn` is the user's function: the closure takes exactly its parameters (defaults copied), so
+    a guard is called as `guard(*args, **kwargs)`.
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.params = signature_text(fn.__code__)
+        self._taken = parameter_names(fn.__code__)
+        self.ns: dict = {"__builtins__": builtins}
+        self._ids: dict[int, str] = {}
+        self.terms: dict[str, None] = {}
+        self.G = self.name_for(fn.__globals__, "G")
+        self.B = self.name_for(builtins.__dict__, "B")
+        self.Tensor = self.name_for(Tensor, "Tensor")
+        self.add(f"{self.name_for(is_grad_enabled, 'grad_enabled')}() is {is_grad_enabled()}")
+        dt = D.get_default_dtype()
+        self.add(f"{self.name_for(D.get_default_dtype, 'get_default_dtype')}() is "
+                 f"{self.name_for(dt, dt.name)}")
+
+    # ---- namespace
+
+    def name_for(self, obj, preferred: str) -> str:
+        """A namespace name bound to `obj` (the same name for the same object)."""
+        got = self._ids.get(id(obj))
+        if got is not None:
+            return got
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in preferred) or "___c"
+        name, i = base, 0
+        while name in self._taken or name in self.ns or name in ("type", "len", "not"):
+            i += 1
+            name = f"{base}_{i}"
+        self.ns[name] = obj
+        self._ids[id(obj)] = name
+        return name
+
+    def literal(self, value) -> str:
+        """An expression for a constant: its repr when that round-trips, else a namespace name."""
+        return repr(value) if is_literal(value) else self.name_for(value, "___c")
+
+    # ---- terms
+
+    def add(self, term: str) -> None:
+        self.terms[term] = None
+
+    def tensor(self, src: str, t: Tensor) -> None:
+        dt = t.dtype
+        self.add(f"type({src}) is {self.Tensor}")
+        self.add(f"{src}.shape == {tuple(t.shape)!r}")
+        self.add(f"{src}.dtype is {self.name_for(dt, dt.name)}")
+        self.add(f"{src}.device.type == {t.device.type!r}")
+        self.add(f"{src}.requires_grad is {bool(t.requires_grad)}")
+
+    def constant(self, src: str, value) -> None:
+        if value is None or isinstance(value, bool):
+            self.add(f"{src} is {value!r}")
+            return
+        self.add(f"type({src}) is {self.name_for(type(value), type(value).__name__)}")
+        if isinstance(value, float) and math.isnan(value):
+            self.add(f"{src} != {src}")
+        else:
+            self.add(f"{src} == {self.literal(value)}")
+
+    def identity(self, src: str, value, name: str = "___c") -> None:
+        self.add(f"{src} is {self.name_for(value, name)}")
+
+    def type_is(self, src: str, value) -> None:
+        cls = type(value)
+        self.add(f"type({src}) is {self.name_for(cls, cls.__name__)}")
+
+    def length(self, src: str, value) -> None:
+        self.type_is(src, value)
+        self.add(f"len({src}) == {len(value)}")
+
+    # ---- building
+
+    def _function(self, body: str, name: str):
+        text = f"def {name}({self.params}):\n    return {body}\n"
+        ns = dict(self.ns)
+        exec(compile(text, f"<{name} of {self.fn.__qualname__}>", "exec"), ns)
+        f = ns[name]
+        f.__defaults__ = self.fn.__defaults__
+        f.__kwdefaults__ = self.fn.__kwdefaults__
+        return f
+
+    @property
+    def text(self) -> str:
+        """The guard closure's source, one term a line."""
+        body = "\n        and ".join(self.terms) or "True"
+        return f"def guard({self.params}):\n    return ({body})"
+
+    def build(self):
+        return self._function("(" + " and ".join(self.terms or ["True"]) + ")", "guard")
+
+    def build_fetch(self, sources: list):
+        """A function of the user's parameters returning the values at `sources` as a tuple."""
+        return self._function("(" + "".join(s + ", " for s in sources) + ")", "fetch")
+
+    def first_failure(self, args: tuple, kwargs: dict) -> str | None:
+        """The first term that is false (or raises) for these arguments; None if all hold."""
+        for term in self.terms:
+            try:
+                ok = self._function(term, "check")(*args, **kwargs)
+            except Exception:
+                ok = False
+            if not ok:
+                return term
+        return None

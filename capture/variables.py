@@ -1,0 +1,220 @@
+"""Variable trackers: what the symbolic interpreter keeps on its stack and in its locals.
+
+Each tracker stands for one Python value of the user's frame without running the code that made
+it: a `ConstantVariable` holds a value known at capture time (folded arithmetic, shapes, dtypes),
+a `TensorVariable` a graph `Node` with its static `TensorMeta`, and the others the objects the
+code reads (modules, functions, builtins, user objects) or builds (tuples, lists). Every tracker
+read from the frame's inputs carries a *source* (`x`, `G['w']`, `self.w`): an expression over
+the function's parameters from which its guards were made and from which a graph input is
+fetched on each call. Pure data; the behaviour lives in `symbolic.py` and `calls.py`.
+Touches nothing outside `capture` except the types of `ir`.
+"""
+
+from __future__ import annotations
+
+from ir import TensorMeta
+from ir.graph import Node
+
+
+class VariableTracker:
+    """Base tracker. `source` is an expression for where the value was read from, or None."""
+
+    source: str | None = None
+
+    def is_constant(self) -> bool:
+        return False
+
+    def python_type(self) -> type:
+        raise NotImplementedError(type(self).__name__)
+
+    def describe(self) -> str:
+        return type(self).__name__.replace("Variable", "").lower()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()})"
+
+
+class NullVariable(VariableTracker):
+    """The NULL that 3.11+ pushes below a callable (`PUSH_NULL`, `LOAD_GLOBAL` with bit 0)."""
+
+
+NULL = NullVariable()
+
+
+class ConstantVariable(VariableTracker):
+    """A Python value known at capture time (numbers, str, None, dtypes, shapes, tuples...)."""
+
+    def __init__(self, value, source: str | None = None):
+        self.value = value
+        self.source = source
+
+    def is_constant(self) -> bool:
+        return True
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def describe(self) -> str:
+        return repr(self.value)
+
+
+class TensorVariable(VariableTracker):
+    """A tensor value: the graph `node` that computes it, its static meta and requires_grad.
+
+    `shape`, `dtype`, `ndim` mirror the Tensor's so that registry decompositions and backward
+    rules (which read `x.shape`) run on trackers during capture.
+    """
+
+    def __init__(self, node: Node, meta: TensorMeta, requires_grad: bool,
+                 source: str | None = None):
+        self.node = node
+        self.meta = meta
+        self.requires_grad = requires_grad
+        self.source = source
+
+    @property
+    def shape(self) -> tuple:
+        return self.meta.shape
+
+    @property
+    def dtype(self):
+        return self.meta.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.meta.shape)
+
+    def dim(self) -> int:
+        return len(self.meta.shape)
+
+    def python_type(self) -> type:
+        from eager import Tensor
+
+        return Tensor
+
+    def describe(self) -> str:
+        return f"%{self.node.name}: {self.meta}"
+
+
+class SequenceVariable(VariableTracker):
+    """A tuple or list built by the code or read from an argument; `items` are trackers."""
+
+    kind: type = tuple
+
+    def __init__(self, items, source: str | None = None):
+        self.items = list(items)
+        self.source = source
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def describe(self) -> str:
+        return f"{self.kind.__name__} of {len(self.items)}"
+
+
+class TupleVariable(SequenceVariable):
+    kind = tuple
+
+
+class ListVariable(SequenceVariable):
+    kind = list
+
+
+class ObjectVariable(VariableTracker):
+    """A tracker for a known Python object (its identity guarded where it came from)."""
+
+    def __init__(self, value, source: str | None = None):
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def describe(self) -> str:
+        return getattr(self.value, "__qualname__", None) or type(self.value).__name__
+
+
+class ModuleVariable(ObjectVariable):
+    """A Python module (`eager`, `math`, `eager.nn.functional`): attribute reads resolve."""
+
+    def describe(self) -> str:
+        return self.value.__name__
+
+
+class FunctionVariable(ObjectVariable):
+    """A Python function; calling it inlines its bytecode. `self_var` binds a method's self."""
+
+    def __init__(self, value, source: str | None = None, self_var=None):
+        super().__init__(value, source)
+        self.self_var = self_var
+
+
+class OpFunctionVariable(ObjectVariable):
+    """An eager function generated from a registry op (`eager.add`, `Tensor.__radd__`...).
+
+    `op` is its `OpDef`; `reflected` swaps the two operands (`__radd__`); `inplace` marks
+    `add_`/`__iadd__`; `self_var` is the bound tensor for method calls (`x.sum(...)`).
+    """
+
+    def __init__(self, value, source: str | None = None, self_var=None):
+        super().__init__(value, source)
+        self.op = value.__wick_op__
+        self.reflected = getattr(value, "__wick_reflected__", False)
+        self.inplace = getattr(value, "__wick_inplace__", False)
+        self.self_var = self_var
+
+    def describe(self) -> str:
+        return self.op.name
+
+
+class BuiltinVariable(ObjectVariable):
+    """A C function (`len`, `print`, `math.sqrt`): folded on constants, else a graph break."""
+
+    def describe(self) -> str:
+        return getattr(self.value, "__name__", repr(self.value))
+
+
+class TensorMethodVariable(VariableTracker):
+    """A Tensor method that is not a registry op (`x.size`, `x.t`, `x.float`, `x.item`)."""
+
+    def __init__(self, tensor: TensorVariable, name: str):
+        self.tensor = tensor
+        self.name = name
+
+    def describe(self) -> str:
+        return f"Tensor.{self.name}"
+
+
+class ConstantMethodVariable(VariableTracker):
+    """A bound method of a constant (`shape.numel`, `"a".upper`): folds on constant args."""
+
+    def __init__(self, bound):
+        self.bound = bound
+
+    def describe(self) -> str:
+        return getattr(self.bound, "__qualname__", repr(self.bound))
+
+
+class GradModeVariable(VariableTracker):
+    """`eager.no_grad()` / `enable_grad()` / `set_grad_enabled(b)` used in a `with` block."""
+
+    def __init__(self, mode: bool):
+        self.mode = mode
+
+    def describe(self) -> str:
+        return f"grad mode {self.mode}"
+
+
+class GradModeExitVariable(VariableTracker):
+    """The bound `__exit__` that BEFORE_WITH pushes: calling it restores the previous mode."""
+
+    def __init__(self, prev: bool):
+        self.prev = prev
+
+
+class UserObjectVariable(ObjectVariable):
+    """Any other object (a model instance, a class): attribute reads are guarded and wrapped."""
+
+
+class UnknownVariable(ObjectVariable):
+    """A value of a type capture does not model (numpy array, dict...): any use breaks."""
