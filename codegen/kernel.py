@@ -127,8 +127,8 @@ class TraceBuilder:
         self._count = 0
         self._np = ArrayBuilder(np)
 
-    def emit(self, op: str, args: tuple, dtype: DType, **attrs) -> Var:
-        out = Var(f"t{self._count}", dtype)
+    def emit(self, op: str, args: tuple, out_dtype: DType, **attrs) -> Var:
+        out = Var(f"t{self._count}", out_dtype)
         self._count += 1
         self.body.append(Stmt(out, op, tuple(args), attrs))
         return out
@@ -281,6 +281,8 @@ class Kernel:
     stores: list           # [(output index, Var | Const)]
     llvm_ir: str = ""      # optimised LLVM IR (set by the LLVM backend)
     source_ir: str = ""    # LLVM IR before O3
+    symbol: str = ""       # the JIT symbol
+    cfunc: object = None   # the ctypes callable: cfunc(*input pointers, *output pointers)
 
     @property
     def numel(self) -> int:
@@ -289,8 +291,8 @@ class Kernel:
     def format(self) -> str:
         """Readable kernel IR: arguments, the loop nest with sizes, loads, the body, stores."""
         shape = "x".join(map(str, self.shape)) or "scalar"
-        lines = [f"kernel {self.name}  numel={self.numel}  shape={shape}  "
-                 f"nodes: {', '.join('%' + n.name for n in self.nodes)}"]
+        nodes = ", ".join("%" + n.name for n in self.nodes)
+        lines = [f"kernel {self.name}  numel={self.numel}  shape={shape}  nodes: {nodes}"]
         for b in self.inputs + self.outputs:
             lines.append(f"  {b.name}: %{b.node.name} {_SHORT[b.dtype.name]}"
                          f"[{', '.join(map(str, b.shape))}]  strides {b.strides}")

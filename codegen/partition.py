@@ -62,9 +62,9 @@ class Partition:
         incoming: dict = {}
         for p, c, why in self.boundaries:
             incoming.setdefault(c, []).append((p, why))
-        lines = [f"fusion plan of {self.graph.name}: "
-                 f"{sum(isinstance(s, FusionGroup) for s in self.steps)} fused kernel(s), "
-                 f"{sum(isinstance(s, LibraryCall) for s in self.steps)} library call(s)"]
+        nk = sum(isinstance(s, FusionGroup) for s in self.steps)
+        nl = len(self.steps) - nk
+        lines = [f"fusion plan of {self.graph.name}: {nk} fused kernel(s), {nl} library call(s)"]
         for step in self.steps:
             if isinstance(step, LibraryCall):
                 n = step.node
