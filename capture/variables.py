@@ -198,8 +198,9 @@ class ConstantMethodVariable(VariableTracker):
 class GradModeVariable(VariableTracker):
     """`eager.no_grad()` / `enable_grad()` / `set_grad_enabled(b)` used in a `with` block."""
 
-    def __init__(self, mode: bool):
+    def __init__(self, mode: bool, prev: bool | None = None):
         self.mode = mode
+        self.prev = prev  # set_grad_enabled(b) switches at the call; no_grad() at __enter__
 
     def describe(self) -> str:
         return f"grad mode {self.mode}"

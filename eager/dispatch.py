@@ -45,7 +45,7 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
     out = Tensor._make(run_kernel(np, op, arrays, attrs, compute, out_dtype))
     if op.kind in VIEW_KINDS:
         base = inputs[0]
-        if np.shares_memory(out._data, base._data):
+        if np.may_share_memory(out._data, base._data):
             out._vc = base._vc
             out._base = base._base if base._base is not None else base
     if (op.backward is not None and grad_mode.is_grad_enabled()
@@ -86,6 +86,14 @@ def make_function(op: OpDef):
 def _make_dunder(op: OpDef, dunder: str):
     fn = FUNCTIONS[op.name]
     reflected = dunder.startswith("__r") and dunder not in ("__rshift__",)
+    if op.nin == 1:
+        def unary(self):
+            return fn(self)
+
+        unary.__name__ = dunder
+        unary.__wick_op__ = op
+        unary.__wick_reflected__ = False
+        return unary
 
     def method(self, other):
         if not (isinstance(other, Tensor) or is_number(other) or isinstance(other, np.generic)):

@@ -226,7 +226,11 @@ class Tensor:
         if dtype is None:
             return self
         dtype = D.to_dtype(dtype)
-        return self if dtype is self.dtype else self.cast(dtype)
+        if dtype is self.dtype:
+            return self
+        from .dispatch import FUNCTIONS
+
+        return FUNCTIONS["cast"](self, dtype)
 
     def type(self, dtype=None):
         return f"eager.{self.dtype.name}" if dtype is None else self.to(dtype)

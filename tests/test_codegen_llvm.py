@@ -18,6 +18,7 @@ import ir
 from codegen import jit
 from codegen.kernel import Kernel
 from codegen.partition import LibraryCall
+from opinfo import dtypes_of
 
 R = ir.REGISTRY
 ALL_DTYPES = (ir.bool_, ir.int64, ir.float32, ir.float64)
@@ -90,7 +91,7 @@ def _matrix():
     for op in R.values():
         if op.kind != "elementwise":
             continue
-        for dtype in op.test_dtypes or ALL_DTYPES:
+        for dtype in dtypes_of(op):
             for i, attrs in enumerate(op.samples):
                 for scalar_arg in ([False, True] if op.nin == 2 and op.scalar_ok else [False]):
                     cases.append(pytest.param(op.name, dtype, attrs, scalar_arg,
@@ -121,11 +122,7 @@ def _op_graph(op, dtype, attrs, scalar_arg, shape, rng):
 def test_elementwise_op_matches_interpreter(name, dtype, attrs, scalar_arg):
     op = R[name]
     rng = np.random.default_rng(0)
-    try:
-        g, arrays = _op_graph(op, dtype, attrs, scalar_arg, (7, 37), rng)
-        ir.Interpreter(g).run(*arrays)
-    except (TypeError, ValueError, RuntimeError) as e:
-        pytest.skip(f"eager rejects {name} on {dtype.name}: {e}")
+    g, arrays = _op_graph(op, dtype, attrs, scalar_arg, (7, 37), rng)
     cg = check(g, *arrays)
     assert len(cg.kernels) == 1 and cg.kernels[0].nodes == [g.nodes[-2]]
 

@@ -1,0 +1,457 @@
+"""What calls, attribute reads and operators mean during capture.
+
+`record(tx, op, inputs, attrs)` is capture's `apply` of the `OpNamespace` protocol: the same
+steps as `eager.dispatch.apply` (operand check, attrs canonicalised, composites decomposed so the
+graph holds primitives, `op.meta` raising eager's own errors), but it adds a graph node instead of
+running a kernel. `call_function` decides, per tracker kind, whether a call records an op, is
+inlined (a Python function runs in a child interpreter sharing the graph), folds (a builtin on
+constants) or is a graph break. `binary_op`/`compare_op`/`unary_op` map Python operators to the
+dunders of `eager.Tensor` from one table. Touches `eager` (to read its functions' `__wick_op__`),
+`ir`, and `capture`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+import types
+
+from eager import Tensor, device
+from eager import grad_mode
+from ir import OpNamespace
+from ir.dtypes import DType, to_dtype
+from ir.opdef import is_number
+
+from . import config
+from .variables import (
+    BuiltinVariable, ConstantMethodVariable, ConstantVariable, FunctionVariable,
+    GradModeExitVariable, GradModeVariable, ListVariable, ModuleVariable, OpFunctionVariable,
+    SequenceVariable, TensorMethodVariable, TensorVariable, TupleVariable, UserObjectVariable,
+    VariableTracker,
+)
+
+# ---------------------------------------------------------------- recording ops
+
+
+def record(tx, op, inputs: tuple, attrs: dict) -> TensorVariable:
+    """Add `op(*inputs, **attrs)` to the graph; inputs are TensorVariables or Python numbers."""
+    vals = []
+    for name, x in zip(op.input_names, inputs):
+        if isinstance(x, ConstantVariable):
+            x = x.value
+        if isinstance(x, TensorVariable) or (is_number(x) and op.scalar_ok):
+            vals.append(x)
+            continue
+        if isinstance(x, VariableTracker) and not isinstance(x, (TensorVariable,)):
+            raise tx.unsupported(f"{op.name}() called with an operand capture does not model "
+                                 f"({x.describe()})")
+        want = "Tensor or number" if op.scalar_ok else "Tensor"
+        raise TypeError(f"{op.name}(): argument '{name}' must be {want}, not "
+                        f"{type(x).__name__}")
+    metas = tuple(x.meta if isinstance(x, TensorVariable) else x for x in vals)
+    attrs = op.canonical_attrs(metas, attrs)
+    if op.decomp is not None:
+        return op.decomp(OpNamespace(lambda o, i, a: record(tx, o, i, a)), *vals, **attrs)
+    meta = op.meta(metas, attrs)
+    args = tuple(x.node if isinstance(x, TensorVariable) else x for x in vals)
+    node = tx.out.graph.call_function(op, args, attrs, val=meta, source=tx.location())
+    node.meta["grad_enabled"] = tx.out.grad_enabled
+    requires_grad = (op.backward is not None and tx.out.grad_enabled
+                     and meta.dtype.is_floating_point
+                     and any(isinstance(x, TensorVariable) and x.requires_grad for x in vals))
+    return TensorVariable(node, meta, requires_grad)
+
+
+def as_constant(tx, v):
+    """The Python value of an attribute argument (constants, tuples/lists of constants)."""
+    if isinstance(v, (tuple, list)):  # *varargs attributes (`x.reshape(2, 3)`)
+        return type(v)(as_constant(tx, x) for x in v)
+    if not isinstance(v, VariableTracker):  # a default filled in by bind
+        return v
+    if isinstance(v, ConstantVariable):
+        return v.value
+    if isinstance(v, SequenceVariable):
+        return v.kind(as_constant(tx, x) for x in v.items)
+    raise tx.unsupported(f"{v.describe()} passed where a Python constant is expected")
+
+
+def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTracker:
+    """A call of an eager registry function, method or dunder: record its op."""
+    if fn.self_var is not None:
+        args = [fn.self_var] + args
+    if fn.reflected and len(args) == 2:
+        args = [args[1], args[0]]
+    op = fn.op
+    if fn.inplace:
+        return inplace(tx, args[0], lambda: call_op(tx, OpFunctionVariable(
+            getattr(Tensor, op.name) if op.method else _function_of(op)), args, kwargs))
+    kwargs = {k: v if k in op.input_names else as_constant(tx, v) for k, v in kwargs.items()}
+    inputs, attrs = op.bind(tuple(args), kwargs)
+    attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
+    return record(tx, op, inputs, attrs)
+
+
+def _function_of(op):
+    from eager.dispatch import FUNCTIONS
+
+    return FUNCTIONS[op.name]
+
+
+def inplace(tx, target, compute) -> VariableTracker:
+    """`t.add_(y)` / `t += y`: captured when `t` is a fresh intermediate that nothing aliases
+    (not a graph input, not a view, not viewed), by rebinding its tracker to the new value."""
+    if not isinstance(target, TensorVariable):
+        raise tx.unsupported("in-place op on a value that is not a tensor")
+    node = target.node
+    if node.op != "call_function" or node.target.kind == "view" or \
+            any(u.target.kind == "view" for u in node.users if u.op == "call_function"):
+        raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
+    result = compute()
+    if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
+        raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
+    target.node, target.meta, target.requires_grad = result.node, result.meta, \
+        result.requires_grad or target.requires_grad
+    return target
+
+
+# ---------------------------------------------------------------- calls
+
+
+def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
+    """The tracker of `fn(*args, **kwargs)`, recording ops or inlining; else a graph break."""
+    if isinstance(fn, OpFunctionVariable):
+        return call_op(tx, fn, args, kwargs)
+    if isinstance(fn, FunctionVariable):
+        value = fn.value
+        if getattr(value, "__wick_graph_break__", False):
+            raise tx.unsupported("capture.graph_break() called")
+        if getattr(value, "__wick_disable__", False):
+            raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
+        return inline(tx, fn, args, kwargs)
+    if isinstance(fn, BuiltinVariable):
+        return call_builtin(tx, fn.value, args, kwargs)
+    if isinstance(fn, TensorMethodVariable):
+        return call_tensor_method(tx, fn.tensor, fn.name, args, kwargs)
+    if isinstance(fn, ConstantMethodVariable):
+        if all(v.is_constant() for v in args + list(kwargs.values())):
+            return ConstantVariable(fn.bound(*[v.value for v in args],
+                                             **{k: v.value for k, v in kwargs.items()}))
+        raise tx.unsupported(f"call to {fn.describe()} with non-constant arguments")
+    if isinstance(fn, GradModeExitVariable):
+        tx.out.grad_enabled = fn.prev
+        return ConstantVariable(None)
+    if isinstance(fn, UserObjectVariable):
+        value = fn.value
+        if value in (grad_mode.no_grad, grad_mode.enable_grad) and not args and not kwargs:
+            return GradModeVariable(value.mode)
+        if value is grad_mode.set_grad_enabled and len(args) == 1 and args[0].is_constant():
+            var = GradModeVariable(bool(args[0].value))
+            var.prev = tx.out.grad_enabled
+            tx.out.grad_enabled = var.mode  # takes effect at the call, as in PyTorch
+            return var
+    raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def inline(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTracker:
+    """Run a Python function's bytecode in a child interpreter that shares the graph."""
+    from .symbolic import InstructionTranslator
+
+    value = fn.value
+    code = value.__code__
+    if tx.depth >= config.inline_depth_limit:
+        raise tx.unsupported(f"inlining deeper than {config.inline_depth_limit} calls")
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
+                        inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
+        raise tx.unsupported(f"call to generator/coroutine function {value.__qualname__}")
+    if fn.self_var is not None:
+        args = [fn.self_var] + args
+    sig = inspect.signature(value)
+    bound = sig.bind(*args, **kwargs)  # a TypeError here is the user's, as eagerly
+    f_locals = {}
+    fname = tx.out.guards.name_for(value, value.__name__)
+    for name, param in sig.parameters.items():
+        if name in bound.arguments:
+            v = bound.arguments[name]
+            if param.kind == param.VAR_POSITIONAL:
+                v = TupleVariable(v)
+            elif param.kind == param.VAR_KEYWORD:
+                if v:
+                    raise tx.unsupported(f"**{name} passed to {value.__qualname__}")
+                raise tx.unsupported(f"function {value.__qualname__} takes **{name}")
+            f_locals[name] = v
+        elif param.kind == param.VAR_POSITIONAL:
+            f_locals[name] = TupleVariable([])
+        elif param.kind == param.VAR_KEYWORD:
+            raise tx.unsupported(f"function {value.__qualname__} takes **{name}")
+        elif param.kind == param.KEYWORD_ONLY:
+            f_locals[name] = tx.out.wrap(param.default, f"{fname}.__kwdefaults__[{name!r}]")
+        else:
+            positional = [p for p in sig.parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            i = positional.index(param) - (len(positional) - len(value.__defaults__))
+            f_locals[name] = tx.out.wrap(param.default, f"{fname}.__defaults__[{i}]")
+    return InstructionTranslator(tx.out, value, f_locals, tx.depth + 1).run()
+
+
+PURE_BUILTINS = {
+    abs, all, any, bool, chr, complex, divmod, float, int, isinstance, issubclass, len, max,
+    min, ord, pow, range, repr, round, str, sum, tuple, list, type, hash,
+}
+FOLDABLE_MODULES = ("math", "operator", "cmath")
+
+
+def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
+    name = getattr(f, "__name__", repr(f))
+    if f is len and len(args) == 1 and not kwargs:
+        (x,) = args
+        if isinstance(x, TensorVariable):
+            if not x.meta.shape:
+                raise TypeError("len() of a 0-d tensor")
+            return ConstantVariable(x.meta.shape[0])
+        if isinstance(x, SequenceVariable):
+            return ConstantVariable(len(x.items))
+    if f is isinstance and len(args) == 2 and args[1].is_constant() or \
+            f is isinstance and isinstance(args[1], UserObjectVariable):
+        cls = args[1].value
+        if isinstance(args[0], (TensorVariable, SequenceVariable)):
+            return ConstantVariable(issubclass(args[0].python_type(), cls))
+    if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
+        return unary_op(tx, "__abs__", abs, args[0])
+    if f in (tuple, list) and len(args) == 1 and not args[0].is_constant():
+        items = unpack(tx, args[0])
+        return TupleVariable(items) if f is tuple else ListVariable(items)
+    pure = f in PURE_BUILTINS or getattr(f, "__module__", None) in FOLDABLE_MODULES
+    if pure and all(v.is_constant() for v in args + list(kwargs.values())):
+        return ConstantVariable(f(*[v.value for v in args],
+                                  **{k: v.value for k, v in kwargs.items()}))
+    if f is print:
+        raise tx.unsupported("call to builtin print")
+    raise tx.unsupported(f"call to builtin {name}"
+                         + ("" if pure else " (a C function capture does not model)"))
+
+
+TENSOR_BREAKS = {
+    "item": "Tensor.item() reads a tensor value into Python",
+    "tolist": "Tensor.tolist() reads tensor values into Python",
+    "numpy": "Tensor.numpy() leaves the graph (a numpy array aliases the tensor's memory)",
+    "backward": "Tensor.backward() runs autograd (call it outside the compiled function)",
+}
+CAST_METHODS = {"float": "float32", "double": "float64", "long": "int64", "bool": "bool"}
+
+
+def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dict):
+    """Tensor methods that are not registry ops: shape queries fold, casts record `cast`."""
+    if name in TENSOR_BREAKS:
+        raise tx.unsupported(TENSOR_BREAKS[name])
+    if not all(v.is_constant() or isinstance(v, TensorVariable)
+               for v in args + list(kwargs.values())):
+        raise tx.unsupported(f"Tensor.{name}() with arguments capture does not model")
+    shape = t.meta.shape
+    if name == "size":
+        dim = (args[0] if args else kwargs.get("dim", ConstantVariable(None))).value
+        if dim is None:
+            return ConstantVariable(_size(shape))
+        from ir.opdef import normalize_dim
+
+        return ConstantVariable(shape[normalize_dim(dim, len(shape))])
+    if name == "dim" and not args:
+        return ConstantVariable(len(shape))
+    if name == "numel" and not args:
+        return ConstantVariable(math.prod(shape))
+    if name == "cpu" and not args:
+        return t
+    if name == "t" and not args:
+        if len(shape) > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{len(shape)}D")
+        return _transpose(tx, t, 0, 1) if len(shape) == 2 else t
+    if name in CAST_METHODS and not args:
+        return _cast(tx, t, to_dtype(CAST_METHODS[name]))
+    if name == "to":
+        dtype = kwargs.get("dtype", ConstantVariable(None)).value
+        for a in args:
+            if isinstance(a, TensorVariable):
+                dtype = a.meta.dtype
+            elif isinstance(a.value, (str, device)):
+                if device(a.value).type != "cpu":
+                    raise tx.unsupported(f"Tensor.to({a.value!r})")
+            else:
+                dtype = a.value
+        return t if dtype is None else _cast(tx, t, to_dtype(dtype))
+    raise tx.unsupported(f"Tensor.{name}() is not supported by capture")
+
+
+def _size(shape):
+    from eager.tensor import Size
+
+    return Size(shape)
+
+
+def _cast(tx, t, dtype: DType):
+    if dtype is t.meta.dtype:
+        return t
+    return call_op(tx, OpFunctionVariable(_function_of_name("cast")), [t], {
+        "dtype": ConstantVariable(dtype)})
+
+
+def _transpose(tx, t, d0, d1):
+    return call_op(tx, OpFunctionVariable(_function_of_name("transpose")), [t],
+                   {"dim0": ConstantVariable(d0), "dim1": ConstantVariable(d1)})
+
+
+def _function_of_name(name):
+    from eager.dispatch import FUNCTIONS
+
+    return FUNCTIONS[name]
+
+
+# ---------------------------------------------------------------- attribute reads
+
+TENSOR_METHODS = {"size", "dim", "numel", "t", "to", "cpu", "item", "tolist", "numpy",
+                  "backward", *CAST_METHODS}
+
+
+def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
+    """The tracker of `obj.name`."""
+    if isinstance(obj, TensorVariable):
+        return tensor_attr(tx, obj, name)
+    if isinstance(obj, (ModuleVariable, UserObjectVariable)):
+        value = getattr(obj.value, name)  # an AttributeError here is the user's
+        return tx.out.wrap(value, f"{obj.source}.{name}")
+    if isinstance(obj, ConstantVariable):
+        value = getattr(obj.value, name)
+        if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
+            return ConstantMethodVariable(value)
+        return ConstantVariable(value)
+    raise tx.unsupported(f"attribute {name!r} of {obj.describe()}")
+
+
+def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
+    meta = t.meta
+    if name == "shape":
+        return ConstantVariable(_size(meta.shape))
+    if name == "dtype":
+        return ConstantVariable(meta.dtype)
+    if name == "ndim":
+        return ConstantVariable(len(meta.shape))
+    if name == "device":
+        return ConstantVariable(device(meta.device))
+    if name == "requires_grad":
+        return ConstantVariable(t.requires_grad)
+    if name == "is_leaf" and t.node.op == "call_function":
+        return ConstantVariable(not t.requires_grad)
+    if name == "T":
+        out, n = t, len(meta.shape)
+        for i in range(n // 2):
+            out = _transpose(tx, out, i, n - 1 - i)
+        return out
+    if name in TENSOR_METHODS:
+        return TensorMethodVariable(t, name)
+    attr = getattr(Tensor, name, None)
+    if attr is not None and hasattr(attr, "__wick_op__"):
+        return OpFunctionVariable(attr, None, self_var=t)
+    raise tx.unsupported(f"Tensor attribute {name!r} is not supported by capture")
+
+
+# ---------------------------------------------------------------- operators
+
+BINARY = {
+    "+": "add", "-": "sub", "*": "mul", "/": "truediv", "@": "matmul", "**": "pow",
+    "//": "floordiv", "%": "mod", "&": "and", "|": "or", "^": "xor", "<<": "lshift",
+    ">>": "rshift",
+}
+COMPARE = {"<": ("lt", "gt"), "<=": ("le", "ge"), ">": ("gt", "lt"), ">=": ("ge", "le"),
+           "==": ("eq", "eq"), "!=": ("ne", "ne")}
+
+
+def _operand_ok(v) -> bool:
+    return isinstance(v, TensorVariable) or (v.is_constant() and is_number(v.value))
+
+
+def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """`a <symbol> b` (in-place forms `+=` included) for BINARY_OP."""
+    inplace = symbol.endswith("=")
+    base = symbol[:-1] if inplace else symbol
+    name = BINARY[base]
+    if a.is_constant() and b.is_constant():
+        fn = getattr(operator, ("i" if inplace else "") + (name if name not in
+                                                            ("and", "or") else name + "_"))
+        return ConstantVariable(fn(a.value, b.value))
+    if isinstance(a, SequenceVariable) and isinstance(b, SequenceVariable) and base == "+":
+        items = a.items + b.items
+        if inplace and isinstance(a, ListVariable):
+            a.items = items
+            return a
+        return type(a)(items)
+    if inplace and isinstance(a, TensorVariable) and hasattr(Tensor, f"__i{name}__"):
+        return inplace_op(tx, a, name, b)
+    return _dunder(tx, f"__{name}__", f"__r{name}__", a, b, base)
+
+
+def inplace_op(tx, a, name, b):
+    return inplace(tx, a, lambda: _dunder(tx, f"__{name}__", f"__r{name}__", a, b, name))
+
+
+def _dunder(tx, fwd: str, rev: str, a, b, symbol: str) -> VariableTracker:
+    if not (_operand_ok(a) and _operand_ok(b)):
+        raise tx.unsupported(f"operator {symbol} on {a.describe()} and {b.describe()}")
+    if isinstance(a, TensorVariable):
+        fn = getattr(Tensor, fwd, None)
+        args = [a, b]
+    else:
+        fn = getattr(Tensor, rev, None)
+        args = [b, a]
+    if fn is None or not hasattr(fn, "__wick_op__"):
+        raise tx.unsupported(f"operator {symbol} on tensors is not supported by capture")
+    var = OpFunctionVariable(fn)
+    return call_op(tx, var, args, {})
+
+
+def compare_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    if a.is_constant() and b.is_constant():
+        fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+              "==": operator.eq, "!=": operator.ne}[symbol]
+        return ConstantVariable(fn(a.value, b.value))
+    fwd, rev = COMPARE[symbol]
+    return _dunder(tx, f"__{fwd}__", f"__{rev}__", a, b, symbol)
+
+
+def unary_op(tx, dunder: str, fold, v: VariableTracker) -> VariableTracker:
+    if v.is_constant():
+        return ConstantVariable(fold(v.value))
+    if isinstance(v, TensorVariable):
+        fn = getattr(Tensor, dunder, None)
+        if fn is not None and hasattr(fn, "__wick_op__"):
+            return call_op(tx, OpFunctionVariable(fn), [v], {})
+    raise tx.unsupported(f"unary {dunder} on {v.describe()}")
+
+
+# ---------------------------------------------------------------- containers
+
+
+def unpack(tx, v: VariableTracker) -> list:
+    """The items of a tuple/list/constant sequence (for UNPACK_SEQUENCE, GET_ITER, extend)."""
+    if isinstance(v, SequenceVariable):
+        return list(v.items)
+    if v.is_constant() and isinstance(v.value, (tuple, list, range, str)):
+        return [ConstantVariable(x) for x in v.value]
+    if isinstance(v, TensorVariable):
+        raise tx.unsupported("iterating over a tensor")
+    raise tx.unsupported(f"iterating over {v.describe()}")
+
+
+def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
+    if obj.is_constant() and index.is_constant():
+        return ConstantVariable(obj.value[index.value])
+    if isinstance(obj, SequenceVariable) and index.is_constant():
+        i = index.value
+        if isinstance(i, slice):
+            return type(obj)(obj.items[i])
+        if isinstance(i, int):
+            return obj.items[i]  # an IndexError here is the user's, as eagerly
+    if isinstance(obj, TensorVariable):
+        raise tx.unsupported("tensor indexing is not supported by capture yet")
+    raise tx.unsupported(f"subscript of {obj.describe()}")
+
+

@@ -1,0 +1,109 @@
+"""The state one capture builds, shared by the top frame and every frame inlined into it.
+
+`OutputGraph` holds the `ir.Graph` being recorded, the `GuardSet`, the graph inputs (one
+placeholder per tensor the code reads, in first-read order, each with the source it is fetched
+from on every call) and the symbolic grad mode. `wrap(value, source)` is the variable builder:
+it turns a Python value read from the frame (argument, global, attribute, closure cell) into a
+tracker and adds the guards that protect it (Dynamo's `VariableBuilder`). Touches `eager`'s
+types, `ir.Graph`, and `capture`.
+"""
+
+from __future__ import annotations
+
+import types
+
+from eager import Tensor, device
+from eager.grad_mode import is_grad_enabled
+from ir import Graph
+from ir.dtypes import DType
+
+from . import calls
+from .guards import GuardSet, is_literal
+from .variables import (
+    BuiltinVariable, ConstantVariable, FunctionVariable, ListVariable, ModuleVariable,
+    OpFunctionVariable, TensorVariable, TupleVariable, UnknownVariable, UserObjectVariable,
+    VariableTracker,
+)
+
+
+class OutputGraph:
+    """What a captured call produces, shared by the top frame and every inlined frame."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.graph = Graph(fn.__name__)
+        self.guards = GuardSet(fn)
+        self.input_sources: list[str] = []
+        self.by_source: dict[str, VariableTracker] = {}
+        self.grad_enabled = self.initial_grad_enabled = is_grad_enabled()
+        self.instructions = 0
+
+    def globals_name(self, f_globals: dict) -> str:
+        if f_globals is self.fn.__globals__:
+            return self.guards.G
+        return self.guards.name_for(f_globals, "G_" + str(f_globals.get("__name__", "mod")))
+
+    def wrap(self, value, source: str) -> VariableTracker:
+        """The tracker for `value` read from `source`, adding the guards that protect it."""
+        known = self.by_source.get(source)
+        if known is not None:
+            return known
+        var = self._wrap(value, source)
+        self.by_source[source] = var
+        return var
+
+    def _wrap(self, value, source: str) -> VariableTracker:
+        g = self.guards
+        if isinstance(value, Tensor):
+            g.tensor(source, value)
+            name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
+            node = self.graph.placeholder(name.replace("__", "_") or "input", value.meta)
+            self.input_sources.append(source)
+            return TensorVariable(node, value.meta, value.requires_grad, source)
+        if type(value) is not list and is_literal(value):
+            g.constant(source, value)
+            return ConstantVariable(value, source)
+        if isinstance(value, (DType, device)) or value is Ellipsis:
+            g.identity(source, value, getattr(value, "name", "___c"))
+            return ConstantVariable(value, source)
+        if isinstance(value, tuple):
+            g.length(source, value)
+            return TupleVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
+                                 source)
+        if type(value) is list:
+            g.length(source, value)
+            return ListVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
+                                source)
+        name = getattr(value, "__name__", "___c")
+        if isinstance(value, types.ModuleType):
+            g.identity(source, value, name)
+            return ModuleVariable(value, source)
+        if hasattr(value, "__wick_op__") and callable(value):
+            g.identity(source, value, name)
+            return OpFunctionVariable(value, source)
+        if getattr(value, "__wick_compiled__", None) is not None:
+            g.identity(source, value, name)
+            return FunctionVariable(value.__wrapped__, source)
+        if isinstance(value, types.FunctionType):
+            g.identity(source, value, name)
+            return FunctionVariable(value, source)
+        if isinstance(value, types.MethodType):
+            g.identity(f"{source}.__func__", value.__func__, name)
+            self_var = self.wrap(value.__self__, f"{source}.__self__")
+            if hasattr(value.__func__, "__wick_op__"):
+                return OpFunctionVariable(value.__func__, source, self_var)
+            if isinstance(value.__func__, types.FunctionType):
+                return FunctionVariable(value.__func__, source, self_var)
+            return UnknownVariable(value, source)
+        if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or \
+                type(value) is type and value in calls.PURE_BUILTINS:
+            g.identity(source, value, name)
+            return BuiltinVariable(value, source)
+        if isinstance(value, type):
+            g.identity(source, value, name)
+            return UserObjectVariable(value, source)
+        g.type_is(source, value)
+        if type(value).__module__ == "builtins" or not hasattr(value, "__dict__") or \
+                type(value).__module__.split(".")[0] == "numpy":
+            return UnknownVariable(value, source)
+        return UserObjectVariable(value, source)
