@@ -110,7 +110,8 @@ def main():
     print(f"\ncaptured graphs: {report.graph_count}, graph breaks: {report.graph_break_count}")
     for g in report.graphs:
         print(g)
-    kernels = capture.compiled_kernels(predict)
+    entry = predict.__wick_compiled__.entries[0]  # the cache entry serving these shapes
+    kernels = getattr(entry.compiled, "kernels", [])
     print(f"\nfused kernels: {len(kernels)}")
     for k in kernels:
         print(f"  {k.name}: {' -> '.join(n.target.name for n in k.nodes)}")
