@@ -131,7 +131,11 @@ class OpDef:
     - `backward(F, g, out, *xs, **attrs)`: a tuple with one gradient (or None) per operand,
       written with the registry ops in namespace `F`; may return broadcast-shaped gradients.
     - `decomp(F, *xs, **attrs)`: composites are defined by other ops and need nothing else.
+    - `jvp(F, tangents, out, *xs, **attrs)`: optional forward-mode rule (else derived from
+      `backward`).
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
+    - `sample_inputs(rng, dtype)`: optional generator of (operands, attrs) for the test matrix
+      (numpy arrays and Python numbers); without it, samples derive from `kind`/`samples`.
     """
 
     name: str
@@ -145,7 +149,9 @@ class OpDef:
     impl: Callable | None = None
     backward: Callable | None = None
     decomp: Callable | None = None
+    jvp: Callable | None = None
     ref: Callable | None = None
+    sample_inputs: Callable | None = None
     method: bool = True
     dunders: tuple = ()
     scalar_ok: bool = True

@@ -6,9 +6,17 @@ arrays (this is eager's kernel for elementwise ops); codegen provides builders t
 or CUDA C from the same formula (minitorch's map/zip, tinygrad's ALU ops).
 
 Primitives (binary ones accept a Python number on either side; it takes the other operand's
-dtype): add sub mul div pow maximum minimum (NaN-propagating), lt le gt ge eq ne (-> bool),
-neg abs sign exp log sqrt tanh erf (float), where(cond, x, y), logical_not, cast(x, dtype),
-and `dtype(x)`, the wick dtype of a value.
+dtype). The set is closed: a new primitive touches this file and the codegen renderers only.
+
+- arithmetic: add sub mul div pow maximum minimum (NaN-propagating), fmod (C fmod: sign of
+  the dividend), remainder (Python/floor modulo: sign of the divisor), floordiv
+- comparisons (-> bool): lt le gt ge eq ne; tests: isnan isinf
+- logic and bits (bool/int): logical_not bitwise_and bitwise_or bitwise_xor bitwise_not
+  lshift rshift
+- float math: neg abs sign exp exp2 expm1 log log2 log1p sqrt rsqrt sin cos tan asin acos atan
+  atan2 sinh cosh tanh asinh acosh atanh erf erfc erfinv hypot floor ceil round (half to
+  even) trunc
+- select and convert: where(cond, x, y), cast(x, dtype); `dtype(x)` is a value's wick dtype
 """
 
 from __future__ import annotations
@@ -16,11 +24,27 @@ from __future__ import annotations
 from . import dtypes as D
 
 PRIMITIVES = (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-    "lt", "le", "gt", "ge", "eq", "ne",
-    "neg", "abs", "sign", "exp", "log", "sqrt", "tanh", "erf",
-    "where", "logical_not", "cast",
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "remainder", "floordiv",
+    "lt", "le", "gt", "ge", "eq", "ne", "isnan", "isinf",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "lshift", "rshift",
+    "neg", "abs", "sign", "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "erf", "erfc", "erfinv", "hypot", "floor", "ceil", "round", "trunc",
+    "where", "cast",
 )
+
+# numpy/cupy ufunc of each primitive that maps one to one (the rest are methods below)
+_UFUNC = {
+    "fmod": "fmod", "remainder": "remainder", "floordiv": "floor_divide", "isnan": "isnan",
+    "isinf": "isinf", "logical_not": "logical_not", "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "bitwise_not": "invert",
+    "lshift": "left_shift", "rshift": "right_shift", "exp2": "exp2", "expm1": "expm1",
+    "log2": "log2", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2", "sinh": "sinh",
+    "cosh": "cosh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
+    "hypot": "hypot", "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc",
+}
+_SPECIAL = {"erf", "erfc", "erfinv"}  # scipy.special / cupyx.scipy.special
 
 
 class ArrayBuilder:
@@ -93,18 +117,22 @@ class ArrayBuilder:
     def tanh(self, x):
         return self.xp.tanh(x)
 
-    def erf(self, x):
-        if self.xp.__name__ == "numpy":
-            from scipy.special import erf
-        else:
-            from cupyx.scipy.special import erf
-        return erf(x)
+    def rsqrt(self, x):
+        return 1 / self.xp.sqrt(x)
 
     def where(self, c, x, y):
         return self.xp.where(c, x, y)
 
-    def logical_not(self, x):
-        return self.xp.logical_not(x)
+    def __getattr__(self, name):
+        if name in _UFUNC:
+            return getattr(self.xp, _UFUNC[name])
+        if name in _SPECIAL:
+            if self.xp.__name__ == "numpy":
+                import scipy.special as special
+            else:
+                import cupyx.scipy.special as special
+            return getattr(special, name)
+        raise AttributeError(f"{name!r} is not a scalar primitive (see ir/scalar.py)")
 
     def cast(self, x, dtype):
         return self.xp.asarray(x).astype(dtype.np, copy=False)

@@ -49,6 +49,9 @@ def _scalar_for(dtype, domain):
 def samples(op, dtype, seed=0):
     """Yield (operands, attrs) with numpy arrays / Python numbers for `op` at `dtype`."""
     rng = np.random.default_rng(seed)
+    if op.sample_inputs is not None:
+        yield from op.sample_inputs(rng, dtype)
+        return
     arr = lambda shape, dt=dtype: make_array(rng, shape, dt, op.domain)  # noqa: E731
     if op.kind == "elementwise":
         for attrs in op.samples:
