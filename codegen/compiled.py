@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ir.graph import Node, map_arg
-from ir.interpreter import Interpreter, apply_arrays, run_kernel
+from ir.execute import apply_arrays, run_kernel
+from ir.interpreter import Interpreter
 
 from . import jit
 from .kernel import Kernel, lower_group

@@ -28,6 +28,10 @@ long = int64
 
 dispatch.install(globals())
 
+from . import indexing  # noqa: E402
+
+indexing.install(Tensor)
+
 from . import nn  # noqa: E402
 
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 import numpy as np
 
 from ir import REGISTRY, OpDef, OpNamespace
-from ir.interpreter import run_kernel
+from ir.execute import run_kernel
 from ir.opdef import is_number
 
 from . import grad_mode
 from .tensor import Tensor
 
 VIEW_KINDS = ("view",)
+
+# Called as hook(op, inputs, attrs, out) after every primitive op that ran eagerly (forward-mode
+# AD and anomaly detection register here); empty by default, so it costs one truth test.
+POST_HOOKS: list = []
 
 
 def _operand(op: OpDef, name: str, x):
@@ -55,6 +59,9 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 
         out.requires_grad = True
         out.grad_fn = BackwardNode(op, inputs, attrs, out)
+    if POST_HOOKS:
+        for hook in POST_HOOKS:
+            hook(op, inputs, attrs, out)
     return out
 
 
@@ -147,5 +154,7 @@ def install(namespace: dict) -> None:
             if not d.startswith("__r") and op.kind == "elementwise" and \
                     op.promotion != "always_bool":
                 setattr(Tensor, "__i" + d[2:], _make_inplace_dunder(op))
-        if op.kind == "elementwise" and op.method and op.promotion != "always_bool":
+        inplace = op.inplace if op.inplace is not None else (
+            op.kind == "elementwise" and op.method and op.promotion != "always_bool")
+        if inplace:
             setattr(Tensor, op.name + "_", _make_inplace(op))

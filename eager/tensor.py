@@ -65,7 +65,9 @@ class Tensor:
     """A tensor. `_data` is its array; `grad_fn` the autograd node that produced it (None for a
     leaf); `_vc` the version counter shared with its views (`_version` reads it)."""
 
-    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_vc", "_base", "__weakref__")
+    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_vc", "_base", "__weakref__",
+                 # autograd extras (eager/autograd): hooks, retain_grad, forward-mode tangent
+                 "_backward_hooks", "_retains_grad", "_fw_grad")
     __hash__ = object.__hash__
 
     def __init__(self, data=None, *, dtype=None, requires_grad=False):
@@ -79,6 +81,9 @@ class Tensor:
         self.grad_fn = None
         self._vc = [0]
         self._base = None
+        self._backward_hooks = None
+        self._retains_grad = False
+        self._fw_grad = None
         if requires_grad and not D.from_numpy(arr.dtype).is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")

@@ -127,6 +127,14 @@ class Graph:
             meta["source"] = source
         return self.create_node("call_function", op, args, kwargs, meta=meta)
 
+    def call_op(self, op: OpDef, args: tuple, kwargs: dict | None = None, source=None) -> Node:
+        """Bind a user-style call of `op` (Nodes or numbers as operands), canonicalise its
+        attributes and record it with its output meta (raises as eager would on bad input)."""
+        inputs, attrs = op.bind(tuple(args), dict(kwargs or {}))
+        metas = tuple(a.val if isinstance(a, Node) else a for a in inputs)
+        attrs = op.canonical_attrs(metas, attrs)
+        return self.call_function(op, inputs, attrs, val=op.meta(metas, attrs), source=source)
+
     def output(self, values: tuple) -> Node:
         return self.create_node("output", "output", (tuple(values),), name="output")
 

@@ -134,6 +134,12 @@ class OpDef:
     - `jvp(F, tangents, out, *xs, **attrs)`: optional forward-mode rule (else derived from
       `backward`).
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
+    - `dynamic_shape`: the output shape depends on the data (nonzero, masked_select, unique):
+      the shape rule cannot be evaluated without data; capture breaks the graph on it.
+    - `inplace`: generate an in-place `<name>_` method (default: elementwise ops that do not
+      return bool).
+    - Every primitive op has exactly one output. Ops with several outputs (max with indices,
+      sort, topk, var_mean, chunk...) are composites whose `decomp` returns a tuple.
     - `sample_inputs(rng, dtype)`: optional generator of (operands, attrs) for the test matrix
       (numpy arrays and Python numbers); without it, samples derive from `kind`/`samples`.
     """
@@ -152,6 +158,8 @@ class OpDef:
     jvp: Callable | None = None
     ref: Callable | None = None
     sample_inputs: Callable | None = None
+    dynamic_shape: bool = False
+    inplace: bool | None = None
     method: bool = True
     dunders: tuple = ()
     scalar_ok: bool = True

@@ -7,7 +7,7 @@ import pytest
 
 import ir
 from ir import REGISTRY, TensorMeta
-from ir.interpreter import apply_arrays
+from ir.execute import apply_arrays
 
 
 def build(graph_fn):
