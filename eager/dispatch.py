@@ -145,10 +145,11 @@ def install(namespace: dict) -> None:
     """Define every registry op as a function in `namespace` and as Tensor methods."""
     for op in REGISTRY.values():
         fn = make_function(op)
-        FUNCTIONS[op.name] = fn
-        namespace[op.name] = fn
-        if op.method:
-            setattr(Tensor, op.name, fn)
+        for name in (op.name,) + tuple(op.aliases):
+            FUNCTIONS[name] = fn
+            namespace[name] = fn
+            if op.method:
+                setattr(Tensor, name, fn)
         for d in op.dunders:
             setattr(Tensor, d, _make_dunder(op, d))
             if not d.startswith("__r") and op.kind == "elementwise" and \
@@ -157,4 +158,5 @@ def install(namespace: dict) -> None:
         inplace = op.inplace if op.inplace is not None else (
             op.kind == "elementwise" and op.method and op.promotion != "always_bool")
         if inplace:
-            setattr(Tensor, op.name + "_", _make_inplace(op))
+            for name in (op.name,) + tuple(op.aliases):
+                setattr(Tensor, name + "_", _make_inplace(op))

@@ -136,6 +136,7 @@ class OpDef:
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
     - `dynamic_shape`: the output shape depends on the data (nonzero, masked_select, unique):
       the shape rule cannot be evaluated without data; capture breaks the graph on it.
+    - `aliases`: other PyTorch names of the same op (`clip` for `clamp`): same function object.
     - `inplace`: generate an in-place `<name>_` method (default: elementwise ops that do not
       return bool).
     - Every primitive op has exactly one output. Ops with several outputs (max with indices,
@@ -160,6 +161,7 @@ class OpDef:
     sample_inputs: Callable | None = None
     dynamic_shape: bool = False
     inplace: bool | None = None
+    aliases: tuple = ()
     method: bool = True
     dunders: tuple = ()
     scalar_ok: bool = True
