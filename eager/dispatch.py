@@ -38,7 +38,7 @@ def _operand(op: OpDef, name: str, x):
 
 def apply(op: OpDef, inputs: tuple, attrs: dict):
     """Run `op` eagerly on Tensors / Python numbers with canonical-able `attrs`."""
-    inputs = tuple(_operand(op, n, x) for n, x in zip(op.input_names, inputs))
+    inputs = tuple(_operand(op, op.operand_name(i), x) for i, x in enumerate(inputs))
     metas = tuple(x.meta if isinstance(x, Tensor) else x for x in inputs)
     attrs = op.canonical_attrs(metas, attrs)
     if op.decomp is not None:

@@ -136,6 +136,8 @@ class OpDef:
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
     - `dynamic_shape`: the output shape depends on the data (nonzero, masked_select, unique):
       the shape rule cannot be evaluated without data; capture breaks the graph on it.
+    - `variadic`: the first parameter is a sequence of tensors (`cat(tensors, dim=0)`); `bind`
+      spreads it into the operands, so every layer sees an ordinary operand tuple.
     - `aliases`: other PyTorch names of the same op (`clip` for `clamp`): same function object.
     - `inplace`: generate an in-place `<name>_` method (default: elementwise ops that do not
       return bool).
@@ -162,6 +164,7 @@ class OpDef:
     dynamic_shape: bool = False
     inplace: bool | None = None
     aliases: tuple = ()
+    variadic: bool = False
     method: bool = True
     dunders: tuple = ()
     scalar_ok: bool = True
@@ -175,6 +178,12 @@ class OpDef:
         self.signature = inspect.signature(eval(f"lambda {self.sig}: None"))
         self.params = list(self.signature.parameters)
         self.input_names = self.params[: self.nin]
+
+    def operand_name(self, i: int) -> str:
+        """The parameter name of operand `i`, for error messages."""
+        if self.variadic:
+            return f"{self.input_names[0]}[{i}]"
+        return self.input_names[i] if i < len(self.input_names) else f"operand {i}"
         self._varargs = next((p.name for p in self.signature.parameters.values()
                               if p.kind is p.VAR_POSITIONAL), None)
 
@@ -199,6 +208,12 @@ class OpDef:
             raise TypeError(f"{self.name}(): {e}; expected ({self.sig})") from None
         ba.apply_defaults()
         vals = ba.arguments
+        if self.variadic:
+            seq = vals[self.input_names[0]]
+            if not isinstance(seq, (tuple, list)):
+                raise TypeError(f"{self.name}(): argument '{self.input_names[0]}' must be a "
+                                f"tuple or list of Tensors, not {type(seq).__name__}")
+            return tuple(seq), {n: vals[n] for n in self.params[1:]}
         inputs = tuple(vals[n] for n in self.input_names)
         attrs = {n: vals[n] for n in self.params[self.nin :]}
         return inputs, attrs
