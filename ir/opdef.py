@@ -178,14 +178,14 @@ class OpDef:
         self.signature = inspect.signature(eval(f"lambda {self.sig}: None"))
         self.params = list(self.signature.parameters)
         self.input_names = self.params[: self.nin]
+        self._varargs = next((p.name for p in self.signature.parameters.values()
+                              if p.kind is p.VAR_POSITIONAL), None)
 
     def operand_name(self, i: int) -> str:
         """The parameter name of operand `i`, for error messages."""
         if self.variadic:
             return f"{self.input_names[0]}[{i}]"
         return self.input_names[i] if i < len(self.input_names) else f"operand {i}"
-        self._varargs = next((p.name for p in self.signature.parameters.values()
-                              if p.kind is p.VAR_POSITIONAL), None)
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
