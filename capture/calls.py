@@ -12,32 +12,56 @@ dunders of `eager.Tensor` from one table. Touches `eager` (to read its functions
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import operator
 import types
 
-from eager import Tensor, device
-from eager import grad_mode
+from eager import Tensor, device, grad_mode
 from ir import OpNamespace
 from ir.dtypes import DType, to_dtype
 from ir.opdef import is_number
 
-from . import config
+from . import config, dynamic
 from .variables import (
-    BuiltinVariable, ConstantMethodVariable, ConstantVariable, FunctionVariable,
-    GradModeExitVariable, GradModeVariable, ListVariable, ModuleVariable, OpFunctionVariable,
-    SequenceVariable, TensorMethodVariable, TensorVariable, TupleVariable, UserObjectVariable,
+    BuiltinVariable,
+    ConstantMethodVariable,
+    ConstantVariable,
+    ContainerMethodVariable,
+    DictVariable,
+    FunctionVariable,
+    GeneratorVariable,
+    GradModeExitVariable,
+    GradModeVariable,
+    ListVariable,
+    ModuleVariable,
+    NestedFunctionVariable,
+    OpFunctionVariable,
+    PartialVariable,
+    SequenceVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TupleVariable,
+    UserObjectVariable,
     VariableTracker,
 )
 
 # ---------------------------------------------------------------- recording ops
 
 
-def record(tx, op, inputs: tuple, attrs: dict) -> TensorVariable:
-    """Add `op(*inputs, **attrs)` to the graph; inputs are TensorVariables or Python numbers."""
+def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariable:
+    """Add `op(*inputs, **attrs)` to the graph; inputs are TensorVariables or Python numbers.
+
+    `top` marks a user-level call (not a step of a decomposition): it goes on the op tape that
+    dynamic-shape entries replay per concrete shape (`dynamic.py`).
+    """
+    if op.dynamic_shape:
+        raise tx.unsupported(f"{op.name}() has a data-dependent output shape")
     vals = []
-    for name, x in zip(op.input_names, inputs):
+    names = list(op.input_names)
+    names += [names[0] if names else "input"] * (len(inputs) - len(names))  # variadic ops
+    for name, x in zip(names, inputs):
         if isinstance(x, ConstantVariable):
             x = x.value
         if isinstance(x, TensorVariable) or (is_number(x) and op.scalar_ok):
@@ -50,9 +74,14 @@ def record(tx, op, inputs: tuple, attrs: dict) -> TensorVariable:
         raise TypeError(f"{op.name}(): argument '{name}' must be {want}, not "
                         f"{type(x).__name__}")
     metas = tuple(x.meta if isinstance(x, TensorVariable) else x for x in vals)
+    user_attrs = attrs
     attrs = op.canonical_attrs(metas, attrs)
     if op.decomp is not None:
-        return op.decomp(OpNamespace(lambda o, i, a: record(tx, o, i, a)), *vals, **attrs)
+        result = op.decomp(OpNamespace(lambda o, i, a: record(tx, o, i, a, False)), *vals,
+                           **attrs)
+        if top:
+            dynamic.note_op(tx, op, vals, user_attrs, result)
+        return result
     meta = op.meta(metas, attrs)
     args = tuple(x.node if isinstance(x, TensorVariable) else x for x in vals)
     node = tx.out.graph.call_function(op, args, attrs, val=meta, source=tx.location())
@@ -60,7 +89,10 @@ def record(tx, op, inputs: tuple, attrs: dict) -> TensorVariable:
     requires_grad = (op.backward is not None and tx.out.grad_enabled
                      and meta.dtype.is_floating_point
                      and any(isinstance(x, TensorVariable) and x.requires_grad for x in vals))
-    return TensorVariable(node, meta, requires_grad)
+    result = TensorVariable(node, meta, requires_grad)
+    if top:
+        dynamic.note_op(tx, op, vals, user_attrs, result)
+    return result
 
 
 def as_constant(tx, v):
@@ -86,10 +118,21 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
     if fn.inplace:
         return inplace(tx, args[0], lambda: call_op(tx, OpFunctionVariable(
             getattr(Tensor, op.name) if op.method else _function_of(op)), args, kwargs))
+    if getattr(op, "variadic", False):  # cat([a, b], dim): the tensors' tracker is a list
+        args = [list(a.items) if i == 0 and isinstance(a, SequenceVariable) else a
+                for i, a in enumerate(args)]
+        kwargs = {k: list(v.items) if isinstance(v, SequenceVariable) and
+                  k == op.input_names[0] else v for k, v in kwargs.items()}
     kwargs = {k: v if k in op.input_names else as_constant(tx, v) for k, v in kwargs.items()}
     inputs, attrs = op.bind(tuple(args), kwargs)
     attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
-    return record(tx, op, inputs, attrs)
+    result = record(tx, op, inputs, attrs)
+    if isinstance(result, tuple):  # a multi-output composite (max with indices, sort...)
+        var = TupleVariable(list(result))
+        if type(result) is not tuple:
+            var.namedtuple = type(result)  # torch.return_types-like
+        return var
+    return result
 
 
 def _function_of(op):
@@ -112,6 +155,7 @@ def inplace(tx, target, compute) -> VariableTracker:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
     target.node, target.meta, target.requires_grad = result.node, result.meta, \
         result.requires_grad or target.requires_grad
+    target.shadow = result.shadow
     return target
 
 
@@ -120,6 +164,8 @@ def inplace(tx, target, compute) -> VariableTracker:
 
 def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
     """The tracker of `fn(*args, **kwargs)`, recording ops or inlining; else a graph break."""
+    from . import pycalls
+
     if isinstance(fn, OpFunctionVariable):
         return call_op(tx, fn, args, kwargs)
     if isinstance(fn, FunctionVariable):
@@ -129,10 +175,16 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if getattr(value, "__wick_disable__", False):
             raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
         return inline(tx, fn, args, kwargs)
+    if isinstance(fn, NestedFunctionVariable):
+        return inline(tx, fn, args, kwargs)
+    if isinstance(fn, PartialVariable):
+        return call_function(tx, fn.fn, fn.args + args, {**fn.kwargs, **kwargs})
     if isinstance(fn, BuiltinVariable):
-        return call_builtin(tx, fn.value, args, kwargs)
+        return pycalls.call_builtin(tx, fn.value, args, kwargs)
     if isinstance(fn, TensorMethodVariable):
         return call_tensor_method(tx, fn.tensor, fn.name, args, kwargs)
+    if isinstance(fn, ContainerMethodVariable):
+        return pycalls.call_container_method(tx, fn, args, kwargs)
     if isinstance(fn, ConstantMethodVariable):
         if all(v.is_constant() for v in args + list(kwargs.values())):
             return ConstantVariable(fn.bound(*[v.value for v in args],
@@ -144,91 +196,82 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
     if isinstance(fn, UserObjectVariable):
         value = fn.value
         if value in (grad_mode.no_grad, grad_mode.enable_grad) and not args and not kwargs:
-            return GradModeVariable(value.mode)
+            return GradModeVariable(value is grad_mode.enable_grad)
         if value is grad_mode.set_grad_enabled and len(args) == 1 and args[0].is_constant():
             var = GradModeVariable(bool(args[0].value))
             var.prev = tx.out.grad_enabled
             tx.out.grad_enabled = var.mode  # takes effect at the call, as in PyTorch
             return var
+        if value is functools.partial and args:
+            return PartialVariable(args[0], args[1:], kwargs)
+        call = next((c.__dict__["__call__"] for c in type(value).__mro__
+                     if "__call__" in c.__dict__), None)
+        if not isinstance(value, type) and isinstance(call, types.FunctionType):
+            tx.out.guards.identity(f"type({fn.source}).__call__", call, "__call__")
+            return inline(tx, FunctionVariable(call, None, self_var=fn), args, kwargs)
     raise tx.unsupported(f"call to {fn.describe()}")
 
 
-def inline(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTracker:
-    """Run a Python function's bytecode in a child interpreter that shares the graph."""
-    from .symbolic import InstructionTranslator
+def _signature_function(fn):
+    """A real function object with `fn`'s signature (defaults are trackers for nested ones)."""
+    if isinstance(fn, NestedFunctionVariable):
+        f = types.FunctionType(fn.code, fn.f_globals, fn.code.co_name, fn.defaults or None,
+                               tuple(types.CellType() for _ in fn.code.co_freevars))
+        f.__kwdefaults__ = fn.kwdefaults or None
+        return f
+    return fn.value
 
-    value = fn.value
+
+def inline(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """Run a Python function's bytecode in a child interpreter that shares the graph."""
+    from .symbolic import InstructionTranslator, _Func
+
+    value = _signature_function(fn)
     code = value.__code__
     if tx.depth >= config.inline_depth_limit:
         raise tx.unsupported(f"inlining deeper than {config.inline_depth_limit} calls")
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
-                        inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
-        raise tx.unsupported(f"call to generator/coroutine function {value.__qualname__}")
-    if fn.self_var is not None:
-        args = [fn.self_var] + args
+    if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR |
+                        inspect.CO_ITERABLE_COROUTINE):
+        raise tx.unsupported(f"call to coroutine function {value.__qualname__}")
+    self_var = getattr(fn, "self_var", None)
+    if self_var is not None:
+        args = [self_var] + args
     sig = inspect.signature(value)
     bound = sig.bind(*args, **kwargs)  # a TypeError here is the user's, as eagerly
     f_locals = {}
-    fname = tx.out.guards.name_for(value, value.__name__)
+    nested = isinstance(fn, NestedFunctionVariable)
+    fname = None if nested else tx.out.guards.name_for(value, value.__name__)
+    positional = [p for p in sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     for name, param in sig.parameters.items():
         if name in bound.arguments:
             v = bound.arguments[name]
             if param.kind == param.VAR_POSITIONAL:
                 v = TupleVariable(v)
             elif param.kind == param.VAR_KEYWORD:
-                if v:
-                    raise tx.unsupported(f"**{name} passed to {value.__qualname__}")
-                raise tx.unsupported(f"function {value.__qualname__} takes **{name}")
-            f_locals[name] = v
+                v = DictVariable(v)
         elif param.kind == param.VAR_POSITIONAL:
-            f_locals[name] = TupleVariable([])
+            v = TupleVariable([])
         elif param.kind == param.VAR_KEYWORD:
-            raise tx.unsupported(f"function {value.__qualname__} takes **{name}")
+            v = DictVariable({})
+        elif nested:
+            v = param.default
         elif param.kind == param.KEYWORD_ONLY:
-            f_locals[name] = tx.out.wrap(param.default, f"{fname}.__kwdefaults__[{name!r}]")
+            v = tx.out.wrap(param.default, f"{fname}.__kwdefaults__[{name!r}]")
         else:
-            positional = [p for p in sig.parameters.values()
-                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             i = positional.index(param) - (len(positional) - len(value.__defaults__))
-            f_locals[name] = tx.out.wrap(param.default, f"{fname}.__defaults__[{i}]")
-    return InstructionTranslator(tx.out, value, f_locals, tx.depth + 1).run()
-
-
-PURE_BUILTINS = {
-    abs, all, any, bool, chr, complex, divmod, float, int, isinstance, issubclass, len, max,
-    min, ord, pow, range, repr, round, str, sum, tuple, list, type, hash,
-}
-FOLDABLE_MODULES = ("math", "operator", "cmath")
-
-
-def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
-    name = getattr(f, "__name__", repr(f))
-    if f is len and len(args) == 1 and not kwargs:
-        (x,) = args
-        if isinstance(x, TensorVariable):
-            if not x.meta.shape:
-                raise TypeError("len() of a 0-d tensor")
-            return ConstantVariable(x.meta.shape[0])
-        if isinstance(x, SequenceVariable):
-            return ConstantVariable(len(x.items))
-    if f is isinstance and len(args) == 2 and args[1].is_constant() or \
-            f is isinstance and isinstance(args[1], UserObjectVariable):
-        cls = args[1].value
-        if isinstance(args[0], (TensorVariable, SequenceVariable)):
-            return ConstantVariable(issubclass(args[0].python_type(), cls))
-    if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
-        return unary_op(tx, "__abs__", abs, args[0])
-    if f in (tuple, list) and len(args) == 1 and not args[0].is_constant():
-        items = unpack(tx, args[0])
-        return TupleVariable(items) if f is tuple else ListVariable(items)
-    pure = f in PURE_BUILTINS or getattr(f, "__module__", None) in FOLDABLE_MODULES
-    if pure and all(v.is_constant() for v in args + list(kwargs.values())):
-        return ConstantVariable(f(*[v.value for v in args],
-                                  **{k: v.value for k, v in kwargs.items()}))
-    if f is print:
-        raise tx.unsupported("call to builtin print")
-    raise tx.unsupported(f"call to builtin {name}"
-                         + ("" if pure else " (a C function capture does not model)"))
+            v = tx.out.wrap(param.default, f"{fname}.__defaults__[{i}]")
+        f_locals[name] = v
+    if nested and ".0" in code.co_varnames and "implicit0" in f_locals:
+        f_locals[".0"] = f_locals.pop("implicit0")  # inspect renames comprehension args
+    if nested:
+        target = _Func(code, fn.f_globals, None, fn.qualname)
+        child = InstructionTranslator(tx.out, target, f_locals, tx.depth + 1, fn.closure)
+    else:
+        child = InstructionTranslator(tx.out, value, f_locals, tx.depth + 1)
+    if code.co_flags & inspect.CO_GENERATOR:
+        return GeneratorVariable(child, [])
+    return child.run()
 
 
 TENSOR_BREAKS = {
@@ -251,13 +294,17 @@ def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dic
     if name == "size":
         dim = (args[0] if args else kwargs.get("dim", ConstantVariable(None))).value
         if dim is None:
+            dynamic.check_read(tx, t)
             return ConstantVariable(_size(shape))
         from ir.opdef import normalize_dim
 
-        return ConstantVariable(shape[normalize_dim(dim, len(shape))])
+        d = normalize_dim(dim, len(shape))
+        dynamic.check_read(tx, t, (d,))
+        return ConstantVariable(shape[d])
     if name == "dim" and not args:
         return ConstantVariable(len(shape))
     if name == "numel" and not args:
+        dynamic.check_read(tx, t)
         return ConstantVariable(math.prod(shape))
     if name == "cpu" and not args:
         return t
@@ -318,7 +365,19 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         return tensor_attr(tx, obj, name)
     if isinstance(obj, (ModuleVariable, UserObjectVariable)):
         value = getattr(obj.value, name)  # an AttributeError here is the user's
+        if obj.source is None:
+            raise tx.unsupported(f"attribute {name!r} of {obj.describe()} made by the code")
+        if isinstance(value, types.MethodType) and value.__self__ is obj.value and \
+                isinstance(value.__func__, types.FunctionType):
+            tx.out.guards.identity(f"{obj.source}.{name}.__func__", value.__func__,
+                                   value.__func__.__name__)
+            return FunctionVariable(value.__func__, None, self_var=obj)
         return tx.out.wrap(value, f"{obj.source}.{name}")
+    if isinstance(obj, (SequenceVariable, DictVariable)) and not isinstance(obj, TupleVariable):
+        from .pycalls import CONTAINER_METHODS
+
+        if name in CONTAINER_METHODS:
+            return ContainerMethodVariable(obj, name)
     if isinstance(obj, ConstantVariable):
         value = getattr(obj.value, name)
         if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
@@ -330,7 +389,9 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
 def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
     meta = t.meta
     if name == "shape":
-        return ConstantVariable(_size(meta.shape))
+        if t.shadow is None:
+            return ConstantVariable(_size(meta.shape))
+        return dynamic.SizeVariable(tx, t)
     if name == "dtype":
         return ConstantVariable(meta.dtype)
     if name == "ndim":
@@ -427,31 +488,24 @@ def unary_op(tx, dunder: str, fold, v: VariableTracker) -> VariableTracker:
     raise tx.unsupported(f"unary {dunder} on {v.describe()}")
 
 
-# ---------------------------------------------------------------- containers
+
+
+# ---------------------------------------------------------------- containers (pycalls.py)
 
 
 def unpack(tx, v: VariableTracker) -> list:
-    """The items of a tuple/list/constant sequence (for UNPACK_SEQUENCE, GET_ITER, extend)."""
-    if isinstance(v, SequenceVariable):
-        return list(v.items)
-    if v.is_constant() and isinstance(v.value, (tuple, list, range, str)):
-        return [ConstantVariable(x) for x in v.value]
-    if isinstance(v, TensorVariable):
-        raise tx.unsupported("iterating over a tensor")
-    raise tx.unsupported(f"iterating over {v.describe()}")
+    from .pycalls import unpack as _unpack
+
+    return _unpack(tx, v)
 
 
 def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
-    if obj.is_constant() and index.is_constant():
-        return ConstantVariable(obj.value[index.value])
-    if isinstance(obj, SequenceVariable) and index.is_constant():
-        i = index.value
-        if isinstance(i, slice):
-            return type(obj)(obj.items[i])
-        if isinstance(i, int):
-            return obj.items[i]  # an IndexError here is the user's, as eagerly
-    if isinstance(obj, TensorVariable):
-        raise tx.unsupported("tensor indexing is not supported by capture yet")
-    raise tx.unsupported(f"subscript of {obj.describe()}")
+    from .pycalls import subscript as _subscript
+
+    return _subscript(tx, obj, index)
 
 
+def store_subscript(tx, obj, index, value) -> None:
+    from .pycalls import store_subscript as _store
+
+    _store(tx, obj, index, value)

@@ -1,8 +1,14 @@
 """The `wick` command: run a script and dump every stage of every function it compiled.
 
-    wick dump SCRIPT [--stages bytecode,graph,guards,fusion,kernels,llvm] [--function NAME]
-                     [-- script args]
-    wick explain SCRIPT [-- script args]      # graph-break and recompile reasons only
+    wick dump SCRIPT [--stages bytecode,graph,guards,code,fusion,kernels,llvm]
+                     [--format text|dot|svg] [--function NAME] [-- script args]
+    wick explain SCRIPT [-- script args]      # every compiled function's report
+
+`code` is the transformed function of an entry that resumes after a graph break (readable
+pseudo-source, then the generated break/resume/loop functions' bytecode); `--format dot|svg`
+draws the graph stage with `ir.drawing.render` (fusion groups coloured when the backend
+compiled kernels), text otherwise. Resume functions and callees compiled after a break are
+dumped under their parent.
 
 The script runs as `__main__` (`runpy.run_path`, `sys.argv` set to its own arguments); the
 dump is printed afterwards from `capture.registry.COMPILED`. Touches `capture` only.
@@ -18,7 +24,7 @@ import sys
 
 from . import registry
 
-STAGES = ("bytecode", "graph", "guards", "fusion", "kernels", "llvm")
+STAGES = ("bytecode", "graph", "guards", "code", "fusion", "kernels", "llvm")
 
 
 def _header(title: str, char: str = "-") -> str:
@@ -38,7 +44,25 @@ def _run_script(script: str, script_args: list) -> int:
     return 0
 
 
-def dump_function(cf, stages, out) -> None:
+def render_graph(graph, compiled, fmt: str) -> str:
+    """The graph as text, or drawn by `ir.drawing.render` (dot/svg) when it exists."""
+    if fmt == "text":
+        return str(graph)
+    import ir
+
+    drawing = getattr(ir, "drawing", None)
+    if drawing is None or not hasattr(drawing, "render"):
+        return str(graph)
+    groups = {}
+    for k, kernel in enumerate(getattr(compiled, "kernels", None) or []):
+        for node in getattr(kernel, "nodes", ()):
+            groups[getattr(node, "name", str(node))] = k
+    return drawing.render(graph, fmt=fmt, groups=groups or None)
+
+
+def dump_function(cf, stages, out, fmt: str = "text") -> None:
+    from .compiler import code_text
+
     code = cf.code
     print(_header(f"function {cf.name} ({code.co_filename}:{code.co_firstlineno})", "="),
           file=out)
@@ -58,7 +82,14 @@ def dump_function(cf, stages, out) -> None:
             print(str(e.break_reason), file=out)
         if "graph" in stages and e.graph is not None:
             print(_header(f"graph (entry {i})"), file=out)
-            print(str(e.graph), file=out)
+            print(render_graph(e.graph, e.compiled, fmt), file=out)
+        if "code" in stages and e.mode != "eager":
+            print(_header(f"code (entry {i})"), file=out)
+            if e.continuation is not None:
+                print(code_text(cf, e, i), file=out)
+            else:
+                print(f"def {cf.fn.__name__}(...):  # entry {i}: one graph, no break\n"
+                      f"    return graph_{i}(*inputs)", file=out)
         for stage in ("fusion", "kernels", "llvm"):
             if stage not in stages or e.graph is None:
                 continue
@@ -69,19 +100,18 @@ def dump_function(cf, stages, out) -> None:
             dump = getattr(e.compiled, "dump", None)
             try:
                 text = dump(stage) if dump is not None else "(backend has no such stage)"
-            except Exception as err:  # a stage the backend does not know
+            except Exception as err:  # a stage the backend does not know  # noqa: BLE001
                 text = f"(backend has no such stage: {err})"
             print(text, file=out)
+    for child in cf.children:
+        dump_function(child, stages, out, fmt)
 
 
 def explain_function(cf, out) -> None:
+    from .explain import ExplainOutput
+
     print(_header(f"function {cf.name}", "="), file=out)
-    graphs = sum(e.mode == "graph" for e in cf.entries)
-    print(f"{len(cf.entries)} cache entries, {graphs} compiled graph(s)", file=out)
-    for r in cf.break_reasons:
-        print(f"graph break: {r}", file=out)
-    for r in cf.recompile_reasons:
-        print(f"recompile: {r}", file=out)
+    print(str(ExplainOutput(cf, None)), file=out)
 
 
 def main(argv=None) -> int:
@@ -97,6 +127,8 @@ def main(argv=None) -> int:
     d.add_argument("--stages", default=",".join(STAGES),
                    help=f"comma-separated, from {','.join(STAGES)} (default: all)")
     d.add_argument("--function", default=None, help="only functions with this name")
+    d.add_argument("--format", default="text", choices=("text", "dot", "svg"),
+                   help="how the graph stage is printed")
     e = sub.add_parser("explain", help="run SCRIPT and print graph-break and recompile reasons")
     e.add_argument("script")
     e.add_argument("--function", default=None)
@@ -115,7 +147,7 @@ def main(argv=None) -> int:
         if args.function and args.function not in (cf.name, cf.fn.__name__):
             continue
         if args.command == "dump":
-            dump_function(cf, stages, out)
+            dump_function(cf, stages, out, args.format)
         else:
             explain_function(cf, out)
     if not registry.COMPILED:

@@ -1,74 +1,113 @@
-"""The compiled-function wrapper: guarded cache entries, capture on a miss, eager fallbacks.
+"""The compiled-function wrapper: guarded cache entries, capture on a miss, graph breaks that
+resume, automatic dynamic shapes, the recompile limit.
 
 `CompiledFunction` holds the cache of one user function. A call checks each entry's guard
 closure in order; a hit runs the entry, a miss captures the function for these arguments
-(`symbolic.InstructionTranslator`), compiles the graph with the backend and caches it. A graph
-break, an argument capture does not model, an exception raised by the user's own code during
-capture, or a backend failure all make an entry that runs the function eagerly under the same
-guards, so the user gets exactly eager's results and errors. Every entry keeps its artifacts
-(guards text, graph, compiled graph, break and recompile reasons) for `wick dump` through
-`capture.registry`. Touches `eager`, `ir`, `capture`.
+(`symbolic.InstructionTranslator`), compiles the graph with the backend and caches it.
+
+Entry modes: "graph" (the whole call is one graph), "resume" (a graph up to a graph break,
+then the continuation of `transform.py`: the breaking instruction runs eagerly and a generated
+resume function, compiled on its own first call, continues), "eager" (the frame cannot be
+captured at all: an argument capture does not model, an error of the user's own code during
+capture, a backend failure). Results and errors are eager's in every mode.
+
+Automatic dynamic shapes: when a size guard of an entry fails, the dimensions that changed are
+marked dynamic and the next capture makes them symbolic (`dynamic.py`); `dynamic=True` marks
+every dimension from the start, `dynamic=False` none (PyTorch's `torch.compile(dynamic=)`).
+Touches `eager`, `ir`, `capture`.
 """
 
 from __future__ import annotations
 
 import inspect
 import linecache
-import logging
 import time
 import warnings
 
 import numpy as np
 
-from eager import Tensor
+from eager import Tensor, grad_mode
 
-from . import backends, config, registry
+from . import backends, config, dynamic, logs, registry
 from .output_graph import OutputGraph
+from .resume import CannotResume
 from .symbolic import BreakReason, GraphBreak, InstructionTranslator, Unsupported
-from .variables import ConstantVariable, SequenceVariable, TensorVariable
+from .transform import Templater, build_continuation, rebuild
 
-log = logging.getLogger("wick")
+
+class GraphRunner:
+    """Runs one entry's graph on fetched input tensors: the compiled graph, or eager autograd
+    when inputs require grad; per-shape specialisations for dynamic entries."""
+
+    def __init__(self, graph, compiled, autograd: bool, specs=None, aot=None):
+        self.graph, self.compiled, self.autograd, self.specs = graph, compiled, autograd, specs
+        self.aot = aot  # compiled forward + backward (capture/aot.py) for inputs requiring grad
+        self.empty = not graph.output_node.args[0]
+
+    def __call__(self, inputs) -> list:
+        if self.empty:
+            return []
+        graph, compiled = self.graph, self.compiled
+        if self.specs is not None:
+            graph, compiled = self.specs.get(tuple(t._data.shape for t in inputs))
+        if self.aot is not None and self.specs is None:
+            try:
+                return list(self.aot(*inputs))
+            except Exception as e:  # noqa: BLE001  (the eager path below re-raises user errors)
+                logs.log("graph", f"compiled backward unavailable ({type(e).__name__}: {e}); "
+                                  "running the graph through eager autograd")
+                self.aot = None
+        if self.autograd or compiled is None:
+            return list(backends.run_with_autograd(graph, inputs))
+        arrays = compiled(*[t._data for t in inputs])
+        return [Tensor._make(a if isinstance(a, np.ndarray) else np.asarray(a))
+                for a in arrays]
 
 
 class CacheEntry:
-    """One captured variant: its guard closure and how to run it ("graph" or "eager" mode)."""
+    """One captured variant: its guard closure and how to run it."""
 
-    def __init__(self, guards, mode: str, graph=None, compiled=None, fetch=None,
-                 template=None, autograd=False, break_reason=None, recompile_reason=None,
-                 compile_ms=0.0):
+    def __init__(self, guards, mode: str, graph=None, runner=None, fetch=None, fetch_objs=None,
+                 template=None, continuation=None, break_reason=None, recompile_reason=None,
+                 times=None, dynamic_dims=None):
         self.guards = guards
+        t0 = time.perf_counter()
         self.guard = guards.build()
+        self.times = dict(times or {})
+        self.times["guards_ms"] = (time.perf_counter() - t0) * 1e3
         self.mode = mode
         self.graph = graph
-        self.compiled = compiled
+        self.runner = runner
         self.fetch = fetch
+        self.fetch_objs = fetch_objs
         self.template = template
-        self.autograd = autograd
+        self.continuation = continuation
         self.break_reason = break_reason
         self.recompile_reason = recompile_reason
-        self.compile_ms = compile_ms
+        self.dynamic_dims = dynamic_dims or {}
+
+    @property
+    def compiled(self):
+        return self.runner.compiled if self.runner is not None else None
+
+    @property
+    def autograd(self) -> bool:
+        return self.runner is not None and self.runner.autograd
+
+    @property
+    def compile_ms(self) -> float:
+        return sum(self.times.values())
 
     @property
     def guards_text(self) -> str:
         return self.guards.text
 
 
-def _rebuild(template, graph_outs: list, inputs: tuple):
-    kind, payload = template
-    if kind == "graph":
-        return graph_outs[payload]
-    if kind == "input":
-        return inputs[payload]
-    if kind == "const":
-        return payload
-    items = [_rebuild(t, graph_outs, inputs) for t in payload]
-    return tuple(items) if kind == "tuple" else items
-
-
 class CompiledFunction:
     """The cache and capture logic behind one `capture.compile(fn)` wrapper."""
 
-    def __init__(self, fn, backend="auto", fullgraph=False, dynamic=None, register=True):
+    def __init__(self, fn, backend="auto", fullgraph=False, dynamic=None, register=True,
+                 parent=None):
         self.fn = fn
         self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
         self.code = fn.__code__
@@ -76,9 +115,13 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.register = register
+        self.parent = parent
         self.entries: list[CacheEntry] = []
         self.recompile_reasons: list[str] = []
         self.break_reasons: list[BreakReason] = []
+        self.children: list[CompiledFunction] = []
+        self.callees: dict = {}
+        self.dynamic_dims: dict[str, set] = {"*": set(range(64))} if dynamic else {}
         self.warned_limit = False
         self.graph_runs = 0
         self.eager_runs = 0
@@ -87,7 +130,29 @@ class CompiledFunction:
         self.entries.clear()
         self.recompile_reasons.clear()
         self.break_reasons.clear()
+        self.children.clear()
+        self.callees.clear()
         self.warned_limit = False
+
+    def child(self, fn):
+        """A CompiledFunction for a generated resume function (captured on first call)."""
+        cf = CompiledFunction(fn, self.backend, False, self.dynamic, self.register, self)
+        self.children.append(cf)
+        return cf
+
+    def callee(self, fn):
+        """The compiled wrapper of a user function that broke while inlined."""
+        hit = self.callees.get(fn)
+        if hit is None:
+            if getattr(fn, "__wick_compiled__", None) is not None:
+                fn = fn.__wrapped__
+            hit = self.callees[fn] = self.child(fn)
+        return hit
+
+    def all_functions(self):
+        yield self
+        for c in self.children:
+            yield from c.all_functions()
 
     # ---- the call
 
@@ -95,7 +160,7 @@ class CompiledFunction:
         for entry in self.entries:
             try:
                 hit = entry.guard(*args, **kwargs)
-            except Exception:
+            except Exception:  # noqa: BLE001
                 hit = False
             if hit:
                 return self.run(entry, args, kwargs)
@@ -106,127 +171,217 @@ class CompiledFunction:
             self.eager_runs += 1
             return self.fn(*args, **kwargs)
         inputs = entry.fetch(*args, **kwargs)
-        if entry.autograd:
-            outs = list(backends.run_with_autograd(entry.graph, inputs))
-        else:
-            try:
-                arrays = entry.compiled(*[t._data for t in inputs])
-            except Exception as e:  # a backend bug must not cost the user the call
-                log.warning("capture: compiled graph of %s failed at run time (%s: %s); "
-                            "running eagerly from now on", self.name, type(e).__name__, e)
-                entry.mode = "eager"
-                return self.run(entry, args, kwargs)
-            outs = [Tensor._make(a if isinstance(a, np.ndarray) else np.asarray(a))
-                    for a in arrays]
+        try:
+            outs = entry.runner(inputs)
+        except Exception as e:  # noqa: BLE001 - a backend/replay failure must not cost the call
+            logs.log("graph", f"graph of {self.name} failed at run time "
+                              f"({type(e).__name__}: {e}); running the frame eagerly")
+            self.eager_runs += 1
+            return self.fn(*args, **kwargs)
         self.graph_runs += 1
-        return _rebuild(entry.template, outs, inputs)
+        objs = entry.fetch_objs(*args, **kwargs) if entry.fetch_objs is not None else ()
+        if entry.mode == "graph":
+            result = rebuild(entry.template, outs, inputs, objs)
+            if entry.final_grad is not None:
+                grad_mode._set(entry.final_grad)
+            return result
+        return entry.continuation.run(outs, inputs, objs)
 
     def miss(self, args, kwargs):
-        if self.register:
+        if self.register and self.parent is None:
             registry.note(self)
+        reason = None
         if self.entries:
-            reason = "; ".join(f"entry {i}: {e.guards.first_failure(args, kwargs)}"
+            reason = "; ".join(f"entry {i}: {_pretty(e.guards.first_failure(args, kwargs))}"
                                for i, e in enumerate(self.entries))
-        else:
-            reason = None
         if len(self.entries) >= config.cache_size_limit:
             if not self.warned_limit:
                 self.warned_limit = True
-                warnings.warn(f"capture: {self.name} reached the recompile limit "
-                              f"({config.cache_size_limit} entries); new variants run eagerly. "
-                              f"Last failing guard: {reason}", stacklevel=3)
+                msg = (f"capture: {self.name} reached the recompile limit "
+                       f"({config.cache_size_limit} entries); new variants run eagerly. "
+                       f"Failing guard: {reason}")
+                logs.log("recompiles", msg)
+                warnings.warn(msg, stacklevel=3)
             self.eager_runs += 1
             return self.fn(*args, **kwargs)
         if reason is not None:
             self.recompile_reasons.append(reason)
+            logs.log("recompiles", f"recompiling {self.name}: {reason}")
+            if self.dynamic is not False:
+                for e in self.entries:
+                    for src, d in e.guards.size_failures(args, kwargs):
+                        self.dynamic_dims.setdefault(src, set()).add(d)
         entry = self.capture(args, kwargs, reason)
         self.entries.append(entry)
+        logs.log("guards", f"guards of {self.name} entry {len(self.entries) - 1}:\n"
+                           f"{entry.guards_text}")
         return self.run(entry, args, kwargs)
 
     # ---- capture
 
     def capture(self, args, kwargs, recompile_reason) -> CacheEntry:
+        dims = {k: set(v) for k, v in self.dynamic_dims.items()}
+        for _ in range(8):
+            out = OutputGraph(self.fn, dims)
+            try:
+                return self._capture(out, args, kwargs, recompile_reason)
+            except dynamic.Specialize as s:
+                if s.dims is None:
+                    dims = {}
+                    continue
+                for src, d in s.dims:
+                    dims.get(src, set()).discard(d)
+                    if "*" in dims:
+                        dims.setdefault(src, set(range(64))).discard(d)
+        return self._capture(OutputGraph(self.fn, {}), args, kwargs, recompile_reason)
+
+    def _capture(self, out, args, kwargs, recompile_reason) -> CacheEntry:
         start = time.perf_counter()
-        out = OutputGraph(self.fn)
+        cont = None
         try:
-            template = self._translate(out, args, kwargs)
+            templater, template = self._translate(out, args, kwargs)
+        except dynamic.Specialize:
+            raise
         except GraphBreak as gb:
-            return self._eager_entry(out, gb.reason, recompile_reason)
+            self._note_break(gb.reason)
+            if self.fullgraph:
+                raise Unsupported(f"graph break in {self.name} (fullgraph=True): "
+                                  f"{gb.reason}") from None
+            try:
+                cont, templater = build_continuation(self, out, gb)
+                template = None
+            except CannotResume as e:
+                logs.log("breaks", f"{self.name}: cannot resume after the break ({e}); the "
+                                   "frame runs eagerly")
+                return self._eager_entry(out, gb.reason, recompile_reason, noted=True)
         except Exception as e:  # the user's own error (or a capture bug): eager decides
             reason = BreakReason(f"{type(e).__name__} during capture: {e}", "-",
                                  self.code.co_filename, self.code.co_firstlineno, "")
-            log.debug("capture of %s failed", self.name, exc_info=True)
+            logs.log("breaks", f"capture of {self.name} failed: {reason.reason}")
             if self.fullgraph:
                 self.fn(*args, **kwargs)  # raises the user's error as eager does
                 raise Unsupported(f"capture of {self.name} failed: {reason.reason}") from e
             return self._eager_entry(out, reason, recompile_reason)
         graph = out.graph
+        graph.output(tuple(templater.outputs))
         graph.eliminate_dead_code()
+        capture_ms = (time.perf_counter() - start) * 1e3
+        t0 = time.perf_counter()
         device = next((p.val.device for p in graph.placeholders), "cpu")
         autograd = out.grad_enabled and any(
             out.by_source[s].requires_grad for s in out.input_sources)
         compiled = None
-        if not autograd:
+        has_ops = any(n.op == "call_function" for n in graph.nodes)
+        if not autograd and has_ops:
             try:
                 compiled = backends.compile_graph(graph, self.backend, device)
-            except Exception as e:
-                log.warning("capture: backend %r failed to compile %s (%s: %s); running it "
-                            "eagerly", self.backend, self.name, type(e).__name__, e)
+            except Exception as e:  # noqa: BLE001
+                logs.log("graph", f"backend {self.backend!r} failed to compile {self.name} "
+                                  f"({type(e).__name__}: {e}); running it eagerly")
                 return self._eager_entry(out, BreakReason(
                     f"backend {self.backend!r} failed: {type(e).__name__}: {e}", "-",
                     self.code.co_filename, self.code.co_firstlineno, ""), recompile_reason)
-        ms = (time.perf_counter() - start) * 1e3
-        return CacheEntry(out.guards, "graph", graph, compiled,
-                          out.guards.build_fetch(out.input_sources), template, autograd,
-                          None, recompile_reason, ms)
+        dyn = {}
+        for (src, d) in out.dynamic_inputs:
+            dyn.setdefault(src, set()).add(d)
+        specs = None
+        if dyn:
+            specs = dynamic.Specializations(out.tape, graph, lambda g: None if autograd else
+                                            backends.compile_graph(g, self.backend, device))
+            specs.add(tuple(out.tensor_shapes[s] for s in out.input_sources), graph, compiled)
+        backend_ms = (time.perf_counter() - t0) * 1e3
+        aot = None
+        if autograd and has_ops and not dyn and self.backend not in ("eager",):
+            from .aot import aot_function
 
-    def _eager_entry(self, out, reason: BreakReason, recompile_reason) -> CacheEntry:
+            aot = aot_function(graph, lambda g: backends.compile_graph(g, self.backend, device))
+        runner = GraphRunner(graph, compiled, autograd or not has_ops, specs, aot)
+        fetch_objs = out.guards.build_fetch(templater.sources) if templater.sources else None
+        mode = "graph" if cont is None else "resume"
+        final_grad = getattr(out, "final_grad", None) if cont is None else None
+        entry = CacheEntry(out.guards, mode, graph, runner,
+                           out.guards.build_fetch(out.input_sources), fetch_objs, template,
+                           cont, cont and self.break_reasons[-1], recompile_reason,
+                           {"capture_ms": capture_ms, "backend_ms": backend_ms}, dyn)
+        entry.final_grad = final_grad
+        if has_ops:
+            logs.log("graph", f"graph of {self.name} ({len(graph)} nodes"
+                              f"{', dynamic ' + str(dyn) if dyn else ''}):\n{graph}")
+        if cont is not None:
+            logs.log("code", code_text(self, entry, len(self.entries)))
+        return entry
+
+    def _note_break(self, reason: BreakReason) -> None:
         self.break_reasons.append(reason)
-        log.info("capture: graph break in %s: %s", self.name, reason)
+        logs.log("breaks", f"graph break in {self.name}: {reason}")
+
+    def _eager_entry(self, out, reason: BreakReason, recompile_reason,
+                     noted: bool = False) -> CacheEntry:
+        if not noted:
+            self._note_break(reason)
         if self.fullgraph:
             raise Unsupported(f"graph break in {self.name} (fullgraph=True): {reason}")
         return CacheEntry(out.guards, "eager", break_reason=reason,
                           recompile_reason=recompile_reason)
 
     def _translate(self, out: OutputGraph, args, kwargs):
-        """Bind the arguments as trackers, interpret the bytecode, return the output template."""
+        """Bind the arguments as trackers, interpret the bytecode; (templater, template)."""
         fn = self.fn
         sig = inspect.signature(fn)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
-        f_locals = {}
-        for name, param in sig.parameters.items():
-            value = bound.arguments[name]
-            if param.kind == param.VAR_KEYWORD:
-                out.guards.add(f"not {name}")
-                if value:
-                    raise _break(fn, f"keyword arguments **{name} are not supported")
-                continue
-            f_locals[name] = out.wrap(value, name)
+        f_locals = {name: out.wrap(bound.arguments[name], name) for name in sig.parameters}
         tx = InstructionTranslator(out, fn, f_locals)
         result = tx.run()
-        if out.grad_enabled != out.initial_grad_enabled:
-            raise tx.unsupported("grad mode changed and not restored before return")
-        outputs: list = []
-        template = self._template(tx, out, result, outputs)
-        out.graph.output(tuple(outputs))
-        return template
-
-    def _template(self, tx, out, var, outputs: list):
-        if isinstance(var, TensorVariable):
-            if var.node.op == "placeholder":
-                return ("input", out.input_sources.index(var.source))
-            if var.node not in outputs:
-                outputs.append(var.node)
-            return ("graph", outputs.index(var.node))
-        if isinstance(var, ConstantVariable):
-            return ("const", var.value)
-        if isinstance(var, SequenceVariable):
-            return (var.kind.__name__, [self._template(tx, out, v, outputs) for v in var.items])
-        raise tx.unsupported(f"returning {var.describe()} from a compiled function")
+        out.final_grad = out.grad_enabled if out.grad_enabled != out.initial_grad_enabled \
+            else None  # a resume function that leaves a `with no_grad()` block
+        templater = Templater(out)
+        try:
+            template = templater.t(result)
+        except CannotResume:
+            raise tx.unsupported(f"returning {result.describe()} from a compiled function")
+        return templater, template
 
 
-def _break(fn, reason: str) -> GraphBreak:
-    code = fn.__code__
-    line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-    return GraphBreak(BreakReason(reason, "-", code.co_filename, code.co_firstlineno, line))
+def _pretty(term) -> str:
+    """A guard term as users write it (`x.shape == (2, 3)` rather than `x._data.shape`)."""
+    import re
+
+    return re.sub(r"\._data\.(shape|dtype|ndim)", r".\1", str(term))
+
+
+def code_text(cf, entry, i: int) -> str:
+    """The transformed function of a resume entry as readable pseudo-source, then the
+    generated functions' bytecode."""
+    import dis
+
+    cont = entry.continuation
+    from .guards import signature_text
+
+    lines = [f"def {cf.fn.__name__}({signature_text(cf.code)}):  # transformed, entry {i}"]
+    ops = [n.target.name for n in entry.graph.nodes if n.op == "call_function"]
+    lines.append(f"    ___outs = graph_{i}(*inputs)  # {len(ops)} ops: {', '.join(ops)}")
+    r = entry.break_reason
+    if r is not None:
+        lines.append(f"    # graph break [{r.id}] {r.location}: {r.reason}")
+    names = [name for name, _ in cont.generated]
+    if cont.kind == "inst":
+        lines.append(f"    ___pushed = {names[0]}(*___stack[-{cont.pops}:])  # eagerly")
+        lines.append(f"    return {names[1]}(*___stack[:-{cont.pops}], *___pushed, "
+                     f"{', '.join(cont.local_names)})")
+    elif cont.kind == "branch":
+        lines.append(f"    if bool(___outs[cond]):  # jump when {cont.jump_when}")
+        lines.append(f"        return {names[0]}(*___stack, {', '.join(cont.local_names)})")
+        lines.append(f"    return {names[1]}(*___stack, {', '.join(cont.local_names)})")
+    else:
+        lines.append(f"    ___exit, ___locals = {names[0]}(*___stack, "
+                     f"{', '.join(cont.local_names)})  # the loop, eagerly")
+        lines.append("    return __resume_in_...(*___stack, **___locals)")
+    for name, code in cont.generated:
+        lines.append(f"# ---- {name}")
+        lines.append(dis.Bytecode(code).dis().rstrip())
+    return "\n".join(lines)
+
+
+def source_line(code) -> str:
+    return linecache.getline(code.co_filename, code.co_firstlineno).strip()

@@ -17,11 +17,22 @@ from eager.grad_mode import is_grad_enabled
 from ir import Graph
 from ir.dtypes import DType
 
-from . import calls
+from . import dynamic, pycalls
 from .guards import GuardSet, is_literal
+from .transform import GradRestore
 from .variables import (
-    BuiltinVariable, ConstantVariable, FunctionVariable, ListVariable, ModuleVariable,
-    OpFunctionVariable, TensorVariable, TupleVariable, UnknownVariable, UserObjectVariable,
+    BuiltinVariable,
+    ConstantVariable,
+    DictVariable,
+    FunctionVariable,
+    GradModeExitVariable,
+    ListVariable,
+    ModuleVariable,
+    OpFunctionVariable,
+    TensorVariable,
+    TupleVariable,
+    UnknownVariable,
+    UserObjectVariable,
     VariableTracker,
 )
 
@@ -29,7 +40,7 @@ from .variables import (
 class OutputGraph:
     """What a captured call produces, shared by the top frame and every inlined frame."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, dynamic_dims: dict | None = None, resumable: bool = True):
         self.fn = fn
         self.graph = Graph(fn.__name__)
         self.guards = GuardSet(fn)
@@ -37,6 +48,12 @@ class OutputGraph:
         self.by_source: dict[str, VariableTracker] = {}
         self.grad_enabled = self.initial_grad_enabled = is_grad_enabled()
         self.instructions = 0
+        self.resumable = resumable
+        self.tape: list = []  # user-level op calls, replayed per shape by dynamic entries
+        self.dynamic_dims = dynamic_dims or {}  # source -> dims to capture symbolically
+        self.dynamic_inputs: dict = {}  # (source, dim) -> size at capture, of dynamic dims
+        self.tensor_shapes: dict[str, tuple] = {}  # source -> shape of every tensor input
+        self.shadow_tx = dynamic.ShadowTx(self)
 
     def globals_name(self, f_globals: dict) -> str:
         if f_globals is self.fn.__globals__:
@@ -55,11 +72,23 @@ class OutputGraph:
     def _wrap(self, value, source: str) -> VariableTracker:
         g = self.guards
         if isinstance(value, Tensor):
-            g.tensor(source, value)
+            meta = value.meta
+            dims = {d for d in self.dynamic_dims.get(source, self.dynamic_dims.get("*", ()))
+                    if d < len(meta.shape)
+                    and meta.shape[d] > 1}
+            g.tensor(source, value, dims)
             name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
-            node = self.graph.placeholder(name.replace("__", "_") or "input", value.meta)
+            node = self.graph.placeholder(name.replace("__", "_") or "input", meta)
             self.input_sources.append(source)
-            return TensorVariable(node, value.meta, value.requires_grad, source)
+            self.tensor_shapes[source] = tuple(meta.shape)
+            var = TensorVariable(node, meta, value.requires_grad, source)
+            if dims:
+                for d in dims:
+                    self.dynamic_inputs[(source, d)] = meta.shape[d]
+                pmeta = dynamic.perturbed(meta, dims)
+                var.shadow = TensorVariable(self.shadow_tx.out.graph.placeholder(name, pmeta),
+                                            pmeta, value.requires_grad)
+            return var
         if type(value) is not list and is_literal(value):
             g.constant(source, value)
             return ConstantVariable(value, source)
@@ -70,11 +99,20 @@ class OutputGraph:
             g.length(source, value)
             return TupleVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
                                  source)
+        if type(value) is dict and all(type(k) is str for k in value):
+            g.type_is(source, value)
+            g.add(f"list({source}) == {list(value)!r}")
+            return DictVariable({k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()},
+                                source)
         if type(value) is list:
             g.length(source, value)
             return ListVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
                                 source)
         name = getattr(value, "__name__", "___c")
+        if type(value) is GradRestore:
+            g.type_is(source, value)
+            g.add(f"{source}.prev is {value.prev}")
+            return GradModeExitVariable(value.prev)
         if isinstance(value, types.ModuleType):
             g.identity(source, value, name)
             return ModuleVariable(value, source)
@@ -96,7 +134,7 @@ class OutputGraph:
                 return FunctionVariable(value.__func__, source, self_var)
             return UnknownVariable(value, source)
         if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or \
-                type(value) is type and value in calls.PURE_BUILTINS:
+                type(value) is type and value in pycalls.PURE_BUILTINS:
             g.identity(source, value, name)
             return BuiltinVariable(value, source)
         if isinstance(value, type):

@@ -1,113 +1,105 @@
 """The symbolic bytecode interpreter: runs a function's CPython bytecode on variable trackers.
 
-`InstructionTranslator` walks `fn.__code__` one instruction at a time with a stack of trackers
+`InstructionTranslator` walks a code object one instruction at a time with a stack of trackers
 and symbolic locals (TorchDynamo's `symbolic_convert.py`, in miniature). Tensors become graph
 `Node`s, Python values fold, and anything it cannot model raises `GraphBreak` with a
 `BreakReason` naming the user's file:line. Handlers are methods named after the opname and
 registered for a range of CPython versions (`@handler(..., min=, max=)`), so 3.11, 3.12 and 3.13
-share one table. The state shared with inlined frames (graph, guards, inputs, grad mode) is the
-`OutputGraph` of `output_graph.py`; what calls and attribute reads mean is in `calls.py`.
-Touches `capture` only (and `dis`).
+share one table; the container, function-building and formatting opcodes live in the
+`BuildOps` mixin of `builders.py`. The top frame takes a snapshot of its stack and locals
+before every instruction, so that a graph break can compile the graph so far and resume after
+the instruction (`transform.py`). Touches `capture` only (and `dis`).
 """
 
 from __future__ import annotations
 
 import builtins
 import dis
+import importlib
 import linecache
 import operator
 import os
-import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import calls, config
+from .breaks import BreakReason, GraphBreak, Snapshot, Unsupported
+from .builders import PY, TABLE, BuildOps, handler
 from .variables import (
-    NULL, BuiltinVariable, ConstantVariable, FunctionVariable, GradModeExitVariable,
-    GradModeVariable, ListVariable, ModuleVariable, NullVariable, OpFunctionVariable,
-    SequenceVariable, TensorVariable, TupleVariable, VariableTracker,
+    NULL,
+    CellVariable,
+    ConstantVariable,
+    DictVariable,
+    GradModeExitVariable,
+    GradModeVariable,
+    IteratorVariable,
+    ModuleVariable,
+    NullVariable,
+    ObjectVariable,
+    SequenceVariable,
+    SymBoolVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
 )
 
 if TYPE_CHECKING:
     from .output_graph import OutputGraph
 
-PY = sys.version_info[:2]
-
-
-@dataclass
-class BreakReason:
-    """Why capture stopped: what, at which instruction, where in the user's source."""
-
-    reason: str
-    instruction: str
-    filename: str
-    lineno: int
-    source_line: str
-
-    def __str__(self) -> str:
-        return (f"{self.filename}:{self.lineno}: {self.reason} (at {self.instruction})\n"
-                f"    {self.source_line}")
-
-
-class GraphBreak(Exception):
-    """Raised inside the interpreter when an instruction or call cannot be captured."""
-
-    def __init__(self, reason: BreakReason):
-        super().__init__(str(reason))
-        self.reason = reason
-
-
-class Unsupported(RuntimeError):
-    """`fullgraph=True` and the function cannot be captured as one graph (names the break)."""
-
-
-class IteratorVariable(VariableTracker):
-    """An iterator over known items (`for i in (1, 2)`, `for w in ws`): loops unroll."""
-
-    def __init__(self, items):
-        self.items = list(items)
-        self.index = 0
-
-
-_TABLE: dict[str, object] = {}
-
-
-def handler(*opnames, min=(3, 11), max=(3, 99)):  # noqa: A002
-    """Register the decorated method for `opnames` on CPython versions min..max (inclusive)."""
-
-    def deco(fn):
-        if min <= PY <= max:
-            for name in opnames:
-                _TABLE[name] = fn
-        return fn
-
-    return deco
-
+__all__ = ["PY", "BreakReason", "GraphBreak", "InstructionTranslator", "Unsupported"]
 
 BINARY_SYMBOLS = [sym for _, sym in dis._nb_ops]
 COMPARE_SHIFT = 0 if PY <= (3, 11) else 4 if PY == (3, 12) else 5
+BACKWARD_JUMPS = {"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "POP_JUMP_BACKWARD_IF_TRUE",
+                  "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE",
+                  "POP_JUMP_BACKWARD_IF_NOT_NONE"}
 
 
-class InstructionTranslator:
-    """Symbolically runs one code object; `run()` returns the tracker of its return value."""
+class _Func:
+    """A function-like record for a code object the captured code created (a nested def)."""
 
-    def __init__(self, out: OutputGraph, fn, f_locals: dict, depth: int = 0):
+    def __init__(self, code, f_globals, closure, name):
+        self.__code__, self.__globals__, self.__closure__ = code, f_globals, closure
+        self.__name__ = self.__qualname__ = name
+
+
+class InstructionTranslator(BuildOps):
+    """Symbolically runs one code object; `run()` returns the tracker of its return value.
+
+    `fn` is a Python function (or `_Func`); `f_locals` maps parameter names to trackers;
+    `closure` (optional) replaces `fn.__closure__` by cells the capture made.
+    """
+
+    def __init__(self, out: OutputGraph, fn, f_locals: dict, depth: int = 0, closure=None):
         self.out = out
         self.fn = fn
         self.code = fn.__code__
         self.f_globals = fn.__globals__
         self.globals_src = out.globals_name(fn.__globals__)
-        self.closure = dict(zip(self.code.co_freevars, fn.__closure__ or ()))
+        cells = closure if closure is not None else (fn.__closure__ or ())
+        self.closure = dict(zip(self.code.co_freevars, cells))
+        self.cells: dict[str, CellVariable] = {}
         self.locals = dict(f_locals)
         self.stack: list[VariableTracker] = []
         self.depth = depth
-        self.instructions = list(dis.get_instructions(self.code))
+        self.instructions = [i for i in dis.get_instructions(self.code)
+                             if i.opname != "EXTENDED_ARG"]
         self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
         self.ip = 0
         self.inst = self.instructions[0]
         self.lineno = self.code.co_firstlineno
         self.kw_names: tuple = ()
         self.result: VariableTracker | None = None
+        self.yields: list | None = None  # set when running a generator to completion
+        self.loops = []
+        for k, i in enumerate(self.instructions):
+            if i.opname in BACKWARD_JUMPS:
+                head = self.index_of[i.argval]
+                first = self.instructions[head]
+                if first.opname == "FOR_ITER":  # 3.12 puts a loop's `return` after the jump
+                    k = max(k, self.index_of[first.argval] - 1)
+                self.loops.append((head, k))
+        self.loop_heads = {t for t, _ in self.loops}
+        self.loop_snaps: dict[int, Snapshot] = {}
 
     # ---- helpers
 
@@ -127,11 +119,12 @@ class InstructionTranslator:
     def location(self) -> str:
         return f"{os.path.basename(self.code.co_filename)}:{self.lineno}"
 
-    def unsupported(self, reason: str) -> GraphBreak:
+    def unsupported(self, reason: str, kind: str = "inst", cond=None,
+                    negate=False) -> GraphBreak:
         """A GraphBreak at the current instruction (raise it)."""
         line = linecache.getline(self.code.co_filename, self.lineno).strip()
         return GraphBreak(BreakReason(reason, self.inst.opname, self.code.co_filename,
-                                      self.lineno, line))
+                                      self.lineno, line), kind, cond, negate)
 
     def jump(self, inst) -> None:
         self.ip = self.index_of[inst.argval]
@@ -139,26 +132,38 @@ class InstructionTranslator:
     # ---- the loop
 
     def run(self) -> VariableTracker:
+        top = self.depth == 0 and self.out.resumable
+        snap = None
         while self.result is None:
-            inst = self.inst = self.instructions[self.ip]
+            index = self.ip
+            inst = self.inst = self.instructions[index]
             self.ip += 1
             if inst.positions is not None and inst.positions.lineno is not None:
                 self.lineno = inst.positions.lineno
             self.out.instructions += 1
-            if self.out.instructions > config.instruction_limit:
-                raise self.unsupported("too many instructions (an unrolled loop?)")
-            fn = _TABLE.get(inst.opname)
-            if fn is None:
-                raise self.unsupported(f"instruction {inst.opname} is not supported")
-            depth = len(self.stack)
-            fn(self, inst)
-            if config.debug:
+            if top:
+                snap = Snapshot(self)
+                if index in self.loop_heads and index not in self.loop_snaps:
+                    self.loop_snaps[index] = snap
+            try:
+                if self.out.instructions > config.instruction_limit:
+                    raise self.unsupported("too many instructions (an unrolled loop?)")
+                fn = TABLE.get(inst.opname)
+                if fn is None:
+                    raise self.unsupported(f"instruction {inst.opname} is not supported")
+                depth = len(self.stack)
+                fn(self, inst)
+            except GraphBreak as gb:
+                if top and gb.frame is None:
+                    gb.frame = (self, index, snap)
+                raise
+            if config.debug and self.result is None:
                 self._check_stack_effect(inst, depth)
         return self.result
 
     def _check_stack_effect(self, inst, depth: int) -> None:
-        if inst.opname in ("PRECALL", "RETURN_VALUE", "RETURN_CONST") or \
-                inst.opcode < dis.HAVE_ARGUMENT and inst.opname.startswith("RETURN"):
+        if inst.opname in ("PRECALL", "YIELD_VALUE", "RETURN_GENERATOR") or \
+                inst.opname.startswith("RETURN"):
             return
         jumped = self.ip != self.index_of[inst.offset] + 1
         if inst.opname == "FOR_ITER" and jumped:
@@ -171,11 +176,23 @@ class InstructionTranslator:
             raise AssertionError(f"stack effect of {inst.opname} {inst.arg}: "
                                  f"{len(self.stack) - depth}, expected {want}")
 
+    def live_locals(self) -> dict:
+        """Locals and cell contents bound now (name -> tracker), for a resume function."""
+        out = dict(self.locals)
+        for name, cell in self.cells.items():
+            if cell.value is not CellVariable.EMPTY:
+                out[name] = cell.value
+        return out
+
     # ---- no-ops and stack shuffling
 
-    @handler("RESUME", "NOP", "PRECALL", "EXTENDED_ARG", "CACHE", "MAKE_CELL", "COPY_FREE_VARS")
+    @handler("RESUME", "NOP", "PRECALL", "CACHE", "COPY_FREE_VARS")
     def NOP(self, inst):
         pass
+
+    @handler("MAKE_CELL")
+    def MAKE_CELL(self, inst):
+        self.cells[inst.argval] = CellVariable(self.locals.pop(inst.argval, CellVariable.EMPTY))
 
     @handler("POP_TOP")
     def POP_TOP(self, inst):
@@ -199,18 +216,33 @@ class InstructionTranslator:
     def SWAP(self, inst):
         self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
 
-    # ---- locals, constants, globals, attributes
+    # ---- locals, cells, constants, globals, attributes
 
     @handler("LOAD_FAST", "LOAD_FAST_CHECK")
     def LOAD_FAST(self, inst):
+        if inst.argval in self.cells and inst.argval not in self.locals:
+            self.push(self.cells[inst.argval])  # 3.13 builds closures with LOAD_FAST
+            return
         if inst.argval not in self.locals:
             raise UnboundLocalError(f"cannot access local variable '{inst.argval}' where it "
                                     "is not associated with a value")
         self.push(self.locals[inst.argval])
 
+    @handler("LOAD_FAST_AND_CLEAR", min=(3, 12))
+    def LOAD_FAST_AND_CLEAR(self, inst):
+        self.push(self.locals.pop(inst.argval, NULL))
+
     @handler("STORE_FAST")
     def STORE_FAST(self, inst):
         self.locals[inst.argval] = self.pop()
+
+    @handler("STORE_FAST_MAYBE_NULL", min=(3, 12))
+    def STORE_FAST_MAYBE_NULL(self, inst):
+        v = self.pop()
+        if isinstance(v, NullVariable):
+            self.locals.pop(inst.argval, None)
+        else:
+            self.locals[inst.argval] = v
 
     @handler("DELETE_FAST")
     def DELETE_FAST(self, inst):
@@ -232,28 +264,58 @@ class InstructionTranslator:
         self.locals[store] = self.pop()
         self.push(self.locals[load])
 
-    @handler("LOAD_DEREF", "LOAD_CLOSURE")
-    def LOAD_DEREF(self, inst):
-        name = inst.argval
-        if name in self.closure:
-            cell = self.closure[name]
-            src = self.out.guards.name_for(cell, f"cell_{name}") + ".cell_contents"
-            try:
-                value = cell.cell_contents
-            except ValueError:
+    def _cell_value(self, name: str):
+        if name in self.cells:
+            value = self.cells[name].value
+            if value is CellVariable.EMPTY:
+                raise UnboundLocalError(f"cannot access local variable '{name}' where it is "
+                                        "not associated with a value")
+            return value
+        cell = self.closure.get(name)
+        if isinstance(cell, CellVariable):
+            if cell.value is CellVariable.EMPTY:
                 raise NameError(f"cannot access free variable '{name}' where it is not "
-                                "associated with a value in enclosing scope") from None
-            self.push(self.out.wrap(value, src))
-        elif inst.opname == "LOAD_CLOSURE":
-            raise self.unsupported("creating a closure")
+                                "associated with a value in enclosing scope")
+            return cell.value
+        if isinstance(cell, ObjectVariable):
+            cell = cell.value
+        if cell is None:
+            return self.locals[name]
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            raise NameError(f"cannot access free variable '{name}' where it is not "
+                            "associated with a value in enclosing scope") from None
+        src = self.out.guards.name_for(cell, f"cell_{name}") + ".cell_contents"
+        return self.out.wrap(value, src)
+
+    @handler("LOAD_DEREF")
+    def LOAD_DEREF(self, inst):
+        self.push(self._cell_value(inst.argval))
+
+    @handler("LOAD_CLOSURE")
+    def LOAD_CLOSURE(self, inst):
+        name = inst.argval
+        if name in self.cells:
+            self.push(self.cells[name])
+        elif isinstance(self.closure.get(name), CellVariable):
+            self.push(self.closure[name])
+        elif name in self.closure:
+            self.push(ObjectVariable(self.closure[name]))
         else:
-            self.LOAD_FAST(inst)
+            raise self.unsupported(f"closure over {name}")
 
     @handler("STORE_DEREF")
     def STORE_DEREF(self, inst):
-        if inst.argval in self.closure:
-            raise self.unsupported(f"assignment to free variable {inst.argval}")
-        self.STORE_FAST(inst)
+        name = inst.argval
+        target = self.cells.get(name) or self.closure.get(name)
+        if isinstance(target, CellVariable):
+            target.value = self.pop()
+        elif name in self.closure:
+            raise self.unsupported(f"mutation of a closure variable ({name}) of the compiled "
+                                   "function")
+        else:
+            self.STORE_FAST(inst)
 
     @handler("LOAD_CONST")
     def LOAD_CONST(self, inst):
@@ -278,7 +340,8 @@ class InstructionTranslator:
     @handler("LOAD_ATTR")
     def LOAD_ATTR(self, inst):
         is_method = PY >= (3, 12) and inst.arg & 1
-        var = calls.get_attr(self, self.pop(), inst.argval)
+        var = calls.get_attr(self, self.stack[-1], inst.argval)
+        self.pop()
         if is_method and PY == (3, 12):
             self.push(NULL)
         self.push(var)
@@ -287,13 +350,31 @@ class InstructionTranslator:
 
     @handler("LOAD_METHOD", max=(3, 11))
     def LOAD_METHOD(self, inst):
-        var = calls.get_attr(self, self.pop(), inst.argval)
+        var = calls.get_attr(self, self.stack[-1], inst.argval)
+        self.pop()
         self.push(NULL)
         self.push(var)
 
-    @handler("STORE_ATTR", "STORE_SUBSCR", "STORE_GLOBAL", "DELETE_SUBSCR", "DELETE_ATTR")
+    @handler("STORE_ATTR", "STORE_GLOBAL", "DELETE_ATTR", "DELETE_GLOBAL")
     def STORE_ATTR(self, inst):
         raise self.unsupported(f"mutation of Python state ({inst.opname} {inst.argrepr})")
+
+    # ---- imports inside the function (`from .functional import gelu`)
+
+    @handler("IMPORT_NAME")
+    def IMPORT_NAME(self, inst):
+        fromlist, level = self.stack[-1], self.stack[-2]
+        mod = importlib.__import__(inst.argval, self.f_globals, None, fromlist.value,
+                                   level.value)
+        self.popn(2)
+        src = self.out.guards.name_for(mod, "mod_" + mod.__name__.replace(".", "_"))
+        self.push(ModuleVariable(mod, src))
+
+    @handler("IMPORT_FROM")
+    def IMPORT_FROM(self, inst):
+        mod = self.stack[-1]
+        self.push(self.out.wrap(getattr(mod.value, inst.argval),
+                                f"{mod.source}.{inst.argval}"))
 
     # ---- calls
 
@@ -308,12 +389,14 @@ class InstructionTranslator:
 
     @handler("CALL_KW", min=(3, 13))
     def CALL_KW(self, inst):
-        names = self.pop()
-        self._call(inst.arg, names.value)
+        names = self.stack[-1]
+        self._call(inst.arg, names.value, extra=1)
 
-    def _call(self, argc: int, kw_names: tuple) -> None:
-        args = self.popn(argc)
-        b, a = self.pop(), self.pop()
+    def _call(self, argc: int, kw_names: tuple, extra: int = 0) -> None:
+        # peek first: a graph break leaves the stack as it was before the call
+        n = argc + 2 + extra
+        args = self.stack[len(self.stack) - argc - extra:len(self.stack) - extra]
+        a, b = self.stack[-n], self.stack[-n + 1]
         if isinstance(a, NullVariable):
             fn = b
         elif isinstance(b, NullVariable):
@@ -324,167 +407,164 @@ class InstructionTranslator:
         if kw_names:
             kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
             args = args[:len(args) - len(kw_names)]
-        self.push(calls.call_function(self, fn, list(args), kwargs))
+        result = calls.call_function(self, fn, list(args), kwargs)
+        self.popn(n)
+        self.push(result)
+
+    @handler("CALL_FUNCTION_EX")
+    def CALL_FUNCTION_EX(self, inst):
+        n = 4 if inst.arg & 1 else 3
+        kw = self.stack[-1] if inst.arg & 1 else None
+        star = self.stack[-2] if inst.arg & 1 else self.stack[-1]
+        a, b = self.stack[-n], self.stack[-n + 1]
+        fn = b if isinstance(a, NullVariable) else a
+        args = calls.unpack(self, star)
+        kwargs = {}
+        if kw is not None:
+            if not isinstance(kw, DictVariable):
+                raise self.unsupported(f"**{kw.describe()} in a call")
+            kwargs = dict(kw.items)
+        result = calls.call_function(self, fn, list(args), kwargs)
+        self.popn(n)
+        self.push(result)
 
     # ---- operators
 
     @handler("BINARY_OP")
     def BINARY_OP(self, inst):
-        b, a = self.pop(), self.pop()
-        self.push(calls.binary_op(self, BINARY_SYMBOLS[inst.arg], a, b))
+        b, a = self.stack[-1], self.stack[-2]
+        result = calls.binary_op(self, BINARY_SYMBOLS[inst.arg], a, b)
+        self.popn(2)
+        self.push(result)
 
     @handler("COMPARE_OP")
     def COMPARE_OP(self, inst):
-        b, a = self.pop(), self.pop()
+        b, a = self.stack[-1], self.stack[-2]
         result = calls.compare_op(self, dis.cmp_op[inst.arg >> COMPARE_SHIFT], a, b)
         if PY >= (3, 13) and inst.arg & 16:
-            result = self._truth(result)
+            result = self._to_bool(result)
+        self.popn(2)
         self.push(result)
 
     @handler("IS_OP")
     def IS_OP(self, inst):
-        b, a = self.pop(), self.pop()
+        b, a = self.stack[-1], self.stack[-2]
         if a.is_constant() and b.is_constant():
             same = a.value is b.value
         elif a is b:
             same = True
+        elif isinstance(a, ObjectVariable) and isinstance(b, ObjectVariable):
+            same = a.value is b.value
         elif (a.is_constant() and a.value is None) or (b.is_constant() and b.value is None):
             same = False  # a non-constant tracker is never None
+        elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+            same = a.node is b.node
         else:
             raise self.unsupported("`is` between values capture cannot compare")
+        self.popn(2)
         self.push(ConstantVariable(same != bool(inst.arg)))
 
     @handler("CONTAINS_OP")
     def CONTAINS_OP(self, inst):
-        b, a = self.pop(), self.pop()
-        if not (a.is_constant() and b.is_constant()):
+        b, a = self.stack[-1], self.stack[-2]
+        if a.is_constant() and b.is_constant():
+            found = a.value in b.value
+        elif a.is_constant() and isinstance(b, DictVariable):
+            found = a.value in b.items
+        elif a.is_constant() and isinstance(b, SequenceVariable) and \
+                all(v.is_constant() for v in b.items):
+            found = a.value in [v.value for v in b.items]
+        else:
             raise self.unsupported("`in` on values that are not constants")
-        self.push(ConstantVariable((a.value in b.value) != bool(inst.arg)))
+        self.popn(2)
+        self.push(ConstantVariable(found != bool(inst.arg)))
+
+    def _unary(self, dunder, fold):
+        result = calls.unary_op(self, dunder, fold, self.stack[-1])
+        self.pop()
+        self.push(result)
 
     @handler("UNARY_NEGATIVE")
     def UNARY_NEGATIVE(self, inst):
-        self.push(calls.unary_op(self, "__neg__", operator.neg, self.pop()))
+        self._unary("__neg__", operator.neg)
 
     @handler("UNARY_POSITIVE", max=(3, 11))
     def UNARY_POSITIVE(self, inst):
-        self.push(calls.unary_op(self, "__pos__", operator.pos, self.pop()))
+        self._unary("__pos__", operator.pos)
 
     @handler("UNARY_INVERT")
     def UNARY_INVERT(self, inst):
-        self.push(calls.unary_op(self, "__invert__", operator.invert, self.pop()))
+        self._unary("__invert__", operator.invert)
 
     @handler("UNARY_NOT")
     def UNARY_NOT(self, inst):
-        self.push(ConstantVariable(not self._truth(self.pop()).value))
+        v = self.stack[-1]
+        if isinstance(v, SymBoolVariable):
+            result = SymBoolVariable(v.tensor, not v.negate)
+        else:
+            result = ConstantVariable(not self._truth(v).value)
+        self.pop()
+        self.push(result)
 
     @handler("TO_BOOL", min=(3, 13))
     def TO_BOOL(self, inst):
-        self.push(self._truth(self.pop()))
+        result = self._to_bool(self.stack[-1])
+        self.pop()
+        self.push(result)
 
-    @handler("CALL_INTRINSIC_1", min=(3, 12))
-    def CALL_INTRINSIC_1(self, inst):
-        if inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
-            self.push(calls.unary_op(self, "__pos__", operator.pos, self.pop()))
-        elif inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
-            self.push(TupleVariable(self.pop().items))
-        else:
-            raise self.unsupported(f"intrinsic {inst.argrepr}")
-
-    # ---- containers
-
-    @handler("BUILD_TUPLE")
-    def BUILD_TUPLE(self, inst):
-        items = self.popn(inst.arg)
-        if all(v.is_constant() for v in items):
-            self.push(ConstantVariable(tuple(v.value for v in items)))
-        else:
-            self.push(TupleVariable(items))
-
-    @handler("BUILD_LIST")
-    def BUILD_LIST(self, inst):
-        self.push(ListVariable(self.popn(inst.arg)))
-
-    @handler("LIST_EXTEND")
-    def LIST_EXTEND(self, inst):
-        items = calls.unpack(self, self.pop())
-        self.stack[-inst.arg].items.extend(items)
-
-    @handler("LIST_APPEND")
-    def LIST_APPEND(self, inst):
-        item = self.pop()
-        self.stack[-inst.arg].items.append(item)
-
-    @handler("LIST_TO_TUPLE", max=(3, 11))
-    def LIST_TO_TUPLE(self, inst):
-        self.push(TupleVariable(self.pop().items))
-
-    @handler("UNPACK_SEQUENCE")
-    def UNPACK_SEQUENCE(self, inst):
-        items = calls.unpack(self, self.pop())
-        if len(items) != inst.arg:
-            raise ValueError(f"too many values to unpack (expected {inst.arg})"
-                             if len(items) > inst.arg else
-                             f"not enough values to unpack (expected {inst.arg}, got "
-                             f"{len(items)})")
-        for v in reversed(items):
-            self.push(v)
-
-    @handler("BUILD_SLICE")
-    def BUILD_SLICE(self, inst):
-        parts = self.popn(inst.arg)
-        if not all(v.is_constant() for v in parts):
-            raise self.unsupported("slice with non-constant bounds")
-        self.push(ConstantVariable(slice(*(v.value for v in parts))))
-
-    @handler("BINARY_SUBSCR")
-    def BINARY_SUBSCR(self, inst):
-        index, obj = self.pop(), self.pop()
-        self.push(calls.subscript(self, obj, index))
-
-    @handler("BINARY_SLICE", min=(3, 12))
-    def BINARY_SLICE(self, inst):
-        end, start, obj = self.pop(), self.pop(), self.pop()
-        if not (start.is_constant() and end.is_constant()):
-            raise self.unsupported("slice with non-constant bounds")
-        self.push(calls.subscript(self, obj, ConstantVariable(slice(start.value, end.value))))
+    def _to_bool(self, v):
+        if isinstance(v, (TensorVariable, SymBoolVariable)):
+            return v if isinstance(v, SymBoolVariable) else SymBoolVariable(v)
+        return self._truth(v)
 
     # ---- control flow on values known at capture time
 
     def _truth(self, v: VariableTracker) -> ConstantVariable:
         if v.is_constant():
             return ConstantVariable(bool(v.value))
-        if isinstance(v, TensorVariable):
+        if isinstance(v, (TensorVariable, SymBoolVariable)):
             raise self.unsupported("branch on a tensor value (data-dependent control flow)")
-        if isinstance(v, SequenceVariable):
+        if isinstance(v, (SequenceVariable, DictVariable)):
             return ConstantVariable(bool(v.items))
-        if isinstance(v, (ModuleVariable, FunctionVariable, OpFunctionVariable,
-                          BuiltinVariable)):
+        if isinstance(v, ObjectVariable) and type(v.value).__bool__ is object.__bool__ \
+                if hasattr(type(v.value), "__bool__") else isinstance(v, ObjectVariable) and \
+                not hasattr(type(v.value), "__len__"):
             return ConstantVariable(True)
         raise self.unsupported(f"truth value of {v.describe()}")
 
-    def _jump_if(self, inst, cond: bool) -> None:
-        if cond:
+    def _branch(self, inst, jump_when: bool) -> None:
+        v = self.stack[-1]
+        if isinstance(v, (TensorVariable, SymBoolVariable)):
+            tensor = v.tensor if isinstance(v, SymBoolVariable) else v
+            negate = v.negate if isinstance(v, SymBoolVariable) else False
+            raise self.unsupported("branch on a tensor value (data-dependent control flow)",
+                                   "branch", tensor, negate)
+        cond = self._truth(v).value
+        self.pop()
+        if cond == jump_when:
             self.jump(inst)
 
     @handler("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
     def POP_JUMP_IF_TRUE(self, inst):
-        self._jump_if(inst, self._truth(self.pop()).value)
+        self._branch(inst, True)
 
     @handler("POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
     def POP_JUMP_IF_FALSE(self, inst):
-        self._jump_if(inst, not self._truth(self.pop()).value)
+        self._branch(inst, False)
 
     def _is_none(self, v: VariableTracker) -> bool:
         return v.is_constant() and v.value is None
 
     @handler("POP_JUMP_IF_NONE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
     def POP_JUMP_IF_NONE(self, inst):
-        self._jump_if(inst, self._is_none(self.pop()))
+        if self._is_none(self.pop()):
+            self.jump(inst)
 
     @handler("POP_JUMP_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
              "POP_JUMP_BACKWARD_IF_NOT_NONE")
     def POP_JUMP_IF_NOT_NONE(self, inst):
-        self._jump_if(inst, not self._is_none(self.pop()))
+        if not self._is_none(self.pop()):
+            self.jump(inst)
 
     @handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", max=(3, 11))
     def JUMP_IF_X_OR_POP(self, inst):
@@ -500,15 +580,16 @@ class InstructionTranslator:
 
     @handler("GET_ITER")
     def GET_ITER(self, inst):
-        v = self.pop()
-        if isinstance(v, IteratorVariable):
-            self.push(v)
-            return
-        self.push(IteratorVariable(calls.unpack(self, v)))
+        v = self.stack[-1]
+        it = v if isinstance(v, IteratorVariable) else IteratorVariable(calls.unpack(self, v))
+        self.pop()
+        self.push(it)
 
     @handler("FOR_ITER")
     def FOR_ITER(self, inst):
         it = self.stack[-1]
+        if not isinstance(it, IteratorVariable):
+            raise self.unsupported(f"iterating over {it.describe()}")
         if it.index < len(it.items):
             self.push(it.items[it.index])
             it.index += 1
@@ -524,9 +605,10 @@ class InstructionTranslator:
 
     @handler("BEFORE_WITH")
     def BEFORE_WITH(self, inst):
-        ctx = self.pop()
+        ctx = self.stack[-1]
         if not isinstance(ctx, GradModeVariable):
             raise self.unsupported(f"`with` on {ctx.describe()}")
+        self.pop()
         prev = ctx.prev if ctx.prev is not None else self.out.grad_enabled
         self.push(GradModeExitVariable(prev))
         self.out.grad_enabled = ctx.mode
@@ -545,4 +627,7 @@ class InstructionTranslator:
 
 def supported_opnames() -> list:
     """The opnames this CPython's interpreter handles (for docs and the dump tool)."""
-    return sorted(_TABLE)
+    return sorted(TABLE)
+
+
+__all__ += ["Snapshot", "TupleVariable", "supported_opnames"]

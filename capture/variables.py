@@ -66,11 +66,12 @@ class TensorVariable(VariableTracker):
     """
 
     def __init__(self, node: Node, meta: TensorMeta, requires_grad: bool,
-                 source: str | None = None):
+                 source: str | None = None, shadow=None):
         self.node = node
         self.meta = meta
         self.requires_grad = requires_grad
         self.source = source
+        self.shadow = shadow  # the same value under perturbed dynamic sizes (dynamic.py)
 
     @property
     def shape(self) -> tuple:
@@ -211,6 +212,100 @@ class GradModeExitVariable(VariableTracker):
 
     def __init__(self, prev: bool):
         self.prev = prev
+
+
+class DictVariable(VariableTracker):
+    """A dict built by the code or read from an argument: constant keys, tracker values."""
+
+    def __init__(self, items: dict, source: str | None = None):
+        self.items = dict(items)
+        self.source = source
+
+    def python_type(self) -> type:
+        return dict
+
+    def describe(self) -> str:
+        return f"dict of {len(self.items)}"
+
+
+class SetVariable(SequenceVariable):
+    """A set of constants built by the code (`{a, b}`): items kept in insertion order."""
+
+    kind = set
+
+
+class IteratorVariable(VariableTracker):
+    """An iterator over known items (`for i in (1, 2)`, `for w in ws`): loops unroll."""
+
+    def __init__(self, items, index: int = 0):
+        self.items = list(items)
+        self.index = index
+
+    def describe(self) -> str:
+        return f"iterator at {self.index} of {len(self.items)}"
+
+
+class CellVariable(VariableTracker):
+    """A closure cell of a frame being captured (`MAKE_CELL`): holds a tracker, or nothing."""
+
+    EMPTY = object()
+
+    def __init__(self, value=EMPTY):
+        self.value = value
+
+
+class NestedFunctionVariable(VariableTracker):
+    """A function created by the captured code (`MAKE_FUNCTION`: lambdas, nested defs,
+    comprehensions on 3.11): its code, globals, default trackers and closure cells."""
+
+    def __init__(self, code, f_globals, defaults=(), kwdefaults=None, closure=(),
+                 qualname=None):
+        self.code = code
+        self.f_globals = f_globals
+        self.defaults = tuple(defaults)
+        self.kwdefaults = dict(kwdefaults or {})
+        self.closure = tuple(closure)
+        self.qualname = qualname or code.co_name
+
+    def describe(self) -> str:
+        return f"function {self.qualname}"
+
+
+class PartialVariable(VariableTracker):
+    """`functools.partial(fn, *args, **kwargs)` on a tracker `fn`."""
+
+    def __init__(self, fn, args, kwargs, source=None):
+        self.fn, self.args, self.kwargs, self.source = fn, list(args), dict(kwargs), source
+
+
+class GeneratorVariable(VariableTracker):
+    """A generator object made by calling a generator function (a genexpr): its items are
+    produced by running the function to completion when a consumer (sum, tuple...) asks."""
+
+    def __init__(self, fn, args):
+        self.fn, self.args = fn, list(args)
+
+
+class ContainerMethodVariable(VariableTracker):
+    """A bound method of a list/dict tracker (`xs.append`, `d.items`)."""
+
+    def __init__(self, obj, name: str):
+        self.obj, self.name = obj, name
+
+    def describe(self) -> str:
+        return f"{self.obj.describe()}.{self.name}"
+
+
+class SymBoolVariable(VariableTracker):
+    """`bool(t)` of a tensor `t` (3.13's TO_BOOL, COMPARE_OP with the bool bit): only a jump
+    can consume it, as a graph break on the tensor's value. `negate`: `not bool(t)`."""
+
+    def __init__(self, tensor, negate: bool = False):
+        self.tensor = tensor
+        self.negate = negate
+
+    def describe(self) -> str:
+        return f"bool({self.tensor.describe()})"
 
 
 class UserObjectVariable(ObjectVariable):

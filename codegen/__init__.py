@@ -4,7 +4,10 @@
 backend partitions the graph into fusion groups (`codegen.partition`), lowers each to a
 `Kernel` (`codegen.kernel`), prints it as LLVM IR (`codegen.llvm`), optimises and JIT-compiles
 it (`codegen.jit`) and wires the plan as a `CompiledGraph` (`codegen.compiled`); what it does not
-fuse runs through `ir.interpreter` on numpy. The "eager" backend runs `ir.Interpreter`.
+fuse runs through `ir.interpreter` on numpy. The "cuda" backend (`codegen.cuda_compiled`) uses
+the same partition and kernel IR, prints CUDA C (`codegen.cuda_render`, `codegen.cuda`) and
+launches it through cupy (imported on the first call only). The "eager" backend runs
+`ir.Interpreter`.
 codegen imports only `ir` (never `eager`, never `capture`): it sees graphs and numpy arrays.
 """
 
@@ -14,13 +17,14 @@ from .compiled import STAGES, CompiledGraph, EagerGraph
 from .kernel import Kernel
 from .partition import FusionGroup, LibraryCall, Partition, partition
 
-BACKENDS = ("llvm", "eager")
+BACKENDS = ("llvm", "cuda", "eager")
 
 
 def compile_graph(graph, backend: str = "llvm"):
     """Compile `graph` (an `ir.Graph` whose nodes carry `meta["val"]`) for `backend`.
 
-    Returns a `CompiledGraph` ("llvm") or an `EagerGraph` ("eager") with the same interface:
+    Returns a `CompiledGraph` ("llvm"), a `CudaGraph` ("cuda": arrays are cupy arrays) or an
+    `EagerGraph` ("eager") with the same interface:
     `graph`, `kernels`, `steps`, `__call__(*arrays) -> tuple`, `dump(stage)`. Raises ValueError
     for an unknown backend.
     """
@@ -29,7 +33,9 @@ def compile_graph(graph, backend: str = "llvm"):
     if backend == "eager":
         return EagerGraph(graph)
     if backend == "cuda":
-        raise NotImplementedError("codegen: the cuda backend is not implemented yet")
+        from .cuda_compiled import CudaGraph
+
+        return CudaGraph(graph)
     raise ValueError(f"unknown codegen backend {backend!r}; expected one of {BACKENDS}")
 
 

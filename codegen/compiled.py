@@ -1,27 +1,32 @@
 """CompiledGraph: a graph's execution plan wired as one Python callable.
 
 The plan (`steps`) is the partition's order: fused kernels, called through ctypes on numpy
-buffers (inputs made C-contiguous, outputs allocated with `np.empty`), and library calls run
-through `ir.interpreter` on numpy. Everything per call that can be decided at compile time is:
+buffers (inputs read in place with their real strides: a kernel is specialised, once per
+layout, for inputs that are transposed, sliced or broadcast views; outputs allocated with
+`np.empty` once per call; large kernels split across the thread pool), and library calls run
+through `ir.execute` on numpy. Everything per call that can be decided at compile time is:
 values live in a flat list of slots, each step is a closure over its slot indices, ctypes
 function and output shapes, and a slot is dropped after its last reader so intermediate
-buffers are freed early. Imports only `ir` and the other codegen modules.
+buffers are freed early. A group that cannot be lowered (a formula numpy rejects for these
+dtypes) runs node by node as library calls, so the error surfaces exactly as in eager.
+Imports only `ir` and the other codegen modules.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ir.graph import Node, map_arg
 from ir.execute import apply_arrays, run_kernel
+from ir.graph import Node, map_arg
 from ir.interpreter import Interpreter
 
-from . import jit
+from . import jit, threads
 from .kernel import Kernel, lower_group
-from .llvm import render_kernel
 from .partition import FusionGroup, LibraryCall, partition
+from .passes import decompose
+from .render import render_kernel
 
-STAGES = ("graph", "fusion", "kernels", "source", "llvm")
+STAGES = ("graph", "fusion", "kernels", "source", "llvm", "cuda")
 
 
 class CompiledGraph:
@@ -36,6 +41,7 @@ class CompiledGraph:
     backend = "llvm"
 
     def __init__(self, graph):
+        graph = decompose(graph)
         self.graph = graph
         self.partition = partition(graph)
         self.kernels: list[Kernel] = []
@@ -55,11 +61,21 @@ class CompiledGraph:
         keep = {slot[n] for n in _nodes_in(out_vals)}
 
         plans = []  # (step object, slots read, factory(free) -> runner)
+        self.fallbacks: list = []
         for step in self.partition.steps:
             if isinstance(step, FusionGroup):
-                kernel = self._compile_kernel(step)
+                try:
+                    kernel = self._compile_kernel(step)
+                except Exception as e:  # noqa: BLE001 (never crash: run it as eager does)
+                    # run the group node by node: eager raises (or computes) the same
+                    self.fallbacks.append((step, f"{type(e).__name__}: {e}"))
+                    for n in step.nodes:
+                        lib = LibraryCall(step.id, n, f"kernel not lowered ({e})")
+                        plans.append((lib, [slot[a] for a in n.all_input_nodes],
+                                      _library_factory(n, slot)))
+                    continue
                 plans.append((kernel, [slot[b.node] for b in kernel.inputs],
-                              _kernel_factory(kernel, slot)))
+                              _kernel_factory(kernel, slot, self)))
             else:
                 plans.append((step, [slot[n] for n in step.node.all_input_nodes],
                               _library_factory(step.node, slot)))
@@ -74,16 +90,23 @@ class CompiledGraph:
             self.steps.append(obj)
             self._runners.append(factory(free))
 
-    def _compile_kernel(self, group: FusionGroup) -> Kernel:
-        names = list(dict.fromkeys(n.target.name for n in group.nodes))
-        name = f"k{len(self.kernels)}_" + "_".join(names[:3])
-        kernel = lower_group(group, name)
-        argc = len(kernel.inputs) + len(kernel.outputs)
+    def _compile_kernel(self, group: FusionGroup, strides_of=None, name=None) -> Kernel:
+        if name is None:
+            names = list(dict.fromkeys(n.target.name for n in group.nodes))
+            name = f"k{len(self.kernels)}_" + "_".join(names[:3])
+        kernel = lower_group(group, name, strides_of)
+        kernel.group = group
+        argc = len(kernel.inputs) + len(kernel.outputs) + kernel.checks_div
         fn = jit.compile_function(lambda sym: render_kernel(kernel, sym), name, argc)
         kernel.symbol, kernel.cfunc = fn.symbol, fn.cfunc
         kernel.llvm_ir, kernel.source_ir = fn.llvm_ir, fn.source_ir
-        self.kernels.append(kernel)
+        if strides_of is None:
+            self.kernels.append(kernel)
         return kernel
+
+    def specialise(self, kernel: Kernel, strides: dict) -> Kernel:
+        """The kernel compiled for inputs with element `strides` {node: strides} (views)."""
+        return self._compile_kernel(kernel.group, strides.get, kernel.name + "_v")
 
     def __call__(self, *arrays) -> tuple:
         if len(arrays) != len(self._placeholders):
@@ -103,11 +126,19 @@ class CompiledGraph:
         return tuple(env[v] if is_slot else v for is_slot, v in self._output)
 
     def dump(self, stage: str) -> str:
-        """Readable text of one stage: "graph", "fusion", "kernels", "source" or "llvm"."""
+        """Readable text of one stage: "graph", "fusion", "kernels", "source", "llvm" or
+        "cuda" (the same kernels rendered as CUDA C by `codegen.cuda_render`)."""
         if stage == "graph":
             return str(self.graph)
+        if stage == "cuda":
+            from .cuda_render import module_source, render
+
+            return module_source([render(k) for k in self.kernels])
         if stage == "fusion":
-            return self.partition.format()
+            text = self.partition.format()
+            for step, why in self.fallbacks:
+                text += f"\nstep {step.id}: not lowered, runs node by node: {why}"
+            return text
         if stage == "kernels":
             return "\n\n".join(k.format() for k in self.kernels)
         if stage in ("llvm", "source"):
@@ -141,7 +172,7 @@ class EagerGraph:
         if stage == "fusion":
             return "eager backend: no fusion; every node runs through ir.Interpreter\n" + str(
                 self.graph)
-        if stage in ("kernels", "source", "llvm"):
+        if stage in ("kernels", "source", "llvm", "cuda"):
             return ""
         raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
 
@@ -159,23 +190,50 @@ def _output_plan(values, slot) -> tuple:
     return tuple((True, slot[v]) if isinstance(v, Node) else (False, v) for v in values)
 
 
-def _kernel_factory(kernel: Kernel, slot):
-    cfunc = kernel.cfunc
+def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
     ins = tuple(slot[b.node] for b in kernel.inputs)
+    in_nodes = tuple(b.node for b in kernel.inputs)
     outs = tuple((slot[b.node], tuple(b.node.meta["val"].shape), b.dtype.np)
                  for b in kernel.outputs)
+    variants: dict = {}
+    skip = kernel.outer_numel == 0 or (kernel.numel == 0 and not kernel.accs)
+    work = max(kernel.numel, 1)
+    check = kernel.checks_div
+
+    def layout(arrs):
+        """The kernel for these input layouts (specialised once per layout of views)."""
+        key = tuple(a.strides for a in arrs)
+        k = variants.get(key)
+        if k is None:
+            strides = {}
+            for n, a in zip(in_nodes, arrs):
+                if any(s % a.itemsize for s in a.strides):
+                    return None
+                strides[n] = tuple(s // a.itemsize for s in a.strides)
+            k = variants[key] = cg.specialise(kernel, strides)
+        return k
 
     def factory(free):
         def run(env):
             arrs = [env[s] for s in ins]
-            for j, a in enumerate(arrs):
-                if not a.flags.c_contiguous:
-                    arrs[j] = np.ascontiguousarray(a)
+            k = kernel
+            if not all(a.flags.c_contiguous for a in arrs):
+                k = layout(arrs)
+                if k is None:  # misaligned strides: copy
+                    arrs = [np.ascontiguousarray(a) for a in arrs]
+                    k = kernel
             for s, shape, dtype in outs:
                 o = np.empty(shape, dtype)
                 env[s] = o
                 arrs.append(o)
-            cfunc(*[a.ctypes.data for a in arrs])
+            if not skip:
+                ptrs = [a.ctypes.data for a in arrs]
+                if check:
+                    flag = np.zeros(1, np.uint8)
+                    ptrs.append(flag.ctypes.data)
+                threads.run(k.cfunc, ptrs, k.outer[0][1] if k.outer else 1, work)
+                if check and flag[0]:
+                    raise RuntimeError("ZeroDivisionError")
             for s in free:
                 env[s] = None
 
@@ -184,7 +242,7 @@ def _kernel_factory(kernel: Kernel, slot):
     return factory
 
 
-def _library_factory(node: Node, slot):
+def _library_factory(node: Node, slot, xp=np):
     op, kwargs = node.target, dict(node.kwargs)
     out_slot = slot[node]
     plain = all(isinstance(a, Node) or not isinstance(a, (tuple, list, dict)) for a in node.args)
@@ -201,14 +259,14 @@ def _library_factory(node: Node, slot):
 
             def run(env):
                 args = tuple(env[v] if is_slot else v for is_slot, v in arg_plan)
-                env[out_slot] = run_kernel(np, op, args, kwargs, compute, result)
+                env[out_slot] = run_kernel(xp, op, args, kwargs, compute, result)
                 for s in free:
                     env[s] = None
         else:
             def run(env):
                 args = map_arg(node.args, lambda n: env[slot[n]])
                 kw = map_arg(node.kwargs, lambda n: env[slot[n]])
-                env[out_slot] = apply_arrays(np, op, args, kw)
+                env[out_slot] = apply_arrays(xp, op, args, kw)
                 for s in free:
                     env[s] = None
 

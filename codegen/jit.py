@@ -1,11 +1,15 @@
-"""The process-wide LLVM JIT: target machine, O3 pipeline, one MCJIT engine, in-memory cache.
+"""The process-wide LLVM JIT: target machine, O3 pipeline, one MCJIT engine, kernel caches.
 
 Follows CODEGEN.md ("LLVM through llvmlite"): native target initialised once; one MCJIT engine
 per process, created lazily, which owns its own target machine and receives every kernel
-module (modules are kept alive as long as the process, since their function pointers are);
+module or object file (kept alive as long as the process, since their function pointers are);
 a second target machine drives the new pass manager's O3 pipeline (loop and SLP vectorization
-on). Compiled kernels are cached by a hash of their LLVM IR text, so the same kernel built by
-two graphs is optimised and machine-compiled once. Thread-safe. Imports only llvmlite.
+on) and emits object code. Compiled kernels are cached in memory by a hash of their LLVM IR,
+and on disk (object code plus a small JSON record, keyed by a hash of the IR, the target
+triple, CPU, CPU features and the wick and llvmlite versions) in `$WICK_CACHE_DIR` (default
+`~/.cache/wick/kernels`; `WICK_CACHE_DIR=0` disables it), so a new process skips LLVM's
+optimiser and code generator. A corrupt or foreign cache file (bad JSON, object hash
+mismatch) is ignored and rebuilt, never trusted. Thread-safe. Imports only llvmlite.
 """
 
 from __future__ import annotations
@@ -13,14 +17,20 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import json
+import os
 import threading
 from dataclasses import dataclass
 
+import llvmlite
 import llvmlite.binding as llvm
+
+WICK_VERSION = "0.1.0"
 
 _lock = threading.RLock()
 _state: dict = {}
 _cache: dict = {}
+stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 
 
 @dataclass(frozen=True)
@@ -53,12 +63,25 @@ def _init() -> dict:
     backing.triple = tm.triple
     backing.data_layout = str(tm.target_data)
     engine = llvm.create_mcjit_compiler(backing, _target_machine(target))
-    _state.update(tm=tm, engine=engine, modules=[backing])
+    target_id = "|".join([tm.triple, llvm.get_host_cpu_name(),
+                          llvm.get_host_cpu_features().flatten(), WICK_VERSION,
+                          llvmlite.__version__])
+    _state.update(tm=tm, engine=engine, modules=[backing], objects=[], target_id=target_id)
     return _state
 
 
 def ir_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cache_dir() -> str | None:
+    """The on-disk kernel cache directory, or None when `WICK_CACHE_DIR=0` disables it."""
+    d = os.environ.get("WICK_CACHE_DIR")
+    if d == "0":
+        return None
+    if not d:
+        d = os.path.join(os.path.expanduser("~"), ".cache", "wick", "kernels")
+    return d
 
 
 def optimize(text: str):
@@ -77,33 +100,93 @@ def optimize(text: str):
     return mod
 
 
+def _disk_load(path: str):
+    """(record, object bytes) of a cache entry, or None when missing or not trustworthy."""
+    try:
+        with open(path + ".json") as f:
+            rec = json.load(f)
+        with open(path + ".o", "rb") as f:
+            obj = f.read()
+        if (not isinstance(rec, dict) or rec.get("sha256") != hashlib.sha256(obj).hexdigest()
+                or not isinstance(rec.get("symbol"), str)):
+            return None
+        return rec, obj
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _disk_store(path: str, rec: dict, obj: bytes) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}"
+        with open(tmp + ".o", "wb") as f:
+            f.write(obj)
+        with open(tmp + ".json", "w") as f:
+            json.dump({**rec, "sha256": hashlib.sha256(obj).hexdigest()}, f)
+        os.replace(tmp + ".o", path + ".o")
+        os.replace(tmp + ".json", path + ".json")
+    except OSError:
+        pass  # a read-only or full disk only costs the next process a compile
+
+
 def compile_function(render, name: str, argc: int) -> JitFunction:
-    """JIT-compile the kernel `render(symbol) -> LLVM IR text` as a `void(ptr * argc)` function.
+    """JIT-compile the kernel `render(symbol) -> LLVM IR text` as `void(ptr * argc, i64, i64)`.
 
     The cache key is the IR rendered under a neutral symbol, so kernels that differ only in
     name share one compiled function; a new one is exported as `{name}_{hash}` (symbols must be
-    unique in the one engine).
+    unique in the one engine). Looks in memory, then on disk, then compiles.
     """
-    key = ir_hash(render("__wick_kernel__"))
+    neutral = render("__wick_kernel__")
+    key = ir_hash(neutral)
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
+            stats["memory_hits"] += 1
             return hit
         st = _init()
+        engine = st["engine"]
+        d = cache_dir()
+        path = None
+        if d is not None:
+            path = os.path.join(d, hashlib.sha256(
+                (st["target_id"] + "\n" + neutral).encode()).hexdigest()[:32])
+            found = _disk_load(path)
+            if found is not None:
+                rec, obj = found
+                try:
+                    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+                    engine.finalize_object()
+                    address = engine.get_function_address(rec["symbol"])
+                except Exception:  # noqa: BLE001 (a foreign object: rebuild below)
+                    address = 0
+                if address:
+                    st["objects"].append(obj)
+                    stats["disk_hits"] += 1
+                    return _finish(key, rec["symbol"], address, argc,
+                                   rec.get("llvm_ir", ""), rec.get("source_ir", ""))
         symbol = f"{name}_{key}"
         source = render(symbol)
         mod = optimize(source)
         opt_ir = str(mod)
-        st["engine"].add_module(mod)
-        st["engine"].finalize_object()
+        if path is not None:
+            obj = st["tm"].emit_object(mod)
+            _disk_store(path, {"symbol": symbol, "llvm_ir": opt_ir, "source_ir": source}, obj)
+        engine.add_module(mod)
+        engine.finalize_object()
         st["modules"].append(mod)
-        address = st["engine"].get_function_address(symbol)
+        address = engine.get_function_address(symbol)
         if not address:
             raise RuntimeError(f"codegen: the JIT did not export {symbol}")
-        cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * argc)(address)
-        fn = JitFunction(symbol, address, cfunc, opt_ir, source)
-        _cache[key] = fn
-        return fn
+        stats["compiled"] += 1
+        return _finish(key, symbol, address, argc, opt_ir, source)
+
+
+def _finish(key, symbol, address, argc, opt_ir, source) -> JitFunction:
+    cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * argc, ctypes.c_int64,
+                             ctypes.c_int64)(address)
+    fn = JitFunction(symbol, address, cfunc, opt_ir, source)
+    _cache[key] = fn
+    return fn
 
 
 def cache_size() -> int:

@@ -1,12 +1,18 @@
-"""Kernel IR: a fusion group lowered to loops, strided loads, an SSA body and stores.
+"""Kernel IR: a fusion group lowered to loops, strided loads, an SSA body, reductions and stores.
 
-A `Kernel` is the target-independent description of one fused elementwise kernel (Inductor's
-`Pointwise`): its loop nest over the group's output shape (dimensions contiguous for every
-operand collapsed, the innermost loop the stride-1 vector loop), one `Buffer` per input it loads
-(element strides per loop; a broadcast dimension has stride 0) and per output it stores
-(C-contiguous), and an SSA body recorded by running each op's `scalar` formula on a
-`TraceBuilder`. All decisions (dtypes, casts, strides, loop collapse) are made here; renderers
-(`codegen/llvm.py`, later CUDA) only print. Imports only `ir`.
+A `Kernel` is the target-independent description of one fused kernel (Inductor's `Pointwise`
+and `Reduction` in one shape): an iteration space of `outer` (parallel) loops and `rloops`
+(reduction) loops over the group's full shape, one `Buffer` per input it loads (element strides
+per loop: 0 where broadcast; transposes and slices of inputs are just other strides) and per
+output it stores, and `phases`: each phase runs once per outer index, loops over the reduction
+loops, evaluating its SSA body (built by running each op's registry `scalar` formula on a
+`TraceBuilder`), updating its accumulators and storing full-shape values; a final `epilogue`
+stores per-row values (reduction results and what is computed from them). A pointwise kernel
+is one phase with no reduction loops. Softmax is three phases (max; sum of exp; normalise),
+layernorm three (sum; sum of squared deviations; normalise): values needed by several phases
+are recomputed from the loads (rows stay in cache). Loops contiguous for every buffer are
+collapsed; the innermost loop is the vector loop. All decisions are made here; renderers
+(`codegen/render.py`) only print. Imports only `ir` and numpy.
 """
 
 from __future__ import annotations
@@ -17,247 +23,38 @@ import numpy as np
 
 from ir import dtypes as D
 from ir.dtypes import DType
+from ir.execute import opmath
 from ir.graph import Node
-from ir.opdef import is_number
-from ir.scalar import ArrayBuilder
 
-_SHORT = {"float32": "f32", "float64": "f64", "int64": "i64", "bool": "b8"}
+from .trace import Const, Stmt, TraceBuilder, Var, binary_dtype, convert_number, short
 
+__all__ = [
+    "REDUCTIONS",
+    "Buffer",
+    "Const",
+    "Kernel",
+    "Phase",
+    "Stmt",
+    "TraceBuilder",
+    "Var",
+    "binary_dtype",
+    "convert_number",
+    "lower_group",
+]
 
-# ---------------------------------------------------------------- SSA values
-
-
-@dataclass(frozen=True, eq=False)
-class Var:
-    """An SSA value of the kernel body (one element per loop iteration)."""
-
-    name: str
-    dtype: DType
-
-    def __str__(self) -> str:
-        return f"%{self.name}"
-
-
-@dataclass(frozen=True)
-class Const:
-    """A typed constant (a Python number given the dtype it takes part in)."""
-
-    value: object
-    dtype: DType
-
-    def __str__(self) -> str:
-        return repr(self.value)
-
-
-@dataclass(eq=False)
-class Stmt:
-    """`out = op(*args, **attrs)`; `op` is a scalar primitive, or "load" (attrs: input index)."""
-
-    out: Var
-    op: str
-    args: tuple
-    attrs: dict = field(default_factory=dict)
-
-    def format(self) -> str:
-        if self.op == "load":
-            return f"{self.out} = load in{self.attrs['input']}  {_SHORT[self.out.dtype.name]}"
-        parts = [str(a) for a in self.args]
-        parts += [f"{k}={v.name if isinstance(v, DType) else v}" for k, v in self.attrs.items()]
-        return f"{self.out} = {self.op}({', '.join(parts)})  {_SHORT[self.out.dtype.name]}"
-
-
-def is_value(x) -> bool:
-    return isinstance(x, (Var, Const))
-
-
-def python_dtype(x) -> DType:
-    """The dtype numpy gives a lone Python number (bool, int64, float64)."""
-    if isinstance(x, bool):
-        return D.bool_
-    if isinstance(x, int):
-        return D.int64
-    if isinstance(x, float):
-        return D.float64
-    raise TypeError(f"codegen: unsupported Python constant {x!r} of type {type(x).__name__}")
-
-
-def binary_dtype(x, y) -> DType:
-    """numpy's result dtype of a binary ufunc on values (`.dtype`) and Python numbers.
-
-    Two values promote as `np.promote_types` (int64 with float32 is float64, as in numpy). A
-    Python number is weak (NEP 50): it takes the value's dtype unless its category is higher
-    (an int with a bool value gives int64, a float with an integer value gives float64).
-    """
-    if is_number(x) and is_number(y):
-        return D.from_numpy(np.result_type(x, y))
-    if is_number(x) or is_number(y):
-        v, n = (y, x) if is_number(x) else (x, y)
-        cat = D.scalar_category(n)
-        if cat <= v.dtype.category:
-            return v.dtype
-        return D.int64 if cat == D.INTEGER else D.float64
-    return D.from_numpy(np.promote_types(x.dtype.np, y.dtype.np))
-
-
-def convert_number(x, dtype: DType):
-    """A Python number converted as numpy would convert it to `dtype` (float32 rounds)."""
-    if dtype is D.bool_:
-        return bool(x)
-    if dtype is D.int64:
-        return int(x)
-    return float(np.array(x, dtype=dtype.np))
-
-
-# ---------------------------------------------------------------- the recording builder
-
-
-class TraceBuilder:
-    """The scalar-builder protocol (`ir/scalar.py`) recording a typed SSA body.
-
-    Dtypes follow numpy's rules exactly as `ArrayBuilder` gets them on arrays, so a formula
-    traced here computes what eager computes; every mixed-dtype operand gets an explicit `cast`
-    statement, so each primitive statement sees operands of one dtype. Operations on Python
-    numbers only are evaluated in Python (through `ArrayBuilder(numpy)`).
-    """
-
-    _FLOAT_UNARY = ("exp", "log", "sqrt", "tanh", "erf")
-
-    def __init__(self):
-        self.body: list[Stmt] = []
-        self._count = 0
-        self._np = ArrayBuilder(np)
-
-    def emit(self, op: str, args: tuple, out_dtype: DType, **attrs) -> Var:
-        out = Var(f"t{self._count}", out_dtype)
-        self._count += 1
-        self.body.append(Stmt(out, op, tuple(args), attrs))
-        return out
-
-    def dtype(self, x) -> DType:
-        return x.dtype if is_value(x) else python_dtype(x)
-
-    def _fold(self, name, *args, **attrs):
-        r = getattr(self._np, name)(*args, **attrs)
-        return r.item() if isinstance(r, (np.generic, np.ndarray)) else r
-
-    def as_dtype(self, x, dtype: DType):
-        """`x` (value or number) as an operand of `dtype`."""
-        if is_number(x):
-            return Const(convert_number(x, dtype), dtype)
-        return x if x.dtype is dtype else self.cast(x, dtype)
-
-    def _binary(self, name: str, x, y, result: DType | None = None, float_only=False):
-        if is_number(x) and is_number(y):
-            return self._fold(name, x, y)
-        dt = binary_dtype(x, y)
-        if float_only and not dt.is_floating_point:
-            dt = D.float64  # numpy's true_divide of integers
-        return self.emit(name, (self.as_dtype(x, dt), self.as_dtype(y, dt)), result or dt)
-
-    def _unary(self, name: str, x, float_only=False):
-        if is_number(x):
-            return self._fold(name, x)
-        if float_only and not x.dtype.is_floating_point:
-            x = self.cast(x, D.float64)  # numpy computes exp(int64) in float64
-        return self.emit(name, (x,), x.dtype)
-
-    # binary arithmetic
-    def add(self, x, y):
-        return self._binary("add", x, y)
-
-    def sub(self, x, y):
-        return self._binary("sub", x, y)
-
-    def mul(self, x, y):
-        return self._binary("mul", x, y)
-
-    def div(self, x, y):
-        return self._binary("div", x, y, float_only=True)
-
-    def pow(self, x, y):
-        return self._binary("pow", x, y)
-
-    def maximum(self, x, y):
-        return self._binary("maximum", x, y)
-
-    def minimum(self, x, y):
-        return self._binary("minimum", x, y)
-
-    # comparisons
-    def lt(self, x, y):
-        return self._binary("lt", x, y, D.bool_)
-
-    def le(self, x, y):
-        return self._binary("le", x, y, D.bool_)
-
-    def gt(self, x, y):
-        return self._binary("gt", x, y, D.bool_)
-
-    def ge(self, x, y):
-        return self._binary("ge", x, y, D.bool_)
-
-    def eq(self, x, y):
-        return self._binary("eq", x, y, D.bool_)
-
-    def ne(self, x, y):
-        return self._binary("ne", x, y, D.bool_)
-
-    # unary
-    def neg(self, x):
-        return self._unary("neg", x)
-
-    def abs(self, x):
-        return self._unary("abs", x)
-
-    def sign(self, x):
-        return self._unary("sign", x)
-
-    def exp(self, x):
-        return self._unary("exp", x, float_only=True)
-
-    def log(self, x):
-        return self._unary("log", x, float_only=True)
-
-    def sqrt(self, x):
-        return self._unary("sqrt", x, float_only=True)
-
-    def tanh(self, x):
-        return self._unary("tanh", x, float_only=True)
-
-    def erf(self, x):
-        return self._unary("erf", x, float_only=True)
-
-    def where(self, c, x, y):
-        if is_number(c):
-            return x if c else y
-        c = self.as_dtype(c, D.bool_)
-        if is_number(x) and is_number(y):
-            dt = D.from_numpy(np.result_type(np.array(x), np.array(y)))
-        else:
-            dt = binary_dtype(x, y)
-        return self.emit("where", (c, self.as_dtype(x, dt), self.as_dtype(y, dt)), dt)
-
-    def logical_not(self, x):
-        if is_number(x):
-            return not x
-        return self.emit("logical_not", (x,), D.bool_)
-
-    def cast(self, x, dtype: DType):
-        if is_number(x):
-            return convert_number(x, dtype)
-        if x.dtype is dtype:
-            return x
-        return self.emit("cast", (x,), dtype, dtype=dtype)
-
-
-# ---------------------------------------------------------------- kernels
+# reduction op -> (combine primitive, identity by dtype category)
+REDUCTIONS = {
+    "sum": ("add", 0), "prod": ("mul", 1), "amax": ("maximum", "min"),
+    "amin": ("minimum", "max"),
+}
 
 
 @dataclass(eq=False)
 class Buffer:
-    """A kernel argument: the graph value `node` read (inN) or written (outN), C-contiguous.
+    """A kernel argument: graph value `node` read (inN) or written (outN).
 
-    `strides` are element strides per kernel loop (0 where the buffer is broadcast).
+    `strides`: element strides per kernel loop (outer loops then reduction loops; 0 where the
+    buffer is broadcast or does not vary).
     """
 
     name: str
@@ -268,50 +65,114 @@ class Buffer:
 
 
 @dataclass(eq=False)
+class Phase:
+    """One pass over the reduction loops: `body` statements, `accs` updated each iteration
+    [(acc id, combine primitive, Var)], `stores` of full-shape values [(output index, value)]."""
+
+    body: list = field(default_factory=list)
+    accs: list = field(default_factory=list)
+    stores: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class Kernel:
-    """One fused elementwise kernel over `shape` (the fusion group's output shape)."""
+    """One fused kernel; see the module docstring. `accs[i] = (dtype, identity)`."""
 
     name: str
     nodes: list
-    shape: tuple
-    loops: list            # [(var, size)], outermost first; product == numel
+    shape: tuple           # the full iteration shape
+    outer: list            # [(var, size)] parallel loops, outermost first
+    rloops: list           # [(var, size)] reduction loops
     inputs: list           # [Buffer]
     outputs: list          # [Buffer]
-    body: list             # [Stmt], loads first used where needed
-    stores: list           # [(output index, Var | Const)]
+    phases: list           # [Phase]
+    accs: list = field(default_factory=list)
+    epilogue: list = field(default_factory=list)      # [Stmt] after the last phase
+    epi_stores: list = field(default_factory=list)    # [(output index, value)]
     llvm_ir: str = ""      # optimised LLVM IR (set by the LLVM backend)
     source_ir: str = ""    # LLVM IR before O3
     symbol: str = ""       # the JIT symbol
-    cfunc: object = None   # the ctypes callable: cfunc(*input pointers, *output pointers)
+    cfunc: object = None   # ctypes: cfunc(*input pointers, *output pointers, lo, hi)
+
+    @property
+    def checks_div(self) -> bool:
+        """Integer fmod/remainder/floordiv: the kernel reports a division by zero."""
+        return any(st.op in ("fmod", "remainder", "floordiv") and st.args and
+                   not st.args[0].dtype.is_floating_point for st in self.body)
+
+    @property
+    def loops(self) -> list:
+        return self.outer + self.rloops
 
     @property
     def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    @property
+    def outer_numel(self) -> int:
+        return int(np.prod([n for _, n in self.outer], dtype=np.int64))
+
+    @property
+    def body(self) -> list:
+        return [st for ph in self.phases for st in ph.body] + self.epilogue
+
+    @property
+    def stores(self) -> list:
+        return [s for ph in self.phases for s in ph.stores] + self.epi_stores
+
+    def _index(self, buf: Buffer) -> str:
+        idx = " + ".join(f"{v}*{s}" for (v, _), s in zip(self.loops, buf.strides) if s)
+        return idx or "0"
+
+    def _stmt(self, st: Stmt) -> str:
+        if st.op == "load":
+            buf = self.inputs[st.attrs["input"]]
+            return f"{st.out} = load {buf.name}[{self._index(buf)}]  {short(buf.dtype)}"
+        if st.op == "acc":
+            return f"{st.out} = acc{st.attrs['acc']}  {short(st.out.dtype)}"
+        return st.format()
+
     def format(self) -> str:
-        """Readable kernel IR: arguments, the loop nest with sizes, loads, the body, stores."""
+        """Readable kernel IR: arguments, loop nest with sizes, loads, body, reductions, stores."""
         shape = "x".join(map(str, self.shape)) or "scalar"
         nodes = ", ".join("%" + n.name for n in self.nodes)
-        lines = [f"kernel {self.name}  numel={self.numel}  shape={shape}  nodes: {nodes}"]
+        rn = int(np.prod([n for _, n in self.rloops], dtype=np.int64))
+        head = f"kernel {self.name}  numel={self.numel}  rnumel={rn}  shape={shape}  "
+        lines = [head + f"nodes: {nodes}"]
         for b in self.inputs + self.outputs:
-            lines.append(f"  {b.name}: %{b.node.name} {_SHORT[b.dtype.name]}"
+            lines.append(f"  {b.name}: %{b.node.name} {short(b.dtype)}"
                          f"[{', '.join(map(str, b.shape))}]  strides {b.strides}")
         ind = "  "
-        for var, size in self.loops:
-            lines.append(f"{ind}for {var} in range({size}):")
+        for var, size in self.outer:
+            lines.append(f"{ind}for {var} in range({size}):  # parallel")
             ind += "  "
-        for st in self.body:
-            line = st.format()
-            if st.op == "load":
-                buf = self.inputs[st.attrs["input"]]
-                idx = " + ".join(f"{v}*{s}" for (v, _), s in zip(self.loops, buf.strides) if s)
-                line = f"{st.out} = load {buf.name}[{idx or 0}]  {_SHORT[buf.dtype.name]}"
-            lines.append(ind + line)
-        for i, val in self.stores:
+        for k, ph in enumerate(self.phases):
+            inner = ind
+            if self.rloops:
+                for a, _, _ in ph.accs:
+                    dt, ident = self.accs[a]
+                    lines.append(f"{ind}acc{a} = {ident}  {short(dt)}")
+                lines.append(f"{ind}# phase {k}")
+                for var, size in self.rloops:
+                    lines.append(f"{inner}for {var} in range({size}):  # reduction")
+                    inner += "  "
+            for st in ph.body:
+                lines.append(inner + self._stmt(st))
+            for a, comb, v in ph.accs:
+                lines.append(f"{inner}acc{a} = {comb}(acc{a}, {v})")
+            for i, val in ph.stores:
+                buf = self.outputs[i]
+                lines.append(f"{inner}store {buf.name}[{self._index(buf)}] = {val}  "
+                             f"(%{buf.node.name})")
+        for st in self.epilogue:
+            lines.append(ind + self._stmt(st))
+        for i, val in self.epi_stores:
             buf = self.outputs[i]
-            idx = " + ".join(f"{v}*{s}" for (v, _), s in zip(self.loops, buf.strides) if s)
-            lines.append(f"{ind}store {buf.name}[{idx or 0}] = {val}  (%{buf.node.name})")
+            lines.append(f"{ind}store {buf.name}[{self._index(buf)}] = {val}  (%{buf.node.name})")
         return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- strides and loops
 
 
 def contiguous_strides(shape) -> tuple:
@@ -323,10 +184,11 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(out))
 
 
-def broadcast_strides(buf_shape, out_shape) -> tuple:
-    """Element strides of a contiguous `buf_shape` read over `out_shape` (0 = broadcast)."""
+def broadcast_strides(buf_shape, out_shape, buf_strides=None) -> tuple:
+    """Element strides of a buffer of `buf_shape` (strides `buf_strides`, default contiguous)
+    read over `out_shape` with broadcasting (0 = broadcast)."""
     lead = len(out_shape) - len(buf_shape)
-    cs = contiguous_strides(buf_shape)
+    cs = contiguous_strides(buf_shape) if buf_strides is None else buf_strides
     out = []
     for d, n in enumerate(out_shape):
         k = d - lead
@@ -355,55 +217,196 @@ def collapse_loops(shape, strides_list) -> tuple:
     return tuple(sizes), [tuple(s) for s in strides]
 
 
-def lower_group(group, name: str) -> Kernel:
+def reduced_dims(node) -> tuple | None:
+    """The reduced dims of a reduction node (its `dim` attribute: None or () = all, an int or
+    a tuple), or None when they do not match its output shape."""
+    shape = tuple(node.args[0].meta["val"].shape)
+    out = tuple(node.meta["val"].shape)
+    dim = node.kwargs.get("dim")
+    n = len(shape)
+    if dim is None or dim == ():
+        dims = tuple(range(n))
+    elif isinstance(dim, int):
+        dims = (dim % n,) if n else ()
+    elif isinstance(dim, (tuple, list)) and all(isinstance(d, int) for d in dim):
+        dims = tuple(sorted({d % n for d in dim})) if n else ()
+    else:
+        return None
+    keep = tuple(1 if d in dims else s for d, s in enumerate(shape))
+    drop = tuple(s for d, s in enumerate(shape) if d not in dims)
+    if out == keep and (node.kwargs.get("keepdim") or keep == drop):
+        return dims
+    if out == drop and not node.kwargs.get("keepdim"):
+        return dims
+    return None
+
+
+def keep_shape(shape, rdims) -> tuple:
+    """The per-row (keepdim) shape of a reduction over `rdims` of `shape`."""
+    return tuple(1 if d in rdims else n for d, n in enumerate(shape))
+
+
+def identity(ident, dtype: DType):
+    if ident == "min":
+        if dtype.is_floating_point:
+            return float("-inf")
+        return False if dtype is D.bool_ else int(np.iinfo(dtype.np).min)
+    if ident == "max":
+        if dtype.is_floating_point:
+            return float("inf")
+        return True if dtype is D.bool_ else int(np.iinfo(dtype.np).max)
+    return convert_number(ident, dtype)
+
+
+# ---------------------------------------------------------------- lowering
+
+
+def lower_group(group, name: str, strides_of=None) -> Kernel:
     """Lower a fusion group (`codegen.partition.FusionGroup`) to a `Kernel`.
 
-    Per node, as `ir.interpreter.run_kernel` does for eager: tensor operands from
-    `op.promote_from` on are cast to the op's compute dtype, the `scalar` formula runs, and the
-    result is cast to the node's result dtype. Python numbers stay weak numbers.
+    Per node, as `ir.execute.run_kernel` does for eager: tensor operands from `op.promote_from`
+    on are cast to the op's compute dtype, the `scalar` formula runs, and the result is cast to
+    the node's result dtype; Python numbers stay weak numbers. `strides_of(node)` gives the
+    element strides of an input array (default: C-contiguous), so that non-contiguous and
+    broadcast views are read in place. Raises TypeError for a formula numpy rejects.
     """
-    tb = TraceBuilder()
-    values: dict = {}
-    loads: dict = {}
+    shape, rdims = tuple(group.shape), tuple(group.rdims)
+    kshape = keep_shape(shape, rdims)
+    members = set(group.nodes)
+    red = [n for n in group.nodes if n.target.kind == "reduction"]
+
+    def is_full(n):
+        return tuple(n.meta["val"].shape) == shape and n.target.kind != "reduction"
+
+    # phase of each full node; "ready" phase of each per-row value (-1: needs no reduction)
+    phase: dict = {}
+    ready: dict = {}
+    for n in group.nodes:
+        deps = [a for a in n.all_input_nodes if a in members]
+        if n.target.kind == "reduction":
+            src = n.all_input_nodes[0]
+            ready[n] = phase.get(src, 0) if src in members else 0
+        elif is_full(n) and rdims:
+            phase[n] = max([phase.get(a, 0) for a in deps if a in phase] +
+                           [ready[a] + 1 for a in deps if a in ready] + [0])
+        elif rdims:
+            ready[n] = max([ready[a] for a in deps if a in ready] + [-1])
+        else:
+            phase[n] = 0
+    nphases = max(list(phase.values()) + [ready[r] for r in red] + [0]) + 1
+
     inputs: list[Buffer] = []
-    shape = tuple(group.shape)
+    in_index: dict = {}
+    outputs: list[Buffer] = []
+    accs: list = []
+    acc_of: dict = {}
+    for r in red:
+        meta = r.meta["val"]
+        compute, result = r.target.dtypes((r.all_input_nodes[0].meta["val"],), r.kwargs)
+        comb, ident = REDUCTIONS[r.target.name]
+        adt = compute
+        acc_of[r] = len(accs)
+        accs.append((adt, identity(ident, adt), comb, result, meta))
 
-    def operand(a: Node):
-        if a in values:
-            return values[a]
-        if a not in loads:
+    def input_buffer(a: Node, over: tuple) -> int:
+        if a not in in_index:
             meta = a.meta["val"]
-            buf = Buffer(f"in{len(inputs)}", a, meta.dtype, tuple(meta.shape),
-                         broadcast_strides(tuple(meta.shape), shape))
-            loads[a] = tb.emit("load", (), meta.dtype, input=len(inputs))
-            inputs.append(buf)
-        return loads[a]
+            st = strides_of(a) if strides_of else None
+            in_index[a] = len(inputs)
+            inputs.append(Buffer(f"in{len(inputs)}", a, meta.dtype, tuple(meta.shape),
+                                 broadcast_strides(tuple(meta.shape), shape, st)))
+        return in_index[a]
 
-    for node in group.nodes:
-        op = node.target
-        metas = tuple(a.meta["val"] if isinstance(a, Node) else a for a in node.args)
-        compute, result = op.dtypes(metas, node.kwargs)
-        xs = []
-        for i, a in enumerate(node.args):
-            if isinstance(a, Node):
-                v = operand(a)
-                if i >= op.promote_from and v.dtype is not compute:
-                    v = tb.cast(v, compute)
-                xs.append(v)
-            else:
-                xs.append(a)
-        r = op.scalar(tb, *xs, **node.kwargs)
-        values[node] = tb.as_dtype(r, result)
+    def trace(tb: TraceBuilder, targets, cache: dict):
+        """Trace the values of `targets` (nodes) into `tb`; per-phase memo `cache`."""
+        def value(n: Node):
+            if n in cache:
+                return cache[n]
+            if n not in members:
+                cache[n] = tb.emit("load", (), n.meta["val"].dtype, input=input_buffer(n, shape))
+                return cache[n]
+            if n.target.kind == "reduction":
+                a = acc_of[n]
+                v = tb.emit("acc", (), accs[a][0], acc=a)
+                cache[n] = tb.as_dtype(v, accs[a][3])
+                return cache[n]
+            op = n.target
+            metas = tuple(x.meta["val"] if isinstance(x, Node) else x for x in n.args)
+            compute = opmath(op, op.dtypes(metas, n.kwargs)[0])   # float32 for half types
+            narrow_int = compute.category == D.INTEGER and compute is not D.int64
+            result = n.meta["val"].dtype
+            xs = []
+            for i, x in enumerate(n.args):
+                if isinstance(x, Node):
+                    v = value(x)
+                    if i >= op.promote_from and v.dtype is not compute:
+                        v = tb.cast(v, compute)
+                    xs.append(v)
+                elif narrow_int and type(x) is int and i >= op.promote_from:
+                    xs.append(Const(convert_number(x, compute), compute))  # uint8 + 300 wraps
+                else:
+                    xs.append(x)
+            cache[n] = tb.as_dtype(op.scalar(tb, *xs, **n.kwargs), result)
+            return cache[n]
 
-    outputs, stores = [], []
-    for node in group.stored:
-        meta = node.meta["val"]
-        outputs.append(Buffer(f"out{len(outputs)}", node, meta.dtype, shape,
-                              contiguous_strides(shape)))
-        stores.append((len(outputs) - 1, values[node]))
+        return [value(t) for t in targets]
 
-    sizes, strides = collapse_loops(shape, [b.strides for b in inputs + outputs])
-    loops = [(f"i{d}", n) for d, n in enumerate(sizes)]
-    for b, s in zip(inputs + outputs, strides):
-        b.strides = s
-    return Kernel(name, list(group.nodes), shape, loops, inputs, outputs, tb.body, stores)
+    tb = TraceBuilder()
+    phases = []
+    full_stored = [n for n in group.stored if n in phase]
+    row_stored = [n for n in group.stored if n not in phase]
+    for k in range(nphases):
+        ph = Phase()
+        start = len(tb.body)
+        cache: dict = {}
+        reds = [r for r in red if ready[r] == k]
+        srcs = trace(tb, [r.all_input_nodes[0] for r in reds], cache)
+        for r, v in zip(reds, srcs):
+            a = acc_of[r]
+            adt, _, comb, _, _ = accs[a]
+            ph.accs.append((a, comb, tb.as_dtype(v, adt) if not isinstance(v, Var) or
+                            v.dtype is not adt else v))
+        mine = [n for n in full_stored if phase[n] == k]
+        for n, v in zip(mine, trace(tb, mine, cache)):
+            outputs.append(_out_buffer(len(outputs), n, shape))
+            ph.stores.append((len(outputs) - 1, v))
+        ph.body = tb.body[start:]
+        phases.append(ph)
+    start = len(tb.body)
+    epi_stores = []
+    for n, v in zip(row_stored, trace(tb, row_stored, {})):
+        outputs.append(_out_buffer(len(outputs), n, shape, rdims))
+        epi_stores.append((len(outputs) - 1, v))
+    epilogue = tb.body[start:]
+
+    # loops: outer dims then reduced dims, each class collapsed on its own
+    bufs = inputs + outputs
+    odims = [d for d in range(len(shape)) if d not in rdims]
+    osz, ost = collapse_loops([shape[d] for d in odims], [[b.strides[d] for d in odims]
+                                                          for b in bufs])
+    rsz, rst = collapse_loops([shape[d] for d in rdims], [[b.strides[d] for d in rdims]
+                                                          for b in bufs])
+    for b, so, sr in zip(bufs, ost, rst):
+        b.strides = tuple(so) + tuple(sr)
+    outer = [(f"i{d}", n) for d, n in enumerate(osz)]
+    rloops = [(f"r{d}", n) for d, n in enumerate(rsz)]
+    del kshape
+    return Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
+                  [(a[0], a[1]) for a in accs], epilogue, epi_stores)
+
+
+def _out_buffer(i: int, n: Node, shape: tuple, rdims=()) -> Buffer:
+    """A C-contiguous output of node `n`, indexed over the kernel's full `shape`."""
+    meta = n.meta["val"]
+    oshape = tuple(meta.shape)
+    if not rdims or oshape == shape:
+        strides = broadcast_strides(oshape, shape)
+    else:
+        cs = contiguous_strides(oshape)
+        if len(oshape) == len(shape):      # keepdim form
+            strides = tuple(0 if d in rdims else cs[d] for d in range(len(shape)))
+        else:                               # reduced dims removed
+            kept = [d for d in range(len(shape)) if d not in rdims]
+            st = dict(zip(kept, cs))
+            strides = tuple(st.get(d, 0) for d in range(len(shape)))
+    return Buffer(f"out{i}", n, meta.dtype, oshape, strides)

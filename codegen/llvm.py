@@ -1,93 +1,101 @@
-"""LLVM rendering: the scalar builder over llvmlite.ir, and a `Kernel` printed as an LLVM function.
+"""LLVM rendering of the scalar primitives: every primitive of `ir/scalar.py` on llvmlite values.
 
-`LLVMBuilder` implements every primitive of the scalar-builder protocol (`ir/scalar.py`) on
-llvmlite IR values with numpy's semantics: float32 is `float`, float64 `double`, int64 `i64`,
-bool `i1` in registers and `i8` in memory; maximum/minimum propagate NaN (`llvm.maximum`),
-float comparisons are ordered except `ne`, exp/log/sqrt/pow are LLVM intrinsics, tanh and erf
-call libm. No fast-math flags: results match eager to float32 rounding.
-
-`render_kernel` prints a `codegen.kernel.Kernel` as `void name(T* noalias in0, ..., T* noalias
-out0, ...)`: sizes and strides are constants, one loop per kernel loop (the innermost stride-1
-loop is left for LLVM's loop vectorizer), the SSA body rendered statement by statement. All
-decisions were made on the Kernel; this module only prints. Imports only `ir` and llvmlite.
+`LLVMBuilder.emit(op, out_dtype, in_dtype, args, attrs)` renders one statement of a traced
+kernel body (`codegen.trace`): the operands already have the one dtype the primitive computes
+in (`in_dtype`), so this module only prints, with numpy's semantics: float16 is `half`
+(arithmetic rounded per op, as numpy does; math computed wider), float32 `float`, float64
+`double`, (u)intN `iN` (signedness from the dtype), bool `i1` in registers and `i8` in memory;
+maximum/minimum propagate NaN, comparisons are ordered except `ne`; integer division by zero
+gives 0 as in numpy (never LLVM's undefined behaviour); floor division and remainder follow
+numpy's `npy_divmod`; shifts past the width give 0 (or -1), as numpy's `npy_lshift`. Float32
+exp/exp2/expm1/log/log2/log1p/tanh/erf/erfc are the vectorizable polynomials of
+`codegen.vecmath`; the other transcendentals and float64 ones call libm. No fast-math flags:
+results match eager to rounding. Imports only `ir` and llvmlite.
 """
 
 from __future__ import annotations
+
+import math
 
 from llvmlite import ir as ll
 
 from ir import dtypes as D
 from ir.dtypes import DType
-from ir.opdef import is_number
 
-from .kernel import Const, Var, binary_dtype, convert_number
+from .trace import convert_number
+from .vecmath import FUNCTIONS as VEC_FUNCTIONS
+from .vecmath import VecMath
 
-I1, I8, I64 = ll.IntType(1), ll.IntType(8), ll.IntType(64)
-F32, F64 = ll.FloatType(), ll.DoubleType()
+I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, F32, F64 = ll.HalfType(), ll.FloatType(), ll.DoubleType()
 PTR = ll.PointerType()
 VOID = ll.VoidType()
 
-_LLTYPE = {"float32": F32, "float64": F64, "int64": I64, "bool": I1}
-_SUFFIX = {"float32": "f32", "float64": "f64", "int64": "i64"}
 _FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=="}
-_LIBM = {("tanh", "float32"): "tanhf", ("tanh", "float64"): "tanh",
-         ("erf", "float32"): "erff", ("erf", "float64"): "erf"}
+_FLOAT_SUFFIX = {2: "f16", 4: "f32", 8: "f64"}
+# libm functions of one or two float arguments (float32 name: + "f")
+_LIBM = ("exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "asin", "acos",
+         "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "atan2",
+         "hypot")
 
 
 def lltype(dtype: DType) -> ll.Type:
-    """The register type of a wick dtype (bool is i1)."""
-    return _LLTYPE[dtype.name]
+    """The register type of a wick dtype (bool is i1); TypeError for other dtypes."""
+    k, size = dtype.np.kind, dtype.np.itemsize
+    if k == "b":
+        return I1
+    if k in "iu":
+        return ll.IntType(8 * size)
+    if k == "f":
+        return {2: F16, 4: F32, 8: F64}[size]
+    raise TypeError(f"codegen: no LLVM type for dtype {dtype.name}")
 
 
 def memtype(dtype: DType) -> ll.Type:
     """The in-memory type of a wick dtype (bool is one byte, as in numpy)."""
-    return I8 if dtype is D.bool_ else _LLTYPE[dtype.name]
+    return I8 if dtype is D.bool_ else lltype(dtype)
+
+
+def is_unsigned(dtype: DType) -> bool:
+    return dtype.np.kind in "ub"
 
 
 def constant(value, dtype: DType) -> ll.Constant:
-    return ll.Constant(lltype(dtype), convert_number(value, dtype))
+    v = convert_number(value, dtype)
+    if dtype.category == D.INTEGER and v < 0:
+        v &= (1 << (8 * dtype.itemsize)) - 1  # llvmlite wants the two's complement bits
+    return ll.Constant(lltype(dtype), v)
 
 
 class LLVMBuilder:
-    """The scalar-builder protocol emitting LLVM IR at the position of an `ll.IRBuilder`.
+    """Renders primitives at the position of an `ll.IRBuilder` (see the module docstring).
 
-    Binary primitives accept a Python number on either side (it becomes a constant of the other
-    operand's dtype, numpy's weak-scalar rule); values of different dtypes are promoted first.
-    Raises TypeError for a primitive numpy does not define on the dtype (e.g. sub on bool).
+    Raises TypeError for a primitive numpy does not define on the dtype.
     """
 
     def __init__(self, builder: ll.IRBuilder):
         self.b = builder
         self.module = builder.module
+        self.vm = VecMath(builder)
+        self.err = None   # an i1 alloca: set when an integer division by zero happens
 
-    # ---- values and dtypes
+    def emit(self, op: str, out: DType, dt: DType, args: list, attrs: dict):
+        if op == "cast":
+            return self.cast(args[0], dt, attrs["dtype"])
+        if op == "where":
+            return self.b.select(args[0], args[1], args[2])
+        if dt.name == "float16":
+            # numpy computes each float16 op in float32 and rounds its result: so do we (LLVM
+            # would otherwise keep float32 excess precision between half operations)
+            r = self.emit(op, D.float32 if out is dt else out, D.float32,
+                          [self.b.fpext(a, F32) if a.type == F16 else a for a in args], attrs)
+            return self.b.fptrunc(r, F16) if r.type == F32 else r
+        fn = getattr(self, "p_" + op, None)
+        if fn is None:
+            raise TypeError(f"codegen: no LLVM rendering of primitive {op!r}")
+        return fn(dt, *args)
 
-    def dtype(self, x) -> DType:
-        t = x.type
-        if t == F32:
-            return D.float32
-        if t == F64:
-            return D.float64
-        if t == I64:
-            return D.int64
-        if t == I1:
-            return D.bool_
-        raise TypeError(f"codegen: no wick dtype for LLVM type {t}")
-
-    def _typed(self, x):
-        """Adapter for `binary_dtype`: an object with `.dtype`."""
-        return Const(None, self.dtype(x)) if not is_number(x) else x
-
-    def _pair(self, x, y, float_only=False):
-        dt = binary_dtype(self._typed(x), self._typed(y))
-        if float_only and not dt.is_floating_point:
-            dt = D.float64
-        return self._as(x, dt), self._as(y, dt), dt
-
-    def _as(self, x, dtype: DType):
-        if is_number(x):
-            return constant(x, dtype)
-        return self.cast(x, dtype)
+    # ---- helpers
 
     def _fn(self, name: str, ret: ll.Type, args: list, internal=False) -> ll.Function:
         fn = self.module.globals.get(name)
@@ -97,164 +105,349 @@ class LLVMBuilder:
                 fn.linkage = "internal"
         return fn
 
-    def _intrinsic(self, name: str, dtype: DType, *args):
-        t = lltype(dtype)
-        return self.b.call(self._fn(f"llvm.{name}.{_SUFFIX[dtype.name]}", t, [t] * len(args)),
-                           args)
+    def _intr(self, name: str, t: ll.Type, *args):
+        suffix = {F16: "f16", F32: "f32", F64: "f64"}.get(t) or f"i{t.width}"
+        return self.b.call(self._fn(f"llvm.{name}.{suffix}", t, [t] * len(args)), list(args))
 
     @staticmethod
     def _no(name: str, dtype: DType):
         raise TypeError(f"codegen: {name} is not defined on {dtype.name} (numpy raises too)")
 
-    # ---- binary arithmetic
+    def _zero(self, dt):
+        return constant(0, dt)
 
-    def add(self, x, y):
-        x, y, dt = self._pair(x, y)
-        if dt.is_floating_point:
-            return self.b.fadd(x, y)
-        return self.b.or_(x, y) if dt is D.bool_ else self.b.add(x, y)
+    @staticmethod
+    def _kind(dt: DType) -> str:
+        return "f" if dt.is_floating_point else ("b" if dt is D.bool_ else "i")
 
-    def sub(self, x, y):
-        x, y, dt = self._pair(x, y)
-        if dt.is_floating_point:
-            return self.b.fsub(x, y)
-        if dt is D.bool_:
+    # ---- arithmetic
+
+    def p_add(self, dt, x, y):
+        k = self._kind(dt)
+        return self.b.fadd(x, y) if k == "f" else self.b.or_(x, y) if k == "b" else \
+            self.b.add(x, y)
+
+    def p_sub(self, dt, x, y):
+        k = self._kind(dt)
+        if k == "b":
             self._no("sub", dt)
-        return self.b.sub(x, y)
+        return self.b.fsub(x, y) if k == "f" else self.b.sub(x, y)
 
-    def mul(self, x, y):
-        x, y, dt = self._pair(x, y)
-        if dt.is_floating_point:
-            return self.b.fmul(x, y)
-        return self.b.and_(x, y) if dt is D.bool_ else self.b.mul(x, y)
+    def p_mul(self, dt, x, y):
+        k = self._kind(dt)
+        return self.b.fmul(x, y) if k == "f" else self.b.and_(x, y) if k == "b" else \
+            self.b.mul(x, y)
 
-    def div(self, x, y):
-        x, y, _ = self._pair(x, y, float_only=True)
+    def p_div(self, dt, x, y):
+        if not dt.is_floating_point:
+            self._no("div", dt)
         return self.b.fdiv(x, y)
 
-    def pow(self, x, y):
-        x, y, dt = self._pair(x, y)
+    def p_pow(self, dt, x, y):
         if dt.is_floating_point:
-            return self._intrinsic("pow", dt, x, y)
+            return self._wide_math("pow", dt, x, y)
         if dt is D.bool_:
             self._no("pow", dt)
-        return self.b.call(self._ipow(), [x, y])
+        t = lltype(dt)
+        ext = self.b.zext if is_unsigned(dt) else self.b.sext
+        x64 = x if t == I64 else ext(x, I64)
+        y64 = y if t == I64 else ext(y, I64)
+        r = self.b.call(self._ipow(), [x64, y64])
+        return r if t == I64 else self.b.trunc(r, t)
 
-    def maximum(self, x, y):
-        x, y, dt = self._pair(x, y)
+    def p_maximum(self, dt, x, y):
+        k = self._kind(dt)
+        if k == "f":
+            return self._intr("maximum", x.type, x, y)
+        if k == "b":
+            return self.b.or_(x, y)
+        return self._intr("umax" if is_unsigned(dt) else "smax", x.type, x, y)
+
+    def p_minimum(self, dt, x, y):
+        k = self._kind(dt)
+        if k == "f":
+            return self._intr("minimum", x.type, x, y)
+        if k == "b":
+            return self.b.and_(x, y)
+        return self._intr("umin" if is_unsigned(dt) else "smin", x.type, x, y)
+
+    def _int_divmod(self, dt, x, y):
+        """(quotient, remainder, y == 0) with numpy's conventions; no UB for 0 and MIN/-1."""
+        b = self.b
+        zero, one = self._zero(dt), constant(1, dt)
+        yz = b.icmp_unsigned("==", y, zero)
+        if self.err is not None:   # PyTorch raises RuntimeError("ZeroDivisionError")
+            b.store(b.or_(b.load(self.err, typ=I1), yz), self.err)
+        if is_unsigned(dt):
+            ys = b.select(yz, one, y)
+            return b.udiv(x, ys), b.urem(x, ys), yz, None
+        ym1 = b.icmp_signed("==", y, constant(-1, dt))
+        ys = b.select(b.or_(yz, ym1), one, y)
+        return b.sdiv(x, ys), b.srem(x, ys), yz, ym1
+
+    def p_fmod(self, dt, x, y):
         if dt.is_floating_point:
-            return self._intrinsic("maximum", dt, x, y)
-        return self.b.or_(x, y) if dt is D.bool_ else self._intrinsic("smax", dt, x, y)
+            return self.b.frem(x, y)
+        if dt is D.bool_:
+            return self.p_fmod(D.int8 if hasattr(D, "int8") else D.int64, x, y)
+        _, r, yz, ym1 = self._int_divmod(dt, x, y)
+        bad = yz if ym1 is None else self.b.or_(yz, ym1)
+        return self.b.select(bad, self._zero(dt), r)
 
-    def minimum(self, x, y):
-        x, y, dt = self._pair(x, y)
+    def p_remainder(self, dt, x, y):
         if dt.is_floating_point:
-            return self._intrinsic("minimum", dt, x, y)
-        return self.b.and_(x, y) if dt is D.bool_ else self._intrinsic("smin", dt, x, y)
+            return self._float_divmod(dt, x, y)[1]
+        b = self.b
+        _, r, yz, ym1 = self._int_divmod(dt, x, y)
+        if ym1 is None:
+            return b.select(yz, self._zero(dt), r)
+        zero = self._zero(dt)
+        fix = b.and_(b.icmp_signed("!=", r, zero),
+                     b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+        r = b.select(fix, b.add(r, y), r)
+        return b.select(b.or_(yz, ym1), zero, r)
 
-    # ---- comparisons (-> bool)
+    def p_floordiv(self, dt, x, y):
+        if dt.is_floating_point:
+            return self._float_divmod(dt, x, y)[0]
+        b = self.b
+        q, r, yz, ym1 = self._int_divmod(dt, x, y)
+        zero = self._zero(dt)
+        if ym1 is None:
+            return b.select(yz, zero, q)
+        fix = b.and_(b.icmp_signed("!=", r, zero),
+                     b.xor(b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+        q = b.select(fix, b.sub(q, constant(1, dt)), q)
+        q = b.select(ym1, b.sub(zero, x), q)
+        return b.select(yz, zero, q)
 
-    def _cmp(self, name, x, y):
-        x, y, dt = self._pair(x, y)
+    def _float_divmod(self, dt, x, y):
+        """numpy's npy_divmod / npy_floor_divide / npy_remainder for floats."""
+        b = self.b
+        t = x.type
+        c = lambda v: ll.Constant(t, v)
+        mod = b.frem(x, y)
+        yzero = b.fcmp_ordered("==", y, c(0.0))
+        div = b.fdiv(b.fsub(x, mod), y)
+        modnz = b.fcmp_unordered("!=", mod, c(0.0))
+        flip = b.and_(modnz, b.xor(b.fcmp_ordered("<", y, c(0.0)),
+                                   b.fcmp_ordered("<", mod, c(0.0))))
+        mod2 = b.select(flip, b.fadd(mod, y), mod)
+        div = b.select(flip, b.fsub(div, c(1.0)), div)
+        mod2 = b.select(modnz, mod2, self._intr("copysign", t, c(0.0), y))
+        fl = self._intr("floor", t, div)
+        fl = b.select(b.fcmp_ordered(">", b.fsub(div, fl), c(0.5)), b.fadd(fl, c(1.0)), fl)
+        q = b.fdiv(x, y)
+        fl = b.select(b.fcmp_unordered("!=", div, c(0.0)), fl, self._intr("copysign", t, c(0.0),
+                                                                           q))
+        return b.select(yzero, q, fl), b.select(yzero, mod, mod2)
+
+    # ---- comparisons and tests (-> bool)
+
+    def _cmp(self, name, dt, x, y):
+        b = self.b
         if dt.is_floating_point:
             if name == "ne":  # NaN != anything is True: unordered
-                return self.b.fcmp_unordered("!=", x, y)
-            return self.b.fcmp_ordered(_FCMP[name], x, y)
+                return b.fcmp_unordered("!=", x, y)
+            return b.fcmp_ordered(_FCMP[name], x, y)
         op = "!=" if name == "ne" else _FCMP[name]
-        if dt is D.bool_:  # i1 is signed -1/0 for icmp signed: compare unsigned
-            return self.b.icmp_unsigned(op, x, y)
-        return self.b.icmp_signed(op, x, y)
+        return (b.icmp_unsigned if is_unsigned(dt) else b.icmp_signed)(op, x, y)
 
-    def lt(self, x, y):
-        return self._cmp("lt", x, y)
+    def p_lt(self, dt, x, y):
+        return self._cmp("lt", dt, x, y)
 
-    def le(self, x, y):
-        return self._cmp("le", x, y)
+    def p_le(self, dt, x, y):
+        return self._cmp("le", dt, x, y)
 
-    def gt(self, x, y):
-        return self._cmp("gt", x, y)
+    def p_gt(self, dt, x, y):
+        return self._cmp("gt", dt, x, y)
 
-    def ge(self, x, y):
-        return self._cmp("ge", x, y)
+    def p_ge(self, dt, x, y):
+        return self._cmp("ge", dt, x, y)
 
-    def eq(self, x, y):
-        return self._cmp("eq", x, y)
+    def p_eq(self, dt, x, y):
+        return self._cmp("eq", dt, x, y)
 
-    def ne(self, x, y):
-        return self._cmp("ne", x, y)
+    def p_ne(self, dt, x, y):
+        return self._cmp("ne", dt, x, y)
 
-    # ---- unary
+    def p_isnan(self, dt, x):
+        if not dt.is_floating_point:
+            return ll.Constant(I1, 0)
+        return self.b.fcmp_unordered("uno", x, x)
 
-    def neg(self, x):
-        dt = self.dtype(x)
+    def p_isinf(self, dt, x):
+        if not dt.is_floating_point:
+            return ll.Constant(I1, 0)
+        return self.b.fcmp_ordered("==", self._intr("fabs", x.type, x),
+                                   ll.Constant(x.type, math.inf))
+
+    # ---- logic and bits
+
+    def p_logical_not(self, dt, x):
+        return self.b.xor(x, ll.Constant(I1, 1))
+
+    def p_bitwise_and(self, dt, x, y):
+        self._int_only("bitwise_and", dt)
+        return self.b.and_(x, y)
+
+    def p_bitwise_or(self, dt, x, y):
+        self._int_only("bitwise_or", dt)
+        return self.b.or_(x, y)
+
+    def p_bitwise_xor(self, dt, x, y):
+        self._int_only("bitwise_xor", dt)
+        return self.b.xor(x, y)
+
+    def p_bitwise_not(self, dt, x):
+        self._int_only("bitwise_not", dt)
+        return self.b.xor(x, ll.Constant(x.type, -1 if dt is not D.bool_ else 1))
+
+    def _int_only(self, name, dt):
         if dt.is_floating_point:
-            return self.b.fneg(x)
-        if dt is D.bool_:
+            self._no(name, dt)
+
+    def _shift(self, name, dt, x, y):
+        self._int_only(name, dt)
+        b = self.b
+        width = constant(8 * dt.itemsize, dt)
+        inrange = b.icmp_unsigned("<", y, width)  # negative counts are huge unsigned
+        ys = b.select(inrange, y, self._zero(dt))
+        if name == "lshift":
+            return b.select(inrange, b.shl(x, ys), self._zero(dt))
+        if is_unsigned(dt):
+            return b.select(inrange, b.lshr(x, ys), self._zero(dt))
+        neg = b.icmp_signed("<", x, self._zero(dt))
+        over = b.select(neg, constant(-1, dt), self._zero(dt))
+        return b.select(inrange, b.ashr(x, ys), over)
+
+    def p_lshift(self, dt, x, y):
+        return self._shift("lshift", dt, x, y)
+
+    def p_rshift(self, dt, x, y):
+        return self._shift("rshift", dt, x, y)
+
+    # ---- unary arithmetic
+
+    def p_neg(self, dt, x):
+        k = self._kind(dt)
+        if k == "b":
             self._no("neg", dt)
-        return self.b.sub(ll.Constant(I64, 0), x)
+        return self.b.fneg(x) if k == "f" else self.b.sub(self._zero(dt), x)
 
-    def abs(self, x):
-        dt = self.dtype(x)
-        if dt.is_floating_point:
-            return self._intrinsic("fabs", dt, x)
-        if dt is D.bool_:
+    def p_abs(self, dt, x):
+        k = self._kind(dt)
+        if k == "f":
+            return self._intr("fabs", x.type, x)
+        if k == "b" or is_unsigned(dt):
             return x
-        fn = self._fn("llvm.abs.i64", I64, [I64, I1])
+        fn = self._fn(f"llvm.abs.i{x.type.width}", x.type, [x.type, I1])
         return self.b.call(fn, [x, ll.Constant(I1, 0)])
 
-    def sign(self, x):
-        dt = self.dtype(x)
+    def p_sign(self, dt, x):
         if dt is D.bool_:
             self._no("sign", dt)
-        one, zero = constant(1, dt), constant(0, dt)
-        pos, negv = self.gt(x, zero), self.lt(x, zero)
-        # NaN and +-0 fall through to x itself (numpy: sign(nan) = nan)
-        rest = x if dt.is_floating_point else zero
-        return self.b.select(pos, one, self.b.select(negv, constant(-1, dt), rest))
+        b = self.b
+        zero, one = self._zero(dt), constant(1, dt)
+        pos = self._cmp("gt", dt, x, zero)
+        if is_unsigned(dt):
+            return b.select(pos, one, zero)
+        negv = self._cmp("lt", dt, x, zero)
+        # numpy: x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x  (NaN stays NaN)
+        rest = b.select(self._cmp("eq", dt, x, zero), zero, x) if dt.is_floating_point else zero
+        return b.select(pos, one, b.select(negv, constant(-1, dt), rest))
 
-    def _float(self, x):
-        return x if self.dtype(x).is_floating_point else self.cast(x, D.float64)
+    def _rounding(self, name, dt, x):
+        return self._intr(name, x.type, x) if dt.is_floating_point else x
 
-    def exp(self, x):
-        x = self._float(x)
-        return self._intrinsic("exp", self.dtype(x), x)
+    def p_floor(self, dt, x):
+        return self._rounding("floor", dt, x)
 
-    def log(self, x):
-        x = self._float(x)
-        return self._intrinsic("log", self.dtype(x), x)
+    def p_ceil(self, dt, x):
+        return self._rounding("ceil", dt, x)
 
-    def sqrt(self, x):
-        x = self._float(x)
-        return self._intrinsic("sqrt", self.dtype(x), x)
+    def p_trunc(self, dt, x):
+        return self._rounding("trunc", dt, x)
 
-    def _libm(self, name, x):
-        x = self._float(x)
-        t = x.type
-        return self.b.call(self._fn(_LIBM[name, self.dtype(x).name], t, [t]), [x])
+    def p_round(self, dt, x):
+        return self._rounding("roundeven", dt, x)
 
-    def tanh(self, x):
-        return self._libm("tanh", x)
+    def p_sqrt(self, dt, x):
+        return self._intr("sqrt", x.type, x)
 
-    def erf(self, x):
-        return self._libm("erf", x)
+    def p_rsqrt(self, dt, x):
+        return self.b.fdiv(ll.Constant(x.type, 1.0), self._intr("sqrt", x.type, x))
 
-    def where(self, c, x, y):
-        c = self._as(c, D.bool_)
-        if is_number(x) and is_number(y):
-            dt = binary_dtype(x, y)
-            x, y = constant(x, dt), constant(y, dt)
-        else:
-            x, y, _ = self._pair(x, y)
-        return self.b.select(c, x, y)
+    # ---- transcendental functions
 
-    def logical_not(self, x):
-        return self.b.xor(self.cast(x, D.bool_), ll.Constant(I1, 1))
+    def _wide_math(self, name, dt, *xs):
+        """float16 computes in float32 (numpy does too); float32 uses the polynomials of
+        `vecmath` (in double) where there is one, else libm; float64 calls libm."""
+        b = self.b
+        t = xs[0].type
+        if t == F16:
+            r = self._wide_math(name, D.float32, *[b.fpext(x, F32) for x in xs])
+            return b.fptrunc(r, F16)
+        if t == F32 and name == "tanh":
+            return self.vm.tanh_f32(xs[0])
+        if t == F32 and name in VEC_FUNCTIONS:
+            return b.fptrunc(getattr(self.vm, name)(b.fpext(xs[0], F64)), F32)
+        if name == "pow":
+            return self._intr("pow", t, *xs)
+        if name == "erfinv":
+            return self._erfinv(xs[0])
+        sym = name + ("f" if t == F32 else "")
+        return b.call(self._fn(sym, t, [t] * len(xs)), list(xs))
 
-    def cast(self, x, dtype: DType):
-        """numpy's astype: floats truncate toward zero to int64; nonzero (and NaN) is True."""
-        if is_number(x):
-            return constant(x, dtype)
-        src = self.dtype(x)
+    def _erfinv(self, y):
+        """Giles' single-precision estimate refined by two Newton steps on erf or erfc
+        (in double, using libm erf/erfc), so float64 is accurate too."""
+        b = self.b
+        t = y.type
+        yd = y if t == F64 else b.fpext(y, F64)
+        c = lambda v: ll.Constant(F64, v)
+        vm = self.vm
+        a = vm._intr("fabs", yd)
+        w = b.fneg(vm.log(b.fmul(b.fsub(c(1.0), a), b.fadd(c(1.0), a))))
+        p1 = vm.horner(b.fsub(w, c(2.5)), [
+            1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
+            -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08])
+        p2 = vm.horner(b.fsub(vm._intr("sqrt", w), c(3.0)), [
+            2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
+            -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257])
+        x = b.fmul(vm.select(vm.cmp("<", w, 5.0), p1, p2), a)
+        erf = self._fn("erf", F64, [F64])
+        erfc = self._fn("erfc", F64, [F64])
+        tail = vm.cmp(">=", a, 0.5)
+        one_minus = b.fsub(c(1.0), a)   # exact for a >= 0.5 (Sterbenz)
+        for _ in range(2):
+            f = vm.select(tail, b.fsub(one_minus, b.call(erfc, [x])),
+                          b.fsub(b.call(erf, [x]), a))
+            d = b.fmul(c(1.1283791670955126), vm.exp(b.fneg(b.fmul(x, x))))
+            x = b.fsub(x, b.fdiv(f, d))
+        x = vm.select(vm.cmp("==", a, 1.0), c(math.inf), x)
+        x = vm.select(vm.cmp(">", a, 1.0), c(math.nan), x)
+        x = vm.select(vm.isnan(a), a, x)
+        r = vm.select(vm.cmp("==", a, 0.0), c(0.0), vm._intr("copysign", x, yd))  # scipy: +0
+        return r if t == F64 else b.fptrunc(r, t)
+
+    def __getattr__(self, name):
+        if name.startswith("p_") and (name[2:] in _LIBM or name[2:] == "erfinv"):
+            fname = name[2:]
+
+            def math_fn(dt, *xs):
+                if not dt.is_floating_point:
+                    raise TypeError(f"codegen: {fname} expects a float operand, got {dt.name}")
+                return self._wide_math(fname, dt, *xs)
+
+            return math_fn
+        raise AttributeError(name)
+
+    # ---- casts
+
+    def cast(self, x, src: DType, dtype: DType):
+        """numpy's astype: floats truncate toward zero to ints; nonzero (and NaN) is True;
+        ints wrap; float to narrow ints goes through int64 (numpy on x86 does too)."""
         if src is dtype:
             return x
         t = lltype(dtype)
@@ -262,14 +455,22 @@ class LLVMBuilder:
         if dtype is D.bool_:
             if src.is_floating_point:
                 return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
-            return b.icmp_signed("!=", x, ll.Constant(x.type, 0))
+            return b.icmp_unsigned("!=", x, ll.Constant(x.type, 0))
         if src is D.bool_:
             return b.uitofp(x, t) if dtype.is_floating_point else b.zext(x, t)
         if src.is_floating_point and dtype.is_floating_point:
-            return b.fpext(x, t) if dtype is D.float64 else b.fptrunc(x, t)
+            return b.fpext(x, t) if dtype.itemsize > src.itemsize else b.fptrunc(x, t)
         if src.is_floating_point:
-            return b.fptosi(x, t)
-        return b.sitofp(x, t)
+            if dtype.itemsize == 8:
+                return b.fptoui(x, t) if is_unsigned(dtype) else b.fptosi(x, t)
+            return b.trunc(b.fptosi(x, I64), t)
+        if dtype.is_floating_point:
+            return b.uitofp(x, t) if is_unsigned(src) else b.sitofp(x, t)
+        if dtype.itemsize > src.itemsize:
+            return b.zext(x, t) if is_unsigned(src) else b.sext(x, t)
+        if dtype.itemsize < src.itemsize:
+            return b.trunc(x, t)
+        return x
 
     # ---- helpers defined in the module
 
@@ -306,86 +507,3 @@ class LLVMBuilder:
                                     ll.Constant(I64, 0)))
         b.ret(b.select(b.icmp_signed("<", e, ll.Constant(I64, 0)), neg_exp, r))
         return fn
-
-
-# ---------------------------------------------------------------- kernels
-
-
-def render_kernel(kernel, symbol: str) -> str:
-    """LLVM IR text of `kernel` (a `codegen.kernel.Kernel`) as function `symbol`."""
-    module = ll.Module(name="wick")  # neutral: the IR hash must not depend on the name
-    bufs = kernel.inputs + kernel.outputs
-    fn = ll.Function(module, ll.FunctionType(VOID, [PTR] * len(bufs)), symbol)
-    for arg, buf in zip(fn.args, bufs):
-        arg.name = buf.name
-        arg.add_attribute("noalias")
-    fn.attributes.add("nounwind")
-    entry = fn.append_basic_block("entry")
-    b = ll.IRBuilder(entry)
-    if kernel.numel == 0:
-        b.ret_void()
-        return str(module)
-
-    zero, one = ll.Constant(I64, 0), ll.Constant(I64, 1)
-    offsets = [zero] * len(bufs)
-    loop_vars = []
-    # one do-while loop per kernel loop (sizes are static and >= 1); offsets are kept per
-    # buffer and level: off_d = off_(d-1) + i_d * stride_d
-    for depth, (var, size) in enumerate(kernel.loops):
-        pre = b.block
-        header = fn.append_basic_block(f"loop_{var}")
-        b.branch(header)
-        b.position_at_end(header)
-        i = b.phi(I64, name=var)
-        i.add_incoming(zero, pre)
-        new = []
-        for off, buf in zip(offsets, bufs):
-            s = buf.strides[depth]
-            step = i if s == 1 else b.mul(i, ll.Constant(I64, s))
-            new.append(off if s == 0 else (step if off is zero else b.add(off, step)))
-        offsets = new
-        loop_vars.append((i, size))
-
-    _render_body(kernel, b, fn.args, offsets)
-
-    for depth in reversed(range(len(loop_vars))):
-        i, size = loop_vars[depth]
-        nxt = b.add(i, one, name=f"{i.name}_next", flags=("nuw", "nsw"))
-        i.add_incoming(nxt, b.block)
-        cont = b.icmp_unsigned("<", nxt, ll.Constant(I64, size))
-        after = fn.append_basic_block(f"end_{i.name}")
-        b.cbranch(cont, i.parent, after)
-        b.position_at_end(after)
-    b.ret_void()
-    return str(module)
-
-
-def _render_body(kernel, b: ll.IRBuilder, args, offsets):
-    sb = LLVMBuilder(b)
-    env: dict = {}
-    nin = len(kernel.inputs)
-
-    def value(a):
-        if isinstance(a, Var):
-            return env[a]
-        if isinstance(a, Const):
-            return constant(a.value, a.dtype)
-        return a  # a Python attribute such as a dtype
-
-    for st in kernel.body:
-        if st.op == "load":
-            k = st.attrs["input"]
-            dt = kernel.inputs[k].dtype
-            ptr = b.gep(args[k], [offsets[k]], inbounds=True, source_etype=memtype(dt))
-            v = b.load(ptr, typ=memtype(dt))
-            env[st.out] = b.icmp_unsigned("!=", v, ll.Constant(I8, 0)) if dt is D.bool_ else v
-            continue
-        env[st.out] = getattr(sb, st.op)(*[value(a) for a in st.args], **st.attrs)
-
-    for k, val in kernel.stores:
-        dt = kernel.outputs[k].dtype
-        v = sb.cast(value(val), dt)
-        if dt is D.bool_:
-            v = b.zext(v, I8)
-        ptr = b.gep(args[nin + k], [offsets[nin + k]], inbounds=True, source_etype=memtype(dt))
-        b.store(v, ptr)

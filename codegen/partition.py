@@ -1,12 +1,16 @@
 """Fusion partition: which graph nodes become one fused kernel, and in what order steps run.
 
 Inductor's scheduler in miniature (see CODEGEN.md, "Merge kernels"): every call_function node
-starts as its own candidate in a networkx DiGraph of candidates; a producer->consumer pair of
-elementwise candidates with the same output shape is merged when no other path joins them
-(merging would create a cycle, checked with `nx.has_path`); this repeats to a fixed point and
-the candidates are emitted in `nx.topological_sort` order. Nodes that are not fused (reductions,
-matmul, views, composites) become `LibraryCall` steps. Every boundary between steps keeps the
-reason it exists, for `dump("fusion")`. Sees only `ir` graphs; imports only `ir` and networkx.
+starts as its own candidate in a networkx DiGraph of candidates, with an iteration space (full
+shape, reduced dims); a producer->consumer pair is merged when the spaces are compatible (equal
+pointwise shapes; an elementwise prologue into a reduction; an elementwise epilogue over the
+full or per-row shape of a keepdim reduction: a row kernel; reductions over the same dims) and
+no other path joins them (merging would create a cycle, checked with `nx.has_path`); this
+repeats to a fixed point and the candidates are emitted in topological order. Nodes are never
+duplicated across kernels (no recompute blow-up). Nodes that are not fused (matmul, views,
+library reductions, complex or bfloat16 values) become `LibraryCall` steps. Every boundary
+between steps keeps the reason it exists, for `dump("fusion")`. Sees only `ir` graphs; imports
+only `ir`, networkx and `codegen.kernel`.
 """
 
 from __future__ import annotations
@@ -15,23 +19,27 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from ir.dtypes import ALL as SUPPORTED_DTYPES
 from ir.graph import Node
 from ir.opdef import is_number
+
+from .kernel import REDUCTIONS, keep_shape, reduced_dims
 
 
 @dataclass(eq=False)
 class FusionGroup:
-    """Connected elementwise nodes of one output `shape`, run as one kernel.
+    """Connected nodes run as one kernel over the full iteration `shape`.
 
-    `nodes` are in graph (topological) order; `stored` maps each node whose value leaves the
-    group (a graph output, or read by a node outside the group) to why it is stored; the rest
-    stay in registers. `inputs` are the values the kernel loads.
+    `rdims`: the reduced dimensions of `shape` (empty for a pointwise group); nodes have the
+    full shape, or the per-row (keepdim) shape of a reduction group, or are reductions over
+    `rdims`. `nodes` are in graph (topological) order; `stored` maps each node whose value
+    leaves the group (a graph output, or read by a node outside the group) to why it is
+    stored; the rest stay in registers. `inputs` are the values the kernel loads.
     """
 
     id: int
     nodes: list
     shape: tuple
+    rdims: tuple = ()
     stored: dict = field(default_factory=dict)
     inputs: list = field(default_factory=list)
 
@@ -88,18 +96,49 @@ class Partition:
         return "\n".join(lines)
 
 
-def fusible(node: Node) -> bool:
-    """An elementwise node with a scalar formula over supported CPU dtypes and numbers."""
-    op = node.target
-    if op.kind != "elementwise" or op.scalar is None:
+def supported_dtype(dtype, device: str = "cpu") -> bool:
+    """Dtypes the kernels compute: bool, (u)int8-64, float16, float32, float64 (and bfloat16
+    on "cuda", loaded and computed in float32)."""
+    try:
+        k, size = dtype.np.kind, dtype.np.itemsize
+    except AttributeError:
         return False
-    val = node.meta.get("val")
-    if val is None or val.device != "cpu" or val.dtype not in SUPPORTED_DTYPES:
+    if dtype.name == "bfloat16":
+        return device == "cuda"
+    return (k == "b" or (k in "iu" and size in (1, 2, 4, 8)) or
+            (k == "f" and size in (2, 4, 8)))
+
+
+def _meta_ok(m, device: str = "cpu") -> bool:
+    """A value of a supported dtype on `device` ("cpu", or "cuda" for any "cuda:N")."""
+    return (m is not None and str(m.device).partition(":")[0] == device
+            and supported_dtype(m.dtype, device))
+
+
+def fusible(node: Node, device: str = "cpu") -> bool:
+    """An elementwise node with a scalar formula, or a reduction codegen knows how to
+    combine (sum, prod, amax, amin), over supported dtypes of `device` ("cpu" or "cuda") and
+    real Python numbers."""
+    op = node.target
+    if node.op != "call_function" or not _meta_ok(node.meta.get("val"), device):
+        return False
+    if op.kind == "reduction":
+        if op.name not in REDUCTIONS or len(node.args) != 1:
+            return False
+        src = node.args[0]
+        if not isinstance(src, Node) or not _meta_ok(src.meta.get("val"), device):
+            return False
+        dims = reduced_dims(node)
+        if dims is None or node.kwargs.get("dtype") not in (None, node.meta["val"].dtype):
+            return False
+        shape = src.meta["val"].shape
+        # amax/amin of an empty dim raise in eager: leave them to the library call
+        return not (op.name in ("amax", "amin") and any(shape[d] == 0 for d in dims))
+    if op.kind != "elementwise" or op.scalar is None:
         return False
     for a in node.args:
         if isinstance(a, Node):
-            m = a.meta.get("val")
-            if m is None or m.dtype not in SUPPORTED_DTYPES:
+            if not _meta_ok(a.meta.get("val"), device):
                 return False
         elif not is_number(a) or isinstance(a, complex):
             return False
@@ -111,9 +150,9 @@ def _library_reason(node: Node) -> str:
     if op.kind == "matmul":
         return f"{op.name}: library call"
     if op.kind == "reduction":
-        return f"{op.name}: reduction, library call (reduction fusion comes later)"
+        return f"{op.name}: reduction codegen does not combine, library call"
     if op.kind == "view":
-        return f"{op.name}: view, run by numpy"
+        return f"{op.name}: view, run by numpy (no copy)"
     if op.kind == "composite":
         return f"{op.name}: composite, run by its decomposition"
     if op.kind == "elementwise":
@@ -125,27 +164,65 @@ def _shape(node: Node) -> tuple:
     return tuple(node.meta["val"].shape)
 
 
-def partition(graph) -> Partition:
-    """Partition `graph` (an `ir.Graph`) into fusion groups and library calls."""
+def _space(node: Node) -> tuple:
+    """(full shape, reduced dims) of a lone fusible node."""
+    if node.target.kind == "reduction":
+        return _shape(node.args[0]), reduced_dims(node)
+    return _shape(node), ()
+
+
+def _keepdim_ok(r: Node, shape: tuple) -> bool:
+    """A reduction's value can be read in-group only in its keepdim form."""
+    return len(_shape(r)) == len(shape)
+
+
+def partition(graph, device: str = "cpu") -> Partition:
+    """Partition `graph` (an `ir.Graph`) into fusion groups and library calls; only values on
+    `device` ("cpu" for the llvm backend, "cuda" for the cuda backend) are fused.
+
+    Merge rules (CODEGEN.md): equal pointwise shapes; an elementwise prologue into a
+    reduction (same full shape, or per-row values); an elementwise epilogue over the full or
+    per-row shape of a reduction (a row kernel); two reductions over the same shape and dims;
+    never through library calls, across cycles or mismatched iteration spaces.
+    """
     calls = [n for n in graph.nodes if n.op == "call_function"]
     order = {n: i for i, n in enumerate(graph.nodes)}
-    ok = {n: fusible(n) for n in calls}
+    ok = {n: fusible(n, device) for n in calls}
 
-    # one candidate per call_function node; an edge per producer -> consumer dependency
     cand = nx.DiGraph()
     members = {i: [n] for i, n in enumerate(calls)}
     group_of = {n: i for i, n in enumerate(calls)}
+    space = {i: _space(n) if ok[n] else None for i, n in enumerate(calls)}
     for i, n in enumerate(calls):
         cand.add_node(i)
         for a in n.all_input_nodes:
             if a in group_of:
                 cand.add_edge(group_of[a], i)
 
-    def shape_of(g):
-        return _shape(members[g][0])
-
-    def mergeable(u, v) -> bool:
-        return ok[members[u][0]] and ok[members[v][0]] and shape_of(u) == shape_of(v)
+    def merged_space(u, v):
+        """The space of u + v, or None when they cannot share a kernel."""
+        su, sv = space[u], space[v]
+        if su is None or sv is None:
+            return None
+        (shu, ru), (shv, rv) = su, sv
+        if ru and rv:
+            full = su if su == sv else None
+        elif not ru and not rv:
+            full = su if shu == shv else None
+        else:
+            shape, rd = su if ru else sv
+            other = members[v] if ru else members[u]
+            keep = keep_shape(shape, rd)
+            fits = all(_shape(n) in (shape, keep) for n in other)
+            full = (shape, rd) if fits else None
+        if full is None:
+            return None
+        inside = set(members[u]) | set(members[v])
+        for n in inside:
+            if (n.target.kind == "reduction" and any(c in inside for c in n.users)
+                    and not _keepdim_ok(n, full[0])):
+                return None
+        return full
 
     def creates_cycle(u, v):
         """Another path u -> ... -> v: merging u and v would make a cycle through it."""
@@ -161,10 +238,13 @@ def partition(graph) -> Partition:
                                                       order[members[e[1]][0]])):
             if not (cand.has_node(u) and cand.has_node(v) and cand.has_edge(u, v)):
                 continue
-            if not mergeable(u, v) or creates_cycle(u, v) is not None:
+            sp = merged_space(u, v)
+            if sp is None or creates_cycle(u, v) is not None:
                 continue
             nx.contracted_nodes(cand, u, v, self_loops=False, copy=False)
             members[u] = sorted(members[u] + members.pop(v), key=order.__getitem__)
+            space[u] = sp
+            del space[v]
             for n in members[u]:
                 group_of[n] = u
             changed = True
@@ -174,7 +254,8 @@ def partition(graph) -> Partition:
     for g in nx.lexicographical_topological_sort(cand, key=first.__getitem__):
         nodes = members[g]
         if ok[nodes[0]]:
-            step = FusionGroup(len(steps), nodes, shape_of(g))
+            shape, rd = space[g]
+            step = FusionGroup(len(steps), nodes, shape, rd)
         else:
             step = LibraryCall(len(steps), nodes[0], _library_reason(nodes[0]))
         for n in nodes:
@@ -192,8 +273,8 @@ def partition(graph) -> Partition:
                 step.stored[n] = "graph output"
             elif outside:
                 step.stored[n] = "read by " + ", ".join(f"%{u.name}" for u in outside)
-            for a in n.args:
-                if isinstance(a, Node) and a not in inside and a not in step.inputs:
+            for a in n.all_input_nodes:
+                if a not in inside and a not in step.inputs:
                     step.inputs.append(a)
 
     boundaries = []
@@ -202,8 +283,8 @@ def partition(graph) -> Partition:
             if a.op == "placeholder":
                 continue
             if step_of[a] is not step_of[n]:
-                boundaries.append((a, n, _boundary_reason(a, n, ok, cand, group_of,
-                                                          members, creates_cycle)))
+                boundaries.append((a, n, _boundary_reason(a, n, ok, group_of, members, space,
+                                                          creates_cycle)))
     return Partition(graph, steps, boundaries)
 
 
@@ -221,14 +302,22 @@ def _output_nodes(graph) -> list:
     return out
 
 
-def _boundary_reason(p, c, ok, cand, group_of, members, creates_cycle) -> str:
+def _fmt_space(sp) -> str:
+    shape, rd = sp
+    return f"{shape} reduced over {rd}" if rd else f"shape {shape}"
+
+
+def _boundary_reason(p, c, ok, group_of, members, space, creates_cycle) -> str:
     if not ok[p]:
         return _library_reason(p)
     if not ok[c]:
         return _library_reason(c)
-    if _shape(p) != _shape(c):
-        return f"shape {_shape(c)} != {_shape(p)}"
     via = creates_cycle(group_of[p], group_of[c])
     if via is not None:
         return f"merging would create a cycle through %{members[via][0].name}"
+    sp, sc = space[group_of[p]], space[group_of[c]]
+    if sp != sc:
+        if p.target.kind == "reduction" and not _keepdim_ok(p, _space(p)[0]):
+            return f"%{p.name} is a reduction without keepdim: not fused with its readers"
+        return f"iteration spaces differ: {_fmt_space(sc)} vs {_fmt_space(sp)}"
     return "not merged"

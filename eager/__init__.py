@@ -8,34 +8,120 @@ and `eager.compile` (a lazy alias of `capture.compile`). Imports only `ir`.
 
 from __future__ import annotations
 
+from builtins import bool as builtins_bool
+
 from ir.dtypes import (
-    DType as dtype, bool_ as bool, float32, float64, int64, get_default_dtype,
-    set_default_dtype,
+    DType as dtype,
 )
+from ir.dtypes import (
+    bfloat16,
+    complex64,
+    complex128,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from ir.dtypes import (
+    bool_ as bool,
+)
+from ir.dtypes import can_cast as _can_cast
 
 from . import autograd, dispatch
+from . import random as _random
 from .creation import (
-    arange, from_numpy, full, manual_seed, ones, ones_like, rand, randn, tensor, zeros,
-    zeros_like, as_tensor,
+    arange,
+    as_tensor,
+    asarray,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
 )
+from .device import cuda, device
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .printing import set_printoptions
-from .tensor import Size, Tensor, device
+from .printing import get_printoptions, printoptions, set_printoptions
+from .random import (
+    Generator,
+    bernoulli,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    multinomial,
+    normal,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    set_rng_state,
+)
+from .tensor import Size, Tensor, UntypedStorage
 
-float = float32  # noqa: A001  (PyTorch's aliases)
+try:
+    from .grad_mode import inference_mode, is_inference_mode_enabled
+except ImportError:  # the autograd helper adds these
+    pass
+
+# PyTorch's dtype aliases
+float = float32
 double = float64
+half = float16
+cfloat = complex64
+cdouble = complex128
 long = int64
+int = int32
+short = int16
+
+
+def can_cast(from_, to) -> builtins_bool:
+    """`torch.can_cast(from_, to)`: whether casting may not lose category (see in-place ops)."""
+    return _can_cast(from_, to)
+
+
+def result_type(tensor1, tensor2) -> dtype:
+    """`torch.result_type`: the dtype an arithmetic op on these operands would produce."""
+    from ir.dtypes import result_type as _rt
+
+    ops = [(x.dtype, x.ndim) if isinstance(x, Tensor) else x for x in (tensor1, tensor2)]
+    return _rt(*ops)
+
 
 dispatch.install(globals())
+_random.install(Tensor)
 
-from . import indexing  # noqa: E402
+from . import indexing
 
 indexing.install(Tensor)
 
-from . import nn  # noqa: E402
+from . import linalg  # noqa: E402  (eager.linalg: the torch.linalg namespace)
+
+from . import nn
 
 
-def compile(fn=None, **kwargs):  # noqa: A001
+def compile(fn=None, **kwargs):
     """Alias of `capture.compile` (imported on first use to keep `ir <- eager <- capture`)."""
     from capture import compile as _compile
 

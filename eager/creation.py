@@ -1,118 +1,225 @@
-"""Tensor creation: `tensor`, `from_numpy`, `zeros`, `ones`, `full`, `arange`, `rand(n)`.
+"""Tensor creation: tensor, as_tensor, from_numpy, zeros, ones, full, empty, the `*_like` forms,
+arange, linspace, logspace, eye (random creation lives in `eager/random.py`).
 
 Signatures, defaults and dtypes follow PyTorch's (Python floats -> the default dtype, ints ->
-int64); random numbers come from one numpy Generator seeded by `manual_seed`.
+int64, complex -> the default complex dtype); every function takes `dtype`, `device` and
+`requires_grad`, and `out=` where PyTorch has it.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ir import dtypes as D
 
+from .device import resolve, to_device
 from .tensor import Tensor, _to_array
-
-_rng = [np.random.default_rng()]
-
-
-def manual_seed(seed: int):
-    """Seed wick's random number generator (numpy PCG64; streams differ from PyTorch's)."""
-    _rng[0] = np.random.default_rng(int(seed))
-    return _rng[0]
 
 
 def _sizes(size) -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    out = []
     for s in size:
+        if isinstance(s, Tensor):
+            s = s.item()
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise TypeError(f"size must be a sequence of ints, got {type(s).__name__}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
-    return tuple(int(s) for s in size)
+        out.append(int(s))
+    return tuple(out)
 
 
-def _finish(arr, dtype, requires_grad, device=None):
-    if device is not None and str(device) != "cpu":
-        raise RuntimeError(f"device {device} is not available in this build")
-    dt = D.to_dtype(dtype) if dtype is not None else None
-    if dt is not None and arr.dtype != dt.np:
-        arr = arr.astype(dt.np)
+def _finish(arr, device=None, requires_grad=False, out=None) -> Tensor:
+    """A tensor of numpy array `arr` on `device`, or `arr` written into `out` (resized)."""
+    if out is not None:
+        from .dispatch import write_out
+
+        t = Tensor._make(arr)
+        if out.device.type != "cpu":
+            t = Tensor._make(to_device(arr, out.device))
+        return write_out(_CREATION, t, out)
+    dev = resolve(device)
+    if dev.type != "cpu":
+        arr = to_device(arr, dev)
     return Tensor._make(arr, requires_grad)
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+class _CreationOp:
+    name = "creation"
+
+
+_CREATION = _CreationOp()
+
+
+def _dtype_or_default(dtype) -> D.DType:
+    return D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor copying `data` (nested lists, numbers, numpy arrays, tensors)."""
-    return _finish(_to_array(data, dtype), None, requires_grad, device)
+    return _finish(_to_array(data, dtype), device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    if isinstance(data, Tensor) and (dtype is None or D.to_dtype(dtype) is data.dtype):
-        return data
-    if isinstance(data, np.ndarray) and (dtype is None or D.to_dtype(dtype).np == data.dtype):
+    """`data` itself when it already is a tensor of that dtype/device, a zero-copy tensor over
+    a numpy array of that dtype, else a new tensor."""
+    dt = D.to_dtype(dtype) if dtype is not None else None
+    if isinstance(data, Tensor):
+        t = data if device is None else data.to(device)
+        return t if dt is None else t.to(dt)
+    if isinstance(data, np.ndarray) and (dt is None or dt.np == data.dtype) and \
+            resolve(device).type == "cpu":
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
+asarray = as_tensor
+
+
 def from_numpy(a: np.ndarray) -> Tensor:
-    """A tensor sharing memory with numpy array `a` (zero-copy); TypeError on other input."""
+    """A tensor sharing memory with numpy array `a` (zero-copy); TypeError on other input or
+    an unsupported dtype."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
     D.from_numpy(a.dtype)
     return Tensor._make(a)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _finish(np.zeros(_sizes(size), dt.np), None, requires_grad, device)
+def _filled(size, value, dtype, device, requires_grad, out):
+    dt = _dtype_or_default(dtype)
+    return _finish(np.full(_sizes(size), value, dt.np), device, requires_grad, out)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _finish(np.ones(_sizes(size), dt.np), None, requires_grad, device)
+def zeros(*size, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros of shape `size` (ints or one sequence); default float dtype."""
+    return _filled(size, 0, dtype, device, requires_grad, out)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*size, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones of shape `size`; default float dtype."""
+    return _filled(size, 1, dtype, device, requires_grad, out)
+
+
+def empty(*size, out=None, dtype=None, device=None, requires_grad=False,
+          memory_format=None) -> Tensor:
+    """A tensor of shape `size` whose values are unspecified (here: zeros)."""
+    return _filled(size, 0, dtype, device, requires_grad, out)
+
+
+def full(size, fill_value, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """`fill_value` everywhere; dtype from the value (bool, int64, default float/complex)."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
     if dtype is None:
         dtype = D.default_for_category(D.scalar_category(fill_value))
-    return _finish(np.full(_sizes((size,)), fill_value, D.to_dtype(dtype).np), None,
-                   requires_grad, device)
+    return _filled((size,), fill_value, dtype, device, requires_grad, out)
 
 
-def zeros_like(t: Tensor, *, dtype=None, requires_grad=False) -> Tensor:
-    return zeros(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad)
+def _like(t: Tensor, value, dtype, device, requires_grad):
+    return _filled((tuple(t.shape),), value, dtype or t.dtype,
+                   device if device is not None else t.device, requires_grad, None)
 
 
-def ones_like(t: Tensor, *, dtype=None, requires_grad=False) -> Tensor:
-    return ones(tuple(t.shape), dtype=dtype or t.dtype, requires_grad=requires_grad)
+def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    return _like(input, 0, dtype, device, requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Values in [start, end) spaced by `step`; int64 unless any argument is a float."""
+def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    return _like(input, 1, dtype, device, requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    return _like(input, 0, dtype, device, requires_grad)
+
+
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    return _like(input, fill_value, dtype, device, requires_grad)
+
+
+def _number(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def arange(start, end=None, step=1, *, out=None, dtype=None, device=None,
+           requires_grad=False) -> Tensor:
+    """Values in [start, end) spaced by `step` (computed in float64, as PyTorch's double
+    accumulation); int64 unless an argument is a float. RuntimeError for step 0 or a step of
+    the wrong sign."""
+    start, end, step = _number(start), _number(end), _number(step)
     if end is None:
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         anyfloat = any(isinstance(v, float) for v in (start, end, step))
         dtype = D.get_default_dtype() if anyfloat else D.int64
     dt = D.to_dtype(dtype)
-    n = max(0, int(np.ceil((end - start) / step)))
-    return _finish((start + step * np.arange(n)).astype(dt.np), None, requires_grad, device)
+    n = max(0, math.ceil((end - start) / step))
+    if dt.category <= D.INTEGER and all(isinstance(v, int) for v in (start, end, step)):
+        arr = np.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt.np)
+    else:
+        arr = (start + step * np.arange(n, dtype=np.float64)).astype(dt.np)
+    return _finish(arr, device, requires_grad, out)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
-    """Standard normal samples of shape `size`, default float dtype."""
-    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    if not dt.is_floating_point:
-        raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{dt.name}\'')
-    g = generator or _rng[0]
-    return _finish(g.standard_normal(_sizes(size)).astype(dt.np), None, requires_grad, device)
+def _linspace_values(start, end, steps: int, dt: D.DType):
+    """PyTorch's CPU linspace: from the start for the first half, from the end for the rest,
+    in the output's precision (float32 stays float32)."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if steps == 0:
+        return np.empty(0, dt.np)
+    if steps == 1:
+        return np.full(1, start, dt.np)
+    ct = np.float64 if dt is D.float64 or dt.category <= D.INTEGER else np.float32
+    s, e = ct(start), ct(end)
+    step = (e - s) / ct(steps - 1)
+    idx = np.arange(steps)
+    half = steps // 2
+    lo = s + step * idx[:half].astype(ct)
+    hi = e - step * (steps - 1 - idx[half:]).astype(ct)
+    return np.concatenate([lo, hi]).astype(dt.np)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
-    """Uniform samples in [0, 1) of shape `size`, default float dtype."""
-    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    g = generator or _rng[0]
-    return _finish(g.random(_sizes(size)).astype(dt.np), None, requires_grad, device)
+def linspace(start, end, steps, *, out=None, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end` inclusive; default float dtype
+    (the default complex dtype when an end point is complex)."""
+    start, end = _number(start), _number(end)
+    if dtype is None:
+        dtype = D.default_complex_dtype() if isinstance(start, complex) or \
+            isinstance(end, complex) else D.get_default_dtype()
+    dt = D.to_dtype(dtype)
+    arr = np.linspace(start, end, int(steps)).astype(dt.np) if dt.is_complex else \
+        _linspace_values(start, end, int(steps), dt)
+    return _finish(arr, device, requires_grad, out)
+
+
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    """`base ** linspace(start, end, steps)`; default float dtype."""
+    dt = _dtype_or_default(dtype)
+    exps = _linspace_values(_number(start), _number(end), int(steps),
+                            dt if dt.category >= D.FLOATING else D.float64)
+    arr = np.power(float(base), exps.astype(np.float64))
+    return _finish(arr.astype(dt.np), device, requires_grad, out)
+
+
+def eye(n, m=None, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """The n x m identity (m defaults to n); default float dtype."""
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
+    dt = _dtype_or_default(dtype)
+    return _finish(np.eye(int(n), int(n if m is None else m), dtype=dt.np), device,
+                   requires_grad, out)

@@ -1,19 +1,31 @@
 """Eager execution of registry ops, and the functions/methods/dunders generated from them.
 
 `apply(op, inputs, attrs)` is eager's one entry point: check the operands (types, devices,
-shapes, dtypes through the registry's meta rules), run the kernel on the arrays, and record an
+shapes, dtypes through the registry's meta rules), run the kernel on the operands' array
+namespace (numpy or cupy), make views share their base's version counter, and record an
 autograd node when grad mode is on and an operand requires grad. `F` is the same as an
 `OpNamespace`, used by backward rules and decompositions. `install()` derives `eager.<op>`
-functions, `Tensor.<op>` methods, dunders and in-place `<op>_` methods from the registry.
+functions (with PyTorch's `out=`), `Tensor.<op>` methods, dunders and in-place `<op>_` methods
+from the registry.
+
+Per-op overhead: elementwise calls on CPU tensors of equal shapes (or a tensor and a Python
+number) take a fast path that skips binding and meta objects but keeps every check: both
+operands on the CPU, shapes that broadcast (numpy's rule is PyTorch's; a clash goes the general
+way, which raises), the dtype rule of the op (evaluated once per dtype pair and cached), grad
+mode. A formula that is one scalar primitive (add, exp...) runs as numpy's C function. See benchmarks/bench_eager.py.
 """
 
 from __future__ import annotations
 
+import operator
+import warnings
+
 import numpy as np
 
 from ir import REGISTRY, OpDef, OpNamespace
-from ir.execute import run_kernel
-from ir.opdef import is_number
+from ir import dtypes as D
+from ir.execute import opmath, run_kernel
+from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
 from .tensor import Tensor
@@ -23,6 +35,16 @@ VIEW_KINDS = ("view",)
 # Called as hook(op, inputs, attrs, out) after every primitive op that ran eagerly (forward-mode
 # AD and anomaly detection register here); empty by default, so it costs one truth test.
 POST_HOOKS: list = []
+
+# ops without PyTorch's `out=` keyword (besides views): nn.functional activations, casts...
+NO_OUT = frozenset({
+    "cast", "clone", "conj", "relu", "relu6", "gelu", "silu", "mish", "elu", "selu", "celu",
+    "leaky_relu", "hardtanh", "hardsigmoid", "hardswish", "softplus", "softsign", "logsigmoid",
+    "tanhshrink", "threshold", "softmax", "log_softmax", "dropout", "contiguous", "as_strided",
+    "real", "imag", "view_as_real", "view_as_complex",
+})
+_ND = np.ndarray
+_grad_enabled = grad_mode.is_grad_enabled
 
 
 def _operand(op: OpDef, name: str, x):
@@ -36,24 +58,71 @@ def _operand(op: OpDef, name: str, x):
     raise TypeError(f"{op.name}(): argument '{name}' must be {want}, not {type(x).__name__}")
 
 
+def _meta(d) -> TensorMeta:
+    if type(d) is _ND:
+        return TensorMeta(d.shape, D.from_numpy(d.dtype), "cpu")
+    return TensorMeta(d.shape, D.from_numpy(d.dtype), f"cuda:{d.device.id}")
+
+
+def _same_device(inputs: tuple, metas: tuple):
+    """PyTorch's device rule: all tensors on one device, except zero-dim CPU tensors, which join
+    a CUDA computation as scalars. Returns (inputs, metas), with such scalars moved."""
+    first = None
+    for m in metas:
+        if isinstance(m, TensorMeta):
+            if first is None:
+                first = m.device
+            elif m.device != first:
+                break
+    else:
+        return inputs, metas
+    devs = [m.device for m in metas if isinstance(m, TensorMeta)]
+    cuda = [d for d in devs if d != "cpu"]
+    if len(set(cuda)) == 1 and all(m.ndim == 0 for m in metas
+                                   if isinstance(m, TensorMeta) and m.device == "cpu"):
+        from .device import resolve, to_device
+
+        dev = resolve(cuda[0])
+        inputs = tuple(Tensor._make(to_device(x._data, dev)) if isinstance(x, Tensor)
+                       and isinstance(x._data, _ND) else x for x in inputs)
+        return inputs, tuple(_meta(x._data) if isinstance(x, Tensor) else x for x in inputs)
+    other = next(d for d in devs if d != first)
+    raise RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                       f"devices, {first} and {other}!")
+
+
 def apply(op: OpDef, inputs: tuple, attrs: dict):
-    """Run `op` eagerly on Tensors / Python numbers with canonical-able `attrs`."""
+    """Run `op` eagerly on Tensors / Python numbers with canonical-able `attrs`.
+
+    Raises TypeError for operands that are not tensors (or numbers where the op takes them),
+    RuntimeError for tensors on different devices, shapes that do not fit (the op's shape
+    rule) and dtypes the op does not support (its dtype rule); nothing runs before the checks.
+    """
     inputs = tuple(_operand(op, op.operand_name(i), x) for i, x in enumerate(inputs))
-    metas = tuple(x.meta if isinstance(x, Tensor) else x for x in inputs)
+    metas = tuple(_meta(x._data) if isinstance(x, Tensor) else x for x in inputs)
+    inputs, metas = _same_device(inputs, metas)
     attrs = op.canonical_attrs(metas, attrs)
     if op.decomp is not None:
         return op.decomp(F, *inputs, **attrs)
-    op.meta(metas, attrs)  # raises on bad shapes / devices, before any work
+    if not op.dynamic_shape:  # shape known only after running: the data gives it
+        op.meta(metas, attrs)  # raises on bad shapes / dtypes, before any work
     compute, out_dtype = op.dtypes(metas, attrs)
     arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
-    out = Tensor._make(run_kernel(np, op, arrays, attrs, compute, out_dtype))
+    xp = np
+    for a in arrays:
+        if not is_number(a) and type(a) is not _ND:
+            from ir.execute import namespace_of
+
+            xp = namespace_of(a)
+            break
+    out = Tensor._make(run_kernel(xp, op, arrays, attrs, compute, out_dtype))
     if op.kind in VIEW_KINDS:
         base = inputs[0]
-        if np.may_share_memory(out._data, base._data):
+        if xp.may_share_memory(out._data, base._data):
             out._vc = base._vc
             out._base = base._base if base._base is not None else base
-    if (op.backward is not None and grad_mode.is_grad_enabled()
-            and out_dtype.is_floating_point
+    if (op.backward is not None and out_dtype.category >= D.FLOATING
+            and grad_mode.is_grad_enabled()
             and any(isinstance(x, Tensor) and x.requires_grad for x in inputs)):
         from .autograd import BackwardNode
 
@@ -68,44 +137,384 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 F = OpNamespace(apply)
 
 
+# ---------------------------------------------------------------- the fast path
+
+
+def _fast_eligible(op: OpDef) -> bool:
+    cls = type(op)
+    return (op.kind == "elementwise" and op.decomp is None
+            and op.shape is None and not op.dynamic_shape and not op.variadic
+            and op.promote_from == 0 and op.nin in (1, 2) and op._varargs is None
+            and cls.meta is OpDef.meta and cls.dtypes is OpDef.dtypes
+            and cls.bind is OpDef.bind and cls.canonical_attrs is OpDef.canonical_attrs
+            and all(p.default is not p.empty
+                    for p in list(op.signature.parameters.values())[op.nin:]))
+
+
+def _default_attrs(op: OpDef) -> dict:
+    return {n: p.default for n, p in list(op.signature.parameters.items())[op.nin:]}
+
+
+def _kernel(op: OpDef):
+    """`f(*arrays)` running op's kernel on numpy with default attributes."""
+    attrs = _default_attrs(op)
+    impl = op.impl
+    if op.scalar is not None and "_impl_from_scalar" in getattr(impl, "__qualname__", ""):
+        from ir.scalar import ArrayBuilder
+
+        scalar, b = op.scalar, ArrayBuilder(np)
+        if op.nin == 1:
+            return (lambda x: scalar(b, x, **attrs)) if attrs else (lambda x: scalar(b, x))
+        return (lambda x, y: scalar(b, x, y, **attrs)) if attrs else \
+            (lambda x, y: scalar(b, x, y))
+    return lambda *xs: impl(np, *xs, **attrs)
+
+
+# ArrayBuilder primitives whose body is exactly a Python operator: the operator module's C
+# function computes the same thing without a Python frame (checked against the bytecode).
+_OPERATOR_PRIMS = {
+    "add": ("x + y", operator.add), "sub": ("x - y", operator.sub),
+    "mul": ("x * y", operator.mul), "div": ("x / y", operator.truediv),
+    "pow": ("x**y", operator.pow), "lt": ("x < y", operator.lt), "le": ("x <= y", operator.le),
+    "gt": ("x > y", operator.gt), "ge": ("x >= y", operator.ge), "eq": ("x == y", operator.eq),
+    "ne": ("x != y", operator.ne), "neg": ("-x", operator.neg),
+}
+
+
+def _same_body(fn, src: str, params: str) -> bool:
+    ref = {}
+    exec(f"def f(self, {params}):\n    return {src}", ref)  # noqa: S102  (a fixed template)
+    a, b = getattr(fn, "__code__", None), ref["f"].__code__
+    return a is not None and a.co_code == b.co_code and a.co_names == b.co_names
+
+
+def _direct_kernel(op: OpDef):
+    """A C-level callable equal to op's formula when the formula is one scalar primitive
+    applied to the operands in order (add, exp, ...), else None."""
+    from ir.scalar import PRIMITIVES, ArrayBuilder
+
+    if op.scalar is None or "_impl_from_scalar" not in getattr(op.impl, "__qualname__", ""):
+        return None
+    marks = tuple(object() for _ in range(op.nin))
+
+    class Probe:
+        def __getattr__(self, name):
+            if name not in PRIMITIVES:
+                raise AttributeError(name)
+            return lambda *args: (Probe, name, args)
+
+    try:
+        r = op.scalar(Probe(), *marks, **_default_attrs(op))
+    except Exception:  # noqa: BLE001  (a formula the probe cannot follow: no direct kernel)
+        return None
+    if not (isinstance(r, tuple) and len(r) == 3 and r[0] is Probe and r[2] == marks):
+        return None
+    name = r[1]
+    params = "x" if op.nin == 1 else "x, y"
+    method = getattr(ArrayBuilder, name, None)
+    if name in _OPERATOR_PRIMS and _same_body(method, _OPERATOR_PRIMS[name][0], params):
+        return _OPERATOR_PRIMS[name][1]
+    if method is not None and _same_body(method, f"self.xp.{name}({params})", params):
+        return getattr(np, name)
+    fn = getattr(ArrayBuilder(np), name)
+    return fn if isinstance(fn, np.ufunc) else None
+
+
+_SCALARS = (bool, int, float, complex)
+_tnew = Tensor.__new__
+_CACHES: list = []  # every fast path's dtype cache: dtype rules read the default dtype
+
+
+def _clear_caches() -> None:
+    for c in _CACHES:
+        c.clear()
+
+
+D.DEFAULT_DTYPE_LISTENERS.append(_clear_caches)
+
+
+def _make_fast(op: OpDef, fallback):
+    """`op` as a function with a fast path for elementwise calls on CPU tensors (and Python
+    numbers); anything else, or any failure, calls `fallback` with the same arguments: other
+    devices, autograd, hooks (forward AD, inference mode), narrow-int scalars, keyword
+    arguments, errors (the general path raises them with PyTorch's message). Broadcasting is
+    numpy's, which is PyTorch's."""
+    cache: dict = {}
+    _CACHES.append(cache)
+    generic = _kernel(op)
+    direct = _direct_kernel(op) or generic
+    scalar_ok = op.scalar_ok
+    hooks, nd, tensor, tnew, grad_on = POST_HOOKS, _ND, Tensor, _tnew, _grad_enabled
+
+    defaults = _default_attrs(op)
+    backward = op.backward
+    from .autograd import BackwardNode as Node
+
+    def entry(key, metas, with_scalar):
+        try:  # an attrs rule that only validates the defaults keeps the fast path
+            if op.attrs_rule is not None and op.canonical_attrs(metas, defaults) != defaults:
+                cache[key] = False
+                return False
+            compute, out_dtype = op.dtypes(metas, defaults)
+        except Exception:  # noqa: BLE001  (the general path raises it properly)
+            cache[key] = False
+            return False
+        cd = opmath(op, compute)
+        if with_scalar and cd.category == D.INTEGER and cd is not D.int64:
+            e = False  # Python ints wrap to narrow integers: the general path does it
+        else:
+            e = (cd.np, out_dtype.np, generic if with_scalar else direct)
+        cache[key] = e
+        return e
+
+    if op.nin == 1:
+        def fast(x, *rest, **kw):
+            if rest or kw or type(x) is not tensor:
+                return fallback(x, *rest, **kw)
+            xd = x._data
+            if type(xd) is not nd or hooks:
+                return fallback(x)
+            rec = x.requires_grad and grad_on()
+            dt = xd.dtype
+            e = cache.get(dt)
+            if e is None:
+                e = entry(dt, (_meta(xd),), False)
+            if not e:
+                return fallback(x)
+            cnp, onp, kern = e
+            if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
+                return fallback(x)
+            if dt is not cnp:
+                xd = xd.astype(cnp)
+            r = kern(xd)
+            if type(r) is not nd:
+                r = np.asarray(r)
+            if r.dtype is not onp and r.dtype != onp:
+                r = r.astype(onp)
+            t = tnew(tensor)
+            t._data = r
+            t.requires_grad = t._retains_grad = False
+            t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+            t._vc = [0]
+            if rec and backward is not None:
+                t.requires_grad = True
+                t.grad_fn = Node(op, (x,), dict(defaults), t)
+            return t
+
+        return fast
+
+    def fast(x, y, *rest, **kw):
+        if rest or kw:
+            return fallback(x, y, *rest, **kw)
+        tx, ty = type(x), type(y)
+        if tx is tensor:
+            xd = x._data
+            if ty is tensor:
+                yd = y._data
+                if type(xd) is not nd or type(yd) is not nd or hooks:
+                    return fallback(x, y)
+                dx, dy = xd.dtype, yd.dtype
+                # mixed dtypes: a zero-dim operand only counts by category (result_type)
+                key = dx if dx is dy else (dx, dy, not xd.ndim, not yd.ndim)
+                scal = False
+            elif ty in _SCALARS and scalar_ok:
+                if type(xd) is not nd or hooks:
+                    return fallback(x, y)
+                yd = y
+                key = (xd.dtype, ty)
+                scal = True
+            else:
+                return fallback(x, y)
+        elif ty is tensor and tx in _SCALARS and scalar_ok:
+            xd, yd = x, y._data
+            if type(yd) is not nd or hooks:
+                return fallback(x, y)
+            key = (tx, yd.dtype)
+            scal = True
+        else:
+            return fallback(x, y)
+        e = cache.get(key)
+        if e is None:
+            e = entry(key, (x if tx is not tensor else _meta(xd),
+                            y if ty is not tensor else _meta(yd)), scal)
+        if not e:
+            return fallback(x, y)
+        cnp, onp, kern = e
+        rec = grad_on() and ((tx is tensor and x.requires_grad) or
+                             (ty is tensor and y.requires_grad))
+        if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
+            return fallback(x, y)
+        if tx is tensor and xd.dtype is not cnp:
+            xd = xd.astype(cnp)
+        if ty is tensor and yd.dtype is not cnp:
+            yd = yd.astype(cnp)
+        try:
+            r = kern(xd, yd)
+        except (ValueError, TypeError, OverflowError):  # the general path raises it properly
+            return fallback(x, y)
+        if type(r) is not nd:
+            r = np.asarray(r)
+        if r.dtype is not onp and r.dtype != onp:
+            r = r.astype(onp)
+        t = tnew(tensor)
+        t._data = r
+        t.requires_grad = t._retains_grad = False
+        t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+        t._vc = [0]
+        if rec and backward is not None:
+            t.requires_grad = True
+            t.grad_fn = Node(op, (x, y), dict(defaults), t)
+        return t
+
+    return fast
+
+
+def _on_inference(mode: bool) -> None:
+    """Inference mode marks every new tensor (eager.autograd swaps Tensor._init): a no-op post
+    hook keeps the fast path, which builds tensors directly, off while it is on."""
+    if mode and _inference_hook not in POST_HOOKS:
+        POST_HOOKS.append(_inference_hook)
+    elif not mode and _inference_hook in POST_HOOKS:
+        POST_HOOKS.remove(_inference_hook)
+
+
+def _inference_hook(op, inputs, attrs, out) -> None:
+    pass
+
+
+if _on_inference not in getattr(grad_mode, "INFERENCE_LISTENERS", [_on_inference]):
+    grad_mode.INFERENCE_LISTENERS.append(_on_inference)
+
+
+# ---------------------------------------------------------------- out=
+
+
+def has_out(op: OpDef) -> bool:
+    """Whether PyTorch's function of this op takes `out=` (not views, not nn.functional)."""
+    return op.kind not in ("view",) and op.name not in NO_OUT
+
+
+def write_out(op: OpDef, result, out):
+    """Write `result` into `out` (PyTorch's out= semantics) and return `out`.
+
+    `out` of another shape is resized (with PyTorch's deprecation UserWarning unless it was
+    empty); RuntimeError when its dtype cannot hold the result (`torch.can_cast`) or it lives on
+    another device.
+    """
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{op.name}(): argument 'out' must be a tuple of {len(result)} "
+                            "Tensors")
+        return type(result)(*[write_out(op, r, o) for r, o in zip(result, out)]) \
+            if hasattr(result, "_fields") else tuple(write_out(op, r, o)
+                                                     for r, o in zip(result, out))
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
+    rd, od = result.dtype, out.dtype
+    if rd is not od and not D.can_cast(rd, od):
+        raise RuntimeError(f"result type {rd.title} can't be cast to the desired output type "
+                           f"{od.title}")
+    if out._data.shape != result._data.shape:
+        if out._data.size != 0:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out.shape)}, which does not match the required output shape "
+                f"{list(result.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=3)
+        xp = np if isinstance(out._data, _ND) else __import__("cupy")
+        out._data = xp.empty(result._data.shape, out._data.dtype)
+        out._base = None
+    out._data[...] = result._data
+    out._vc[0] += 1
+    return out
+
+
+def _check_out_grad(op: OpDef, inputs, out):
+    if not grad_mode.is_grad_enabled():
+        return
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    if any(isinstance(x, Tensor) and x.requires_grad for x in tuple(inputs) + tuple(outs)):
+        raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+
+
+# ---------------------------------------------------------------- generated functions
+
+
 def _doc(op: OpDef) -> str:
     kind = {"elementwise": "Elementwise, broadcasting", "reduction": "Reduction",
             "view": "View (shares memory with its input when it can)",
             "matmul": "Matrix product (numpy.matmul semantics)",
-            "composite": "Composite, defined by its decomposition into registry ops"}[op.kind]
-    return (f"{op.name}({op.sig}) -> Tensor\n\n{kind}; type promotion: {op.promotion}.\n"
+            "composite": "Composite, defined by its decomposition into registry ops",
+            }.get(op.kind, f"{op.kind.capitalize()} op")
+    promo = op.promotion if isinstance(op.promotion, str) else "op-specific"
+    out = " Takes `out=` (PyTorch's resize and cast rules)." if has_out(op) else ""
+    return (f"{op.name}({op.sig}) -> Tensor\n\n{kind}; type promotion: {promo}.{out}\n"
             f"Semantics: torch.{op.name}. Raises RuntimeError for shapes that do not fit and "
             f"TypeError for operands that are not tensors{' or numbers' if op.scalar_ok else ''}.")
 
 
 def make_function(op: OpDef):
+    """The eager function of `op`: PyTorch's signature (plus `out=` where PyTorch has it),
+    with the elementwise fast path in front when the op allows it."""
+    bind = op.bind
+    takes_out = has_out(op)
+
     def fn(*args, **kwargs):
-        inputs, attrs = op.bind(args, kwargs)
+        if takes_out and "out" in kwargs:
+            out = kwargs.pop("out")
+            if out is not None:
+                inputs, attrs = bind(args, kwargs)
+                _check_out_grad(op, inputs, out)
+                return write_out(op, apply(op, inputs, attrs), out)
+        inputs, attrs = bind(args, kwargs)
         return apply(op, inputs, attrs)
 
+    general = fn
+    if _fast_eligible(op):
+        fn = _make_fast(op, general)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = _doc(op)
     fn.__signature__ = op.signature
     fn.__wick_op__ = op
+    fn.__wick_general__ = general
     return fn
 
 
 def _make_dunder(op: OpDef, dunder: str):
     fn = FUNCTIONS[op.name]
+    general = getattr(fn, "__wick_general__", fn)
+    fast = _fast_eligible(op)
     reflected = dunder.startswith("__r") and dunder not in ("__rshift__",)
     if op.nin == 1:
         def unary(self):
-            return fn(self)
+            return general(self)
 
-        unary.__name__ = dunder
-        unary.__wick_op__ = op
-        unary.__wick_reflected__ = False
-        return unary
+        method = _make_fast(op, unary) if fast else unary
+        method.__name__ = dunder
+        method.__wick_op__ = op
+        method.__wick_reflected__ = False
+        return method
 
-    def method(self, other):
-        if not (isinstance(other, Tensor) or is_number(other) or isinstance(other, np.generic)):
+    def slow(self, other):
+        if not (isinstance(other, Tensor) or is_number(other)
+                or isinstance(other, np.generic)):
             return NotImplemented
-        return fn(other, self) if reflected else fn(self, other)
+        return general(other, self) if reflected else general(self, other)
+
+    method = slow
+    if fast and not reflected:
+        method = _make_fast(op, slow)
+    elif fast:
+        swapped = _make_fast(op, lambda other, self: slow(self, other))
+
+        def method(self, other):
+            return swapped(other, self)
 
     method.__name__ = dunder
     method.__wick_op__ = op
@@ -121,7 +530,9 @@ def _make_inplace(op: OpDef):
         return self._inplace_update(fn(self, *args, **kwargs))
 
     method.__name__ = op.name + "_"
-    method.__doc__ = f"In-place version of `{op.name}`: writes the result into `self`."
+    method.__doc__ = (f"In-place version of `{op.name}`: computes in the promoted dtype, then "
+                      "writes into `self` (RuntimeError, leaving `self` unchanged, when the "
+                      "result's dtype or shape cannot be written there); bumps `_version`.")
     method.__wick_op__ = op
     method.__wick_inplace__ = True
     return method

@@ -1,8 +1,11 @@
-"""The eager `Tensor`: an n-dimensional array (numpy on the CPU) with autograd metadata.
+"""The eager `Tensor`: an n-dimensional array (numpy on the CPU, cupy on CUDA) with autograd
+metadata.
 
 Ops on tensors are generated from the registry by `eager/dispatch.py` (functions, methods,
-dunders); this file holds what is not an op: construction, properties, conversion, printing,
-`backward`, and the in-place update protocol. Semantics follow `torch.Tensor`.
+dunders, in-place variants); this file holds what is not an op: construction, properties, the
+storage/view model (strides, storage offset, `_base`, the `_version` counter shared by a base
+and its views), dtype and device conversion, `backward`, and the in-place update protocol.
+Semantics follow `torch.Tensor`. Imports only `ir` and eager's small helper modules.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ir import dtypes as D
-from ir.opdef import TensorMeta
+from ir.opdef import TensorMeta, normalize_dim
 
 from . import grad_mode
+from .device import CPU, device, device_of_array, resolve, to_device
+
+__all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
 
 class Size(tuple):
@@ -28,44 +34,60 @@ class Size(tuple):
         return n
 
 
-class device:
-    """`eager.device("cpu")`; only the CPU is available in this build."""
+def _root(arr):
+    """The array owning the memory `arr` views (numpy/cupy keep the chain in `.base`)."""
+    while True:
+        b = getattr(arr, "base", None)
+        if not isinstance(b, type(arr)):  # stride tricks keep the array behind a DummyArray
+            b = getattr(b, "base", None)
+            if not isinstance(b, type(arr)):
+                return arr
+        arr = b
 
-    __slots__ = ("type", "index")
 
-    def __init__(self, spec="cpu"):
-        if isinstance(spec, device):
-            self.type, self.index = spec.type, spec.index
-            return
-        kind, _, idx = str(spec).partition(":")
-        if kind not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
-                               f"string: {spec}")
-        self.type, self.index = kind, (int(idx) if idx else None)
+def _ptr(arr) -> int:
+    if isinstance(arr, np.ndarray):
+        return arr.__array_interface__["data"][0]
+    return arr.data.ptr
 
-    def __str__(self) -> str:
-        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+class UntypedStorage:
+    """`tensor.untyped_storage()`: the bytes a tensor and its views live in.
+
+    `size()` and `nbytes()` give the byte count, `data_ptr()` the address of its first byte,
+    as `torch.UntypedStorage`."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        self._array = array
+
+    def size(self) -> int:
+        return int(self._array.nbytes)
+
+    nbytes = size
+
+    def data_ptr(self) -> int:
+        return _ptr(self._array)
+
+    @property
+    def device(self) -> device:
+        return device_of_array(self._array)
+
+    def __len__(self) -> int:
+        return self.size()
 
     def __repr__(self) -> str:
-        return f"device(type='{self.type}')" if self.index is None else \
-            f"device(type='{self.type}', index={self.index})"
-
-    def __eq__(self, other) -> bool:
-        other = device(other) if isinstance(other, str) else other
-        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
-
-    def __hash__(self) -> int:
-        return hash((self.type, self.index))
-
-
-CPU = device("cpu")
+        return f"eager.UntypedStorage of {self.size()} bytes on {self.device}"
 
 
 class Tensor:
     """A tensor. `_data` is its array; `grad_fn` the autograd node that produced it (None for a
-    leaf); `_vc` the version counter shared with its views (`_version` reads it)."""
+    leaf); `_vc` the version counter cell shared with its views (`_version` reads it); `_base`
+    the tensor a view was made from (None for a tensor owning its memory)."""
 
-    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_vc", "_base", "__weakref__",
+    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_vc", "_base",  # noqa: RUF023
+                 "__weakref__",
                  # autograd extras (eager/autograd): hooks, retain_grad, forward-mode tangent
                  "_backward_hooks", "_retains_grad", "_fw_grad")
     __hash__ = object.__hash__
@@ -76,7 +98,7 @@ class Tensor:
 
     def _init(self, arr, requires_grad=False):
         self._data = arr
-        self.requires_grad = bool(requires_grad)
+        self.requires_grad = False
         self.grad = None
         self.grad_fn = None
         self._vc = [0]
@@ -84,12 +106,14 @@ class Tensor:
         self._backward_hooks = None
         self._retains_grad = False
         self._fw_grad = None
-        if requires_grad and not D.from_numpy(arr.dtype).is_floating_point:
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                               "gradients")
+        if requires_grad:
+            if D.from_numpy(arr.dtype).category < D.FLOATING:
+                raise RuntimeError("Only Tensors of floating point and complex dtype can "
+                                   "require gradients")
+            self.requires_grad = True
 
     @classmethod
-    def _make(cls, arr, requires_grad=False) -> "Tensor":
+    def _make(cls, arr, requires_grad=False) -> Tensor:
         t = cls.__new__(cls)
         t._init(arr, requires_grad)
         return t
@@ -102,9 +126,7 @@ class Tensor:
 
     def size(self, dim=None):
         if dim is None:
-            return self.shape
-        from ir.opdef import normalize_dim
-
+            return Size(self._data.shape)
         return self._data.shape[normalize_dim(dim, self._data.ndim)]
 
     @property
@@ -113,7 +135,15 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        return CPU
+        return CPU if isinstance(self._data, np.ndarray) else device_of_array(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return not isinstance(self._data, np.ndarray)
+
+    @property
+    def is_cpu(self) -> bool:
+        return isinstance(self._data, np.ndarray)
 
     @property
     def ndim(self) -> int:
@@ -124,6 +154,25 @@ class Tensor:
 
     def numel(self) -> int:
         return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
@@ -140,55 +189,147 @@ class Tensor:
 
     @property
     def meta(self) -> TensorMeta:
-        return TensorMeta(self._data.shape, self.dtype, "cpu")
+        a = self._data
+        dev = "cpu" if isinstance(a, np.ndarray) else str(device_of_array(a))
+        return TensorMeta(a.shape, D.from_numpy(a.dtype), dev)
 
     @property
-    def T(self) -> "Tensor":
+    def T(self) -> Tensor:
         return self.permute_all_reversed()
 
-    def permute_all_reversed(self) -> "Tensor":
+    @property
+    def mT(self) -> Tensor:
+        if self.ndim < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of "
+                               f"matrices. Got {self.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    def permute_all_reversed(self) -> Tensor:
         t = self
         n = self.ndim
         for i in range(n // 2):
             t = t.transpose(i, n - 1 - i)
         return t
 
-    def t(self) -> "Tensor":
+    def t(self) -> Tensor:
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self.ndim}D")
         return self.transpose(0, 1) if self.ndim == 2 else self
 
-    def stride(self, dim=None):
-        st = tuple(s // self._data.itemsize for s in self._data.strides)
-        return st if dim is None else st[dim]
+    # ---------------------------------------------------------------- storage and views
 
-    def is_contiguous(self) -> bool:
+    def stride(self, dim=None):
+        """Strides in elements (`torch.Tensor.stride`); one int when `dim` is given."""
+        item = self._data.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        return st if dim is None else st[normalize_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        """Offset of the first element from the start of the storage, in elements."""
+        a = self._data
+        return (_ptr(a) - _ptr(_root(a))) // a.itemsize
+
+    def data_ptr(self) -> int:
+        """Address of the first element (equal for a tensor and views that start there)."""
+        return _ptr(self._data)
+
+    def untyped_storage(self) -> UntypedStorage:
+        return UntypedStorage(_root(self._data))
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Row-major without gaps (sizes-1 dimensions' strides do not matter, as PyTorch)."""
         return bool(self._data.flags.c_contiguous)
+
+    def contiguous(self, memory_format=None) -> Tensor:
+        """`self` when contiguous, else a row-major copy (differentiable)."""
+        if self._data.flags.c_contiguous:
+            return self
+        return self.reshape(-1).view(tuple(self.shape))  # reshape copies in row-major order
+
+    def is_set_to(self, other: Tensor) -> bool:
+        a, b = self._data, other._data
+        return (_ptr(a) == _ptr(b) and a.shape == b.shape and a.strides == b.strides
+                and a.dtype == b.dtype)
+
+    @property
+    def real(self) -> Tensor:
+        """The real part: a view of a complex tensor (self for a real one)."""
+        from .dispatch import FUNCTIONS
+
+        return FUNCTIONS["real"](self)
+
+    @real.setter
+    def real(self, value) -> None:
+        self.real.copy_(value)
+
+    @property
+    def imag(self) -> Tensor:
+        """The imaginary part, a view; RuntimeError for a real tensor (as PyTorch)."""
+        from .dispatch import FUNCTIONS
+
+        return FUNCTIONS["imag"](self)
+
+    @imag.setter
+    def imag(self, value) -> None:
+        self.imag.copy_(value)
+
+    def is_conj(self) -> bool:
+        """Always False: `conj()` returns a materialised copy in wick."""
+        return False
+
+    def resolve_conj(self) -> Tensor:
+        return self
+
+    def resolve_neg(self) -> Tensor:
+        return self
+
+    def is_neg(self) -> bool:
+        return False
 
     # ---------------------------------------------------------------- conversion
 
-    def numpy(self) -> np.ndarray:
-        """The data as a numpy array sharing memory; raises if the tensor requires grad."""
-        if self.requires_grad and grad_mode.is_grad_enabled():
+    def numpy(self, *, force=False) -> np.ndarray:
+        """The data as a numpy array sharing memory; raises if the tensor requires grad or
+        lives on a GPU (as PyTorch)."""
+        if not force and self.requires_grad and grad_mode.is_grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if not isinstance(self._data, np.ndarray):
+            if force:
+                return self._data.get()
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
         return self._data
 
+    def _host(self) -> np.ndarray:
+        a = self._data
+        return a if isinstance(a, np.ndarray) else a.get()
+
     def item(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
-                               "to Scalar")
-        return self._data.reshape(()).item()
+        """The value of a one-element tensor as a Python number."""
+        a = self._data
+        if a.size != 1:
+            raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
+        a = self._host()
+        if a.dtype in (D.bfloat16.np, D.float16.np):
+            return float(a.reshape(()).astype(np.float32))
+        return a.reshape(()).item()
 
     def tolist(self):
-        return self._data.tolist()
+        a = self._host()
+        if a.dtype == D.bfloat16.np:
+            a = a.astype(np.float32)
+        return a.tolist()
 
     def __float__(self):
         return float(self.item())
 
     def __int__(self):
         return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
 
     def __index__(self):
         if self.dtype.category > D.INTEGER:
@@ -202,40 +343,54 @@ class Tensor:
         return bool(self.item())
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        a = self.numpy(force=True)
+        return a if dtype is None else a.astype(dtype)
 
-    def detach(self) -> "Tensor":
+    def detach(self) -> Tensor:
         """A new leaf sharing data (and version counter) with this tensor, outside autograd."""
         t = Tensor._make(self._data)
         t._vc = self._vc
+        t._base = self._base
         return t
 
-    def requires_grad_(self, requires_grad=True) -> "Tensor":
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad=True) -> Tensor:
         if not self.is_leaf:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and self.dtype.category < D.FLOATING:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = bool(requires_grad)
         return self
 
-    def to(self, *args, dtype=None, **kwargs) -> "Tensor":
-        """`to(dtype)`, `to(device)`, `to(other)`; a no-op returns `self` as in PyTorch."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False) -> Tensor:
+        """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other)`; returns `self` when
+        nothing changes (unless `copy=True`), as `torch.Tensor.to`."""
         for a in args:
             if isinstance(a, Tensor):
-                dtype = a.dtype
-            elif isinstance(a, (str, device)):
-                if device(a).type != "cpu":
-                    raise RuntimeError(f"device {a} is not available in this build")
-            else:
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (str, _Device, int)) and not isinstance(a, bool):
+                device = a
+            elif a is not None:
                 dtype = a
-        if dtype is None:
-            return self
-        dtype = D.to_dtype(dtype)
-        if dtype is self.dtype:
-            return self
-        from .dispatch import FUNCTIONS
+        t = self
+        if device is not None:
+            dev = resolve(device)
+            if dev != self.device:
+                t = _move(self, dev)
+            elif copy:
+                t = self.clone()
+                copy = False
+        if dtype is not None:
+            dtype = D.to_dtype(dtype)
+            if dtype is not t.dtype:
+                from .dispatch import FUNCTIONS
 
-        return FUNCTIONS["cast"](self, dtype)
+                return FUNCTIONS["cast"](t, dtype)
+        return t.clone() if copy and t is self else t
 
     def type(self, dtype=None):
         return f"eager.{self.dtype.name}" if dtype is None else self.to(dtype)
@@ -246,14 +401,42 @@ class Tensor:
     def double(self):
         return self.to(D.float64)
 
+    def half(self):
+        return self.to(D.float16)
+
+    def bfloat16(self):
+        return self.to(D.bfloat16)
+
     def long(self):
         return self.to(D.int64)
+
+    def int(self):
+        return self.to(D.int32)
+
+    def short(self):
+        return self.to(D.int16)
+
+    def char(self):
+        return self.to(D.int8)
+
+    def byte(self):
+        return self.to(D.uint8)
 
     def bool(self):
         return self.to(D.bool_)
 
+    def cfloat(self):
+        return self.to(D.complex64)
+
+    def cdouble(self):
+        return self.to(D.complex128)
+
     def cpu(self):
-        return self
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else
+                       (f"cuda:{device}" if isinstance(device, int) else device))
 
     # ---------------------------------------------------------------- autograd
 
@@ -269,18 +452,23 @@ class Tensor:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
 
-    def _inplace_update(self, result: "Tensor") -> "Tensor":
+    def _inplace_update(self, result: Tensor, check_cast: bool = True) -> Tensor:
         """Write `result` into this tensor's memory (an in-place op's last step).
 
-        Checks first, so that a failed op leaves `self` unchanged: the result must broadcast to
-        self's shape and its dtype must be castable (no float into int, as in PyTorch).
+        Checks first, so that a failed op leaves `self` unchanged: same device, the result's
+        shape must be self's, and its dtype castable (`torch.can_cast`: no float into int, no
+        complex into float, as PyTorch). Bumps the version counter shared with the views.
         """
-        if result.dtype.category > self.dtype.category:
-            raise RuntimeError(f"result type {result.dtype.name.capitalize()} can't be cast to "
-                               f"the desired output type {self.dtype.name.capitalize()}")
-        if tuple(result.shape) != tuple(self.shape):
+        rd, sd = result.dtype, self.dtype
+        if check_cast and rd is not sd and not D.can_cast(rd, sd):
+            raise RuntimeError(f"result type {rd.title} can't be cast to the desired output "
+                               f"type {sd.title}")
+        if result._data.shape != self._data.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
+        if type(result._data) is not type(self._data):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {result.device} and {self.device}!")
         node = result.grad_fn
         if node is not None:
             node.keep_old_operand(self)  # before the write: backward may need the old value
@@ -292,10 +480,37 @@ class Tensor:
             node.rebind_output(self)
         return self
 
-    def zero_(self) -> "Tensor":
+    def zero_(self) -> Tensor:
         self._data[...] = 0
         self._vc[0] += 1
         return self
+
+    def fill_(self, value) -> Tensor:
+        """Fill with a number (or a one-element tensor); bumps the version counter."""
+        if isinstance(value, Tensor):
+            value = value.item()
+        self._data[...] = value
+        self._vc[0] += 1
+        return self
+
+    def copy_(self, src, non_blocking=False) -> Tensor:
+        """Copy `src` (broadcast to self's shape, any dtype, any device) into self."""
+        from .dispatch import FUNCTIONS
+
+        if not isinstance(src, Tensor):
+            src = Tensor(src)
+        if src.device != self.device:
+            src = _move(src, self.device)
+        if src.dtype is not self.dtype:
+            src = FUNCTIONS["cast"](src, self.dtype)
+        if tuple(src.shape) != tuple(self.shape):
+            src = FUNCTIONS["expand"](src, tuple(self.shape))
+        if not src.requires_grad or not grad_mode.is_grad_enabled():
+            self._data[...] = src._data
+            self._vc[0] += 1
+            return self
+        self._check_inplace()
+        return self._inplace_update(FUNCTIONS["clone"](src), check_cast=False)
 
     # ---------------------------------------------------------------- printing
 
@@ -308,29 +523,76 @@ class Tensor:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         if self.requires_grad and grad_mode.is_grad_enabled():
-            raise NotImplementedError("iterating over a tensor that requires grad is not "
-                                      "supported yet; iterate inside eager.no_grad()")
-        return (Tensor._make(self._data[i]) for i in range(self.shape[0]))
+            if not hasattr(Tensor, "unbind"):
+                raise NotImplementedError("iterating over a tensor that requires grad needs "
+                                          "unbind; iterate inside eager.no_grad()")
+            return iter(self.unbind(0))
+        return self._rows()
+
+    def _rows(self):
+        for i in range(self._data.shape[0]):
+            t = Tensor._make(self._data[i])
+            t._vc, t._base = self._vc, self._base if self._base is not None else self
+            yield t
+
+
+_Device = device
+
+
+def _move(t: Tensor, dev: device) -> Tensor:
+    """A copy of `t` on device `dev`; gradients flow back (to the original device)."""
+    from .dispatch import FUNCTIONS
+
+    to_device(np.empty(0), dev)  # raises PyTorch's error early when the device is missing
+    return FUNCTIONS["_to_copy"](t, str(dev))
 
 
 def _to_array(data, dtype=None):
-    """Convert nested lists / numbers / numpy arrays / Tensors to a supported numpy array."""
+    """Convert nested lists / numbers / numpy arrays / Tensors to a supported numpy array.
+
+    Python bools, ints, floats and complex numbers take bool, int64, the default float dtype
+    and the default complex dtype (as `torch.tensor`); numpy arrays keep their dtype.
+    """
     if isinstance(data, Tensor):
-        data = data._data
+        data = data._host()
+    elif isinstance(data, (list, tuple)) and _has_tensor(data):
+        data = _untensor(data)
     dt = D.to_dtype(dtype) if dtype is not None else None
     if dt is None:
         arr = np.asarray(data)
-        if arr.dtype.kind == "f":
-            # Python floats become the default dtype; numpy float arrays keep theirs
-            if not isinstance(data, np.ndarray):
+        if not isinstance(data, (np.ndarray, np.generic)) and not _first_leaf_is_numpy(data):
+            kind = arr.dtype.kind
+            if kind == "f":
                 arr = arr.astype(D.get_default_dtype().np)
-        elif arr.dtype.kind in "iu":
-            arr = arr.astype(np.int64) if not isinstance(data, np.ndarray) or \
-                arr.dtype != np.int64 else arr
-        elif arr.dtype.kind == "b":
-            pass
-        elif arr.dtype == object or arr.dtype.kind in "USO":
-            raise TypeError(f"can't convert {type(data).__name__} of {arr.dtype} to a tensor")
+            elif kind == "c":
+                arr = arr.astype(D.default_complex_dtype().np)
+            elif kind in "iu":
+                arr = arr.astype(np.int64)
+            elif kind != "b":
+                raise TypeError(f"can't convert {type(data).__name__} of {arr.dtype} to a "
+                                "tensor")
         dt = D.from_numpy(arr.dtype)
-    return np.array(data, dtype=dt.np, copy=True) if not isinstance(data, np.ndarray) or \
-        data.dtype != dt.np else data.copy()
+        return np.array(arr, copy=True)
+    if isinstance(data, np.ndarray) and data.dtype == dt.np:
+        return data.copy()
+    try:
+        return np.array(data, dtype=dt.np)
+    except (TypeError, ValueError):
+        return np.array(np.asarray(data).astype(dt.np))
+
+
+def _first_leaf_is_numpy(data) -> bool:
+    """Numpy scalars in a list keep their dtype (torch.tensor([np.float64(1)]) is float64)."""
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    return isinstance(data, np.generic)
+
+
+def _has_tensor(seq) -> bool:
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _has_tensor(x))
+               for x in seq)
+
+
+def _untensor(seq):
+    return [x.item() if isinstance(x, Tensor) else
+            _untensor(x) if isinstance(x, (list, tuple)) else x for x in seq]

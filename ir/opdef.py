@@ -123,7 +123,9 @@ class OpDef:
       `scalar_ok`), the rest are attributes.
     - `kind`: "elementwise", "reduction", "view", "matmul", "composite".
     - `promotion`: "default" | "int_to_float" | "always_bool" | "sum" | "float_only" | "keep" |
-      "attr" (the `dtype` attribute); operands before `promote_from` do not take part.
+      "attr" (the `dtype` attribute), or a callable `rule(operands, attrs) -> (compute dtype,
+      result dtype)` (operands as (dtype, ndim) pairs or numbers; it may raise for dtypes the op
+      does not support); operands before `promote_from` do not take part.
     - `shape(*shapes, **attrs)`: output shape from input shapes (elementwise: broadcasting).
     - `attrs_rule(metas, attrs)`: canonicalises attributes (dims wrapped, -1 sizes inferred).
     - `scalar(b, *xs, **attrs)`: the per-element formula over a scalar builder (`ir/scalar.py`).
@@ -224,6 +226,8 @@ class OpDef:
         """(compute dtype, result dtype) for operands given as TensorMeta or Python numbers."""
         ops = [(m.dtype, m.ndim) if isinstance(m, TensorMeta) else m for m in inputs]
         p = self.promotion
+        if callable(p):  # the op's own rule: (operands from promote_from, attrs) -> dtypes
+            return p(ops[self.promote_from:], attrs)
         if p == "attr":  # the result dtype is the `dtype` attribute (cast)
             return attrs["dtype"], attrs["dtype"]
         ops = ops[self.promote_from:]
@@ -231,7 +235,7 @@ class OpDef:
         if p == "default":
             return base, base
         if p == "int_to_float":
-            f = base if base.is_floating_point else D.get_default_dtype()
+            f = base if base.category >= D.FLOATING else D.get_default_dtype()
             return f, f
         if p == "always_bool":
             return base, D.bool_
@@ -242,7 +246,7 @@ class OpDef:
             return out, out
         if p == "float_only":
             out = attrs.get("dtype") or base
-            if not out.is_floating_point:
+            if out.category < D.FLOATING:
                 raise RuntimeError(
                     f"{self.name}(): could not infer output dtype. Input dtype must be either "
                     f"a floating point or complex dtype. Got: {base.name}"

@@ -249,7 +249,10 @@ def test_print_breaks_and_runs_eagerly(capsys):
     cf = check(f, eager.randn(3))
     assert capsys.readouterr().out.count("value 3") == 2  # eager once, compiled once
     (entry,) = cf.entries
-    assert entry.mode == "eager"
+    assert entry.mode == "resume"  # graph, print eagerly, then a compiled resume function
+    (resume,) = cf.children
+    assert resume.fn.__name__ == f"__resume_in_f_at_{line_of(f, 'print(')}"
+    assert resume.entries[0].mode == "graph"
     r = entry.break_reason
     assert "print" in r.reason and r.instruction == "CALL"
     assert r.filename == __file__ and r.lineno == line_of(f, "print(")
@@ -386,7 +389,7 @@ def test_explain_and_reset():
 
     cf = capture.compile(f)
     out = capture.explain(f)(eager.randn(3))
-    assert out.graph_count == 0 and out.graph_break_count == 1
+    assert out.graph_count == 1 and out.graph_break_count == 1
     assert "print" in out.break_reasons[0].reason and "graph break" in str(out)
     assert entries(cf) == []  # explain used its own cache
 
@@ -418,16 +421,18 @@ def test_wick_dump_command(tmp_path):
         print("result", scaled(eager.ones(2, 3), eager.ones(3, 4)).sum().item())
     """))
     cmd = [sys.executable, "-m", "capture", "dump", str(script), "--", "2"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          check=False)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "result 48.0" in out
     for header in ("function scaled", "-- bytecode", "-- graph (entry 0)",
                    "-- guards (entry 0)", "-- fusion", "-- kernels", "-- llvm"):
         assert header in out, header
-    assert "matmul(%x, %y)" in out and "x.shape == (2, 3)" in out and "LOAD_GLOBAL" in out
+    assert "matmul(%x, %y)" in out and "x._data.shape == (2, 3)" in out and "LOAD_GLOBAL" in out
 
     cmd = [sys.executable, "-m", "capture", "dump", str(script), "--stages", "graph",
            "--function", "scaled", "--", "2"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          check=False).stdout
     assert "-- graph (entry 0)" in out and "-- bytecode" not in out

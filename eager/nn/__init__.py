@@ -1,3 +1,5 @@
-"""eager.nn: neural-network building blocks (`functional` for now)."""
+"""eager.nn: neural-network building blocks: `functional`, and a small `Module` system
+(`Parameter`, `Module`, `Linear`, `ReLU`, `GELU`, `ModuleList`, `Sequential`)."""
 
-from . import functional  # noqa: F401
+from . import functional
+from .module import GELU, Linear, Module, ModuleList, Parameter, ReLU, Sequential

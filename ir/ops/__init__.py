@@ -3,4 +3,7 @@
 One module per family; importing this package registers them all, in this order.
 """
 
-from . import elementwise, reductions, linalg, shape, indexing  # noqa: F401
+from . import (  # noqa: F401
+    elementwise, unary, activations, reductions, statistics, linalg, shape, indexing, complex,
+)
+from . import join, matrix, scatter, sorting  # noqa: F401  (part C's families)

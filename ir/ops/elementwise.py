@@ -1,8 +1,11 @@
-"""Elementwise op declarations: arithmetic, comparisons, math, activations, casts.
+"""Elementwise op declarations: arithmetic, comparisons, logic and bits, clamp, casts (unary
+math is in `ir/ops/unary.py`).
 
-Elementwise ops give a `scalar` formula (their eager kernel and their codegen come from it),
-a `backward` in registry ops and a numpy/scipy `ref`. Composites give a `decomp`. See
-`ir/opdef.py` for the fields. Semantics follow the PyTorch documentation of each op.
+Each primitive gives a `scalar` formula over the primitives of `ir/scalar.py` (eager's kernel and
+codegen's both come from it), a `backward` written in registry ops (PyTorch's derivatives.yaml),
+an independent numpy/scipy `ref`, and a `Promo` rule: PyTorch's type promotion plus the dtypes it
+has no kernel for (its "not implemented for 'Bool'" errors). Composites give a `decomp`.
+Semantics follow the PyTorch documentation of each op. Imports only `ir`, numpy and scipy.
 """
 
 from __future__ import annotations
@@ -12,31 +15,109 @@ import math
 import numpy as np
 
 from .. import dtypes as D
-from ..opdef import (
-    OpDef, is_number, register,
-)
+from ..opdef import OpDef, is_number, register
+from ..scalar import ArrayBuilder
 
-SQRT1_2 = 0.7071067811865476
-SQRT_2_PI = 0.7978845608028654  # sqrt(2 / pi)
-INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
+BOOL, INTEGER, FLOATING, COMPLEX = D.BOOL, D.INTEGER, D.FLOATING, D.COMPLEX
 FLOATS = (D.float32, D.float64)
+LN2, LN10 = math.log(2.0), math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def _erf_ref(x):
-    from scipy.special import erf
+class Promo:
+    """An `OpDef.promotion` rule: PyTorch's type promotion of the operands, then a check that the
+    op has a kernel for the common dtype (else PyTorch's NotImplementedError `"abs" not
+    implemented for 'Bool'`, or the op's own error).
 
-    return erf(x)
+    - `kind`: "default" (result_type), "int_to_float" (integer/bool results become the default
+      float dtype), "always_bool", "int64" (compute in the input dtype, return int64: argmax),
+      or a callable `(common dtype, attrs) -> (compute, result)`.
+    - `reject`: categories (`BOOL`, `INTEGER`, `COMPLEX`, ...) or dtypes the op refuses.
+    - `error`: `(exception type, message)` used instead of NotImplementedError.
+    - `tensors_only`: check the tensors' common dtype, not the one Python numbers raise it to
+      (lerp(int, int, 0.5) has no integer kernel).
+    """
+
+    __slots__ = ("error", "kind", "name", "reject", "tensors_only")
+
+    def __init__(self, name, kind="default", reject=(), error=None, tensors_only=False):
+        self.name, self.kind, self.reject, self.error = name, kind, tuple(reject), error
+        self.tensors_only = tensors_only
+
+    def supports(self, dtype) -> bool:
+        return dtype.category not in self.reject and dtype not in self.reject
+
+    def __call__(self, ops, attrs):
+        base = D.result_type(*ops)
+        checked = D.result_type(*[o for o in ops if isinstance(o, tuple)]) \
+            if self.tensors_only else base
+        if not self.supports(checked):
+            exc, msg = self.error or (NotImplementedError,
+                                      f'"{self.name}" not implemented for \'{_title(checked)}\'')
+            raise exc(msg)
+        kind = self.kind
+        if kind == "default":
+            return base, base
+        if kind == "int_to_float":
+            f = base if base.category >= FLOATING else D.get_default_dtype()
+            return f, f
+        if kind == "always_bool":
+            return base, D.bool_
+        if kind == "int64":
+            return base, D.int64
+        return kind(base, attrs)
+
+    def __repr__(self) -> str:
+        kind = self.kind if isinstance(self.kind, str) else "own rule"
+        return f"{kind} (no {', '.join(_reject_name(r) for r in self.reject)})" \
+            if self.reject else kind
 
 
-def unary(name, scalar, backward, ref, promotion="int_to_float", **kw):
-    return register(OpDef(name, "elementwise", "input", 1, promotion, scalar=scalar,
-                          backward=backward, ref=ref, **kw))
+def _to_real(dt):
+    """complex64 -> float32, complex128 -> float64 (abs of a complex tensor is real)."""
+    return dt.to_real() if hasattr(dt, "to_real") else dt
 
 
-def binary(name, scalar, backward, ref, promotion="default", dunders=(), sig="input, other",
-           **kw):
-    return register(OpDef(name, "elementwise", sig, 2, promotion, scalar=scalar,
-                          backward=backward, ref=ref, dunders=dunders, **kw))
+def _title(dt) -> str:
+    return getattr(dt, "title", dt.name)
+
+
+def _reject_name(r) -> str:
+    return r.name if isinstance(r, D.DType) else ("bool", "int", "float", "complex")[r]
+
+
+def dtype_of(x):
+    """The wick dtype of a Tensor, capture tracker, numpy array or Python number."""
+    if is_number(x):
+        return D.default_for_category(D.scalar_category(x))
+    return D.to_dtype(x.dtype)
+
+
+def prim(name):
+    """The scalar formula that is one builder primitive: `prim("add")(b, x, y)`."""
+    def scalar(b, *xs):
+        return getattr(b, name)(*xs)
+    scalar.__name__ = name
+    return scalar
+
+
+def float_ref(ref, int_to_float=True):
+    """A numpy reference computed as PyTorch computes: integer/bool arrays of an op with a
+    floating result become float64 first (numpy would do int8 math in float16, and uint8
+    negation wraps); float16/bfloat16 data is computed in float32 and rounded back once."""
+    def wrapped(*xs, **attrs):
+        half = next((x.dtype for x in xs if isinstance(x, np.ndarray) and x.dtype.kind == "f"
+                     and x.dtype.itemsize == 2 or getattr(x, "dtype", None) is not None and
+                     x.dtype.name == "bfloat16"), None)
+        xs = [x.astype(np.float64) if int_to_float and isinstance(x, np.ndarray) and
+              x.dtype.kind in "biu" else x.astype(np.float32) if half is not None and
+              isinstance(x, np.ndarray) and x.dtype == half else x for x in xs]
+        r = ref(*xs, **attrs)
+        if half is not None and np.asarray(r).dtype.kind == "f":
+            return np.asarray(r).astype(half)
+        return r
+    wrapped.__name__ = getattr(ref, "__name__", "ref")
+    return wrapped
 
 
 def _grad(x, g):
@@ -44,71 +125,436 @@ def _grad(x, g):
     return None if is_number(x) else g
 
 
+def _zero_grad(F, g, out, *xs, **_):
+    """Piecewise-constant ops (floor, sign, ...): PyTorch's zero gradient for every operand."""
+    return tuple(_grad(x, F.mul(g, 0.0)) for x in xs)
+
+
+NO_BOOL = (BOOL,)
+REAL_FLOAT = (BOOL, INTEGER, COMPLEX)
+NO_COMPLEX = (COMPLEX,)
+
+
+def unary(name, scalar, backward, ref, kind="int_to_float", reject=NO_COMPLEX, **kw):
+    """Declare a one-operand elementwise primitive."""
+    promo = kw.pop("promotion", None) or Promo(name, kind, reject)
+    return register(OpDef(name, "elementwise", kw.pop("sig", "input"), 1, promo,
+                          scalar=scalar, backward=backward,
+                          ref=float_ref(ref, getattr(promo, "kind", None) == "int_to_float"),
+                          **kw))
+
+
+def binary(name, scalar, backward, ref, kind="default", reject=(), sig="input, other", **kw):
+    """Declare a two-operand (broadcasting) elementwise primitive."""
+    promo = kw.pop("promotion", None) or Promo(name, kind, reject)
+    return register(OpDef(name, "elementwise", sig, 2, promo, scalar=scalar, backward=backward,
+                          ref=float_ref(ref, getattr(promo, "kind", None) == "int_to_float"),
+                          **kw))
+
+
+def _int_checked(scalar):
+    """An eager kernel that raises PyTorch's RuntimeError("ZeroDivisionError") for an integer
+    division by zero, then runs `scalar` (floats give inf/nan as IEEE says)."""
+
+    def impl(xp, x, y, **attrs):
+        if xp.result_type(x, y).kind in "iub" and (y == 0 if is_number(y) else not xp.all(y)):
+            raise RuntimeError("ZeroDivisionError")
+        return scalar(ArrayBuilder(xp), x, y, **attrs)
+
+    return impl
+
+
 # ---------------------------------------------------------------- binary arithmetic
+
+
+def _check_sub(name):
+    def rule(ops, attrs):
+        if any((o[0] if isinstance(o, tuple) else D.bool_ if isinstance(o, bool) else None)
+               is D.bool_ for o in ops):
+            both = all(isinstance(o, tuple) and o[0] is D.bool_ for o in ops)
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead." if both else
+                "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        base = D.result_type(*ops)
+        return base, base
+    rule.__name__ = f"{name}_promotion"
+    return rule
+
 
 binary(
     "add", lambda b, x, y, alpha=1: b.add(x, y if alpha == 1 else b.mul(y, alpha)),
     lambda F, g, out, x, y, alpha=1: (_grad(x, g), _grad(y, g if alpha == 1 else F.mul(g, alpha))),
-    lambda x, y, alpha=1: x + alpha * y,
+    lambda x, y, alpha=1: np.add(x, np.multiply(y, alpha) if alpha != 1 else y).astype(
+        np.result_type(x, y)),
     dunders=("__add__", "__radd__"), sig="input, other, *, alpha=1", samples=({}, {"alpha": 2}),
 )
 binary(
     "sub", lambda b, x, y, alpha=1: b.sub(x, y if alpha == 1 else b.mul(y, alpha)),
     lambda F, g, out, x, y, alpha=1: (_grad(x, g), _grad(y, F.mul(g, -alpha))),
-    lambda x, y, alpha=1: x - alpha * y,
-    dunders=("__sub__", "__rsub__"), sig="input, other, *, alpha=1", test_dtypes=(D.int64,) + FLOATS,
+    lambda x, y, alpha=1: np.subtract(x, np.multiply(y, alpha) if alpha != 1 else y),
+    promotion=_check_sub("sub"), dunders=("__sub__", "__rsub__"), aliases=("subtract",),
+    sig="input, other, *, alpha=1", samples=({}, {"alpha": 2}),
 )
 binary(
     "mul", lambda b, x, y: b.mul(x, y),
     lambda F, g, out, x, y: (_grad(x, F.mul(g, y)), _grad(y, F.mul(g, x))),
-    np.multiply, dunders=("__mul__", "__rmul__"),
+    np.multiply, dunders=("__mul__", "__rmul__"), aliases=("multiply",),
+)
+
+
+def _div_promotion(base, attrs):
+    mode = attrs.get("rounding_mode")
+    if mode is None and base.category < FLOATING:
+        return D.get_default_dtype(), D.get_default_dtype()
+    if mode is not None and base.category in (BOOL, COMPLEX):
+        raise NotImplementedError(f'"div_{mode}" not implemented for \'{_title(base)}\'')
+    return base, base
+
+
+def _div_attrs(inputs, attrs):
+    mode = attrs["rounding_mode"]
+    if mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{mode}'")
+    return attrs
+
+
+def _trunc_div(b, x, y):
+    """Integer division rounding toward zero, exactly, from floor division and its remainder."""
+    q = b.floordiv(x, y)
+    r = b.remainder(x, y)
+    return b.where(b.bitwise_and(b.ne(r, 0), b.ne(b.lt(x, 0), b.lt(y, 0))), b.add(q, 1), q)
+
+
+def _div_scalar(b, x, y, rounding_mode=None):
+    if rounding_mode is None:
+        return b.div(x, y)
+    if rounding_mode == "floor":
+        return b.floordiv(x, y)
+    dt = b.dtype(y) if is_number(x) else b.dtype(x)
+    if dt.category >= FLOATING or isinstance(x, float) or isinstance(y, float):
+        return b.trunc(b.div(x, y))
+    return _trunc_div(b, x, y)
+
+
+def _div_ref(x, y, rounding_mode=None):
+    if rounding_mode is None:
+        return np.true_divide(x, y)
+    if rounding_mode == "floor":
+        return np.floor_divide(x, y)
+    q = np.true_divide(x, y)
+    return np.trunc(q) if np.result_type(x, y).kind == "f" else \
+        (np.abs(x) // np.abs(y)) * np.sign(x) * np.sign(y)
+
+
+def _attr_samples(attrs_for, nin, lo=None):
+    """`sample_inputs` for an op whose attribute choices depend on the dtype (rounding modes
+    are for integers and floats only, `decimals` for floats only): `attrs_for(dtype)` on
+    broadcasting operands (values >= `lo` when given)."""
+    def arr(rng, shape, dtype):
+        if dtype is D.bool_:
+            return rng.random(shape) < 0.5
+        if dtype.category == INTEGER:
+            return rng.integers(0 if lo is None else max(1, int(lo)), 6, shape).astype(dtype.np)
+        x = rng.uniform(-3.0 if lo is None else lo, 3.0, shape)
+        return (x + 0.5j if dtype.category == COMPLEX else x).astype(dtype.np)
+
+    def sample_inputs(rng, dtype):
+        for attrs in attrs_for(dtype):
+            for shapes in ([(3, 4), (4,)], [(3, 1), (1, 4)])[:2] if nin == 2 else \
+                    ([(3, 4)], [(2, 1, 5)]):
+                yield tuple(arr(rng, s, dtype) for s in shapes), attrs
+    return sample_inputs
+
+
+binary(
+    "div", _div_scalar,
+    lambda F, g, out, x, y, rounding_mode=None: _zero_grad(F, g, out, x, y) if rounding_mode
+    else (_grad(x, F.div(g, y)), _grad(y, F.neg(F.div(F.mul(g, out), y)))),
+    _div_ref, promotion=Promo("div", _div_promotion), impl=_int_checked(_div_scalar),
+    attrs_rule=_div_attrs, dunders=("__truediv__", "__rtruediv__"),
+    aliases=("true_divide", "divide"), sig="input, other, *, rounding_mode=None",
+    domain=(0.5, 2.0), sample_inputs=_attr_samples(
+        lambda dt: ({},) if dt.category in (BOOL, COMPLEX) else
+        ({}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}), 2, lo=0.5),
+)
+NO_BOOL_COMPLEX = (BOOL, COMPLEX)  # integer and floating kernels only
+binary("floor_divide", lambda b, x, y: b.floordiv(x, y), None, np.floor_divide, reject=NO_BOOL_COMPLEX,
+       impl=_int_checked(lambda b, x, y: b.floordiv(x, y)),
+       dunders=("__floordiv__", "__rfloordiv__"), domain=(0.5, 2.0))
+binary(
+    "remainder", lambda b, x, y: b.remainder(x, y),
+    lambda F, g, out, x, y: (_grad(x, g), _grad(y, F.neg(F.mul(g, F.floor_divide(x, y))))),
+    np.remainder, reject=NO_BOOL_COMPLEX, impl=_int_checked(lambda b, x, y: b.remainder(x, y)),
+    dunders=("__mod__", "__rmod__"), domain=(0.5, 2.0),
 )
 binary(
-    "div", lambda b, x, y: b.div(x, y),
-    lambda F, g, out, x, y: (
-        _grad(x, F.div(g, y)), _grad(y, F.neg(F.div(F.mul(g, out), y)))
-    ),
-    np.true_divide, promotion="int_to_float", dunders=("__truediv__", "__rtruediv__"),
-    domain=(0.5, 2.0),
+    "fmod", lambda b, x, y: b.fmod(x, y),
+    lambda F, g, out, x, y: (_grad(x, g), _grad(y, F.neg(F.mul(
+        g, F.div(x, y, rounding_mode="trunc"))))),
+    np.fmod, reject=NO_BOOL_COMPLEX, impl=_int_checked(lambda b, x, y: b.fmod(x, y)), domain=(0.5, 2.0),
 )
+
+
+def _pow_scalar(b, x, y):
+    dt = b.dtype(y) if is_number(x) else b.dtype(x)  # the compute dtype
+    if dt.category != INTEGER or is_number(y):  # (negative int scalars raise in _pow_attrs)
+        return b.pow(x, y)
+    # integer powers: a negative exponent gives 1 / x**n truncated: 0 unless |x| == 1
+    pos = b.pow(x, b.maximum(y, 0))
+    odd = b.ne(b.remainder(y, 2), 0)
+    if is_number(x):
+        neg = x if x == 1 else b.where(odd, -1, 1) if x == -1 else 0
+    else:
+        neg = b.where(b.eq(x, 1), x, b.where(b.eq(x, -1), b.where(odd, x, b.neg(x)),
+                                             b.mul(x, 0)))
+    return b.where(b.lt(y, 0), neg, pos)
+
+
+def _pow_attrs(inputs, attrs):
+    x, y = inputs
+    if not is_number(x) and x.dtype.category == INTEGER and isinstance(y, int) and \
+            not isinstance(y, bool) and y < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return attrs
+
+
 def _pow_backward(F, g, out, x, y):
     gx = gy = None
     if not is_number(x):
         gx = F.mul(g, F.mul(y, F.pow(x, y - 1 if is_number(y) else F.sub(y, 1))))
+        if is_number(y) and y == 0:
+            gx = F.mul(g, 0.0)
     if not is_number(y):
         gy = F.mul(g, F.mul(out, math.log(x) if is_number(x) else F.log(x)))
     return gx, gy
 
 
+def _pow_ref(x, y):
+    if np.result_type(x, y).kind in "iu" and np.any(np.asarray(y) < 0):
+        x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        with np.errstate(all="ignore"):
+            pos = np.power(x, np.maximum(y, 0))
+        neg = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 1, -1, 1), 0))
+        return np.where(y < 0, neg, pos)
+    return np.power(x, y)
+
+
+binary("pow", _pow_scalar, _pow_backward, _pow_ref, reject=NO_BOOL, attrs_rule=_pow_attrs,
+       sig="input, exponent", dunders=("__pow__", "__rpow__"), domain=(0.5, 2.0))
+
+
+def _maxmin_backward(keep):
+    """maximum/minimum: the gradient goes to the winning operand, half each on ties."""
+    def backward(F, g, out, x, y):
+        half = F.mul(g, 0.5)
+        return (_grad(x, F.where(keep(F, x, y), g, F.where(F.eq(x, y), half, 0.0))),
+                _grad(y, F.where(keep(F, y, x), g, F.where(F.eq(x, y), half, 0.0))))
+    return backward
+
+
+binary("maximum", lambda b, x, y: b.maximum(x, y),
+       _maxmin_backward(lambda F, a, c: F.gt(a, c)), np.maximum, reject=NO_COMPLEX,
+       scalar_ok=False)
+binary("minimum", lambda b, x, y: b.minimum(x, y),
+       _maxmin_backward(lambda F, a, c: F.lt(a, c)), np.minimum, reject=NO_COMPLEX,
+       scalar_ok=False)
+
+
+def _fmax_scalar(pick):
+    def scalar(b, x, y):
+        if b.dtype(x).category < FLOATING:
+            return getattr(b, pick)(x, y)
+        return b.where(b.isnan(y), x, b.where(b.isnan(x), y, getattr(b, pick)(x, y)))
+    return scalar
+
+
+def _fmax_backward(cmp):
+    def backward(F, g, out, x, y):
+        first = F.logical_or(cmp(F, x, y), F.isnan(y))  # PyTorch: (self >= other) | isnan(other)
+        return _grad(x, F.where(first, g, 0.0)), _grad(y, F.where(first, 0.0, g))
+    return backward
+
+
+binary("fmax", _fmax_scalar("maximum"), _fmax_backward(lambda F, a, c: F.ge(a, c)), np.fmax,
+       reject=NO_COMPLEX, scalar_ok=False)
+binary("fmin", _fmax_scalar("minimum"), _fmax_backward(lambda F, a, c: F.le(a, c)), np.fmin,
+       reject=NO_COMPLEX, scalar_ok=False)
 binary(
-    "pow", lambda b, x, y: b.pow(x, y), _pow_backward,
-    np.power, sig="input, exponent", dunders=("__pow__", "__rpow__"), domain=(0.5, 2.0),
-    test_dtypes=FLOATS,
+    "atan2", lambda b, x, y: b.atan2(x, y),
+    lambda F, g, out, x, y: (
+        _grad(x, F.div(F.mul(g, y), F.add(F.mul(x, x), F.mul(y, y)))),
+        _grad(y, F.div(F.mul(g, F.neg(x)), F.add(F.mul(x, x), F.mul(y, y))))),
+    np.arctan2, kind="int_to_float", reject=NO_COMPLEX, sig="input, other", aliases=("arctan2",),
+    scalar_ok=False,
 )
 binary(
-    "maximum", lambda b, x, y: b.maximum(x, y),
-    lambda F, g, out, x, y: (
-        _grad(x, F.where(F.gt(x, y), g, F.where(F.eq(x, y), F.mul(g, 0.5), 0.0))),
-        _grad(y, F.where(F.lt(x, y), g, F.where(F.eq(x, y), F.mul(g, 0.5), 0.0))),
-    ),
-    np.maximum, scalar_ok=False,
-)
-binary(
-    "minimum", lambda b, x, y: b.minimum(x, y),
-    lambda F, g, out, x, y: (
-        _grad(x, F.where(F.lt(x, y), g, F.where(F.eq(x, y), F.mul(g, 0.5), 0.0))),
-        _grad(y, F.where(F.gt(x, y), g, F.where(F.eq(x, y), F.mul(g, 0.5), 0.0))),
-    ),
-    np.minimum, scalar_ok=False,
+    "hypot", lambda b, x, y: b.hypot(x, y),
+    lambda F, g, out, x, y: (_grad(x, F.mul(g, F.div(x, out))), _grad(y, F.mul(g, F.div(y, out)))),
+    np.hypot, reject=REAL_FLOAT, scalar_ok=False,
 )
 
-for _name, _ref, _dunder in [
-    ("eq", np.equal, "__eq__"), ("ne", np.not_equal, "__ne__"), ("lt", np.less, "__lt__"),
-    ("le", np.less_equal, "__le__"), ("gt", np.greater, "__gt__"),
-    ("ge", np.greater_equal, "__ge__"),
+
+def _logaddexp_scalar(b, x, y):
+    m = b.maximum(x, y)
+    r = b.add(m, b.log1p(b.exp(b.neg(b.abs(b.sub(x, y))))))
+    return b.where(b.bitwise_and(b.isinf(m), b.eq(x, y)), m, r)  # inf + inf: no inf - inf
+
+
+binary(
+    "logaddexp", _logaddexp_scalar,
+    lambda F, g, out, x, y: (_grad(x, F.mul(g, F.exp(F.sub(x, out)))),
+                             _grad(y, F.mul(g, F.exp(F.sub(y, out))))),
+    np.logaddexp, reject=REAL_FLOAT, scalar_ok=False,
+)
+
+# ---------------------------------------------------------------- three operands
+
+
+def _lerp_scalar(b, x, end, weight):
+    diff = b.sub(end, x)
+    small = b.add(x, b.mul(weight, diff))
+    big = b.sub(end, b.mul(diff, b.sub(1, weight)))
+    return small if is_number(weight) and weight < 0.5 else \
+        big if is_number(weight) else b.where(b.lt(b.abs(weight), 0.5), small, big)
+
+
+register(OpDef(
+    "lerp", "elementwise", "input, end, weight", 3,
+    Promo("lerp", reject=(BOOL, INTEGER), tensors_only=True),
+    scalar=_lerp_scalar,
+    backward=lambda F, g, out, x, end, w: (
+        F.mul(g, F.sub(1.0, w) if not is_number(w) else 1.0 - w), _grad(end, F.mul(g, w)),
+        _grad(w, F.mul(g, F.sub(end, x)))),
+    ref=float_ref(lambda x, end, w: x + np.multiply(w, end - x), False), scalar_ok=True,
+))
+
+
+_ADDCDIV_INT = (RuntimeError, (
+    "Integer division with addcdiv is no longer supported, and in a future release addcdiv will "
+    "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+    "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) using the "
+    "trunc rounding mode."))
+
+
+def _addc_attrs(name):
+    def rule(inputs, attrs):
+        if name == "addcdiv" and all(not is_number(m) and m.dtype.category <= INTEGER
+                                     for m in inputs[1:]):
+            raise _ADDCDIV_INT[0](_ADDCDIV_INT[1])
+        return attrs
+    return rule
+
+
+def _addc_value(b, v, like):
+    """`value` as a number of `like`'s category (PyTorch casts it to the op's dtype)."""
+    dt = b.dtype(like)
+    return int(v) if dt.category <= INTEGER and not isinstance(v, bool) else v
+
+
+def _addc(name, op, ref):
+    def scalar(b, x, t1, t2, value=1):
+        return b.add(x, b.mul(getattr(b, op)(t1, t2), _addc_value(b, value, x)))
+
+    def backward(F, g, out, x, t1, t2, value=1):
+        gv = F.mul(g, value)
+        if op == "mul":
+            return g, F.mul(gv, t2), F.mul(gv, t1)
+        return g, F.div(gv, t2), F.neg(F.div(F.mul(gv, t1), F.mul(t2, t2)))
+
+    register(OpDef(
+        name, "elementwise", "input, tensor1, tensor2, *, value=1", 3,
+        Promo(name, reject=NO_BOOL if op == "mul" else (BOOL, INTEGER),
+              error=None if op == "mul" else _ADDCDIV_INT),
+        scalar=scalar, backward=backward,
+        ref=float_ref(lambda x, t1, t2, value=1: x + value * ref(t1, t2), False),
+        attrs_rule=_addc_attrs(name), scalar_ok=False, domain=(0.5, 2.0),
+        samples=({}, {"value": 2}),
+    ))
+
+
+_addc("addcmul", "mul", np.multiply)
+_addc("addcdiv", "div", np.true_divide)
+
+# ---------------------------------------------------------------- comparisons, logic, bits
+
+for _name, _ref, _dunder, _alias in [
+    ("eq", np.equal, "__eq__", ()), ("ne", np.not_equal, "__ne__", ("not_equal",)),
+    ("lt", np.less, "__lt__", ("less",)), ("le", np.less_equal, "__le__", ("less_equal",)),
+    ("gt", np.greater, "__gt__", ("greater",)),
+    ("ge", np.greater_equal, "__ge__", ("greater_equal",)),
 ]:
-    binary(_name, (lambda n: lambda b, x, y: getattr(b, n)(x, y))(_name), None, _ref,
-           promotion="always_bool", dunders=(_dunder,))
+    binary(_name, prim(_name), None, _ref, kind="always_bool", reject=() if _name in ("eq", "ne") else NO_COMPLEX,
+           dunders=(_dunder,), aliases=_alias)
+
+
+def _truth(b, x):
+    return x if not is_number(x) and b.dtype(x) is D.bool_ else b.ne(x, 0)
+
+
+def _logical(combine):
+    def scalar(b, x, y):
+        return getattr(b, combine)(_truth(b, x), _truth(b, y))
+    return scalar
+
+
+for _name, _combine, _ref in [
+    ("logical_and", "bitwise_and", np.logical_and), ("logical_or", "bitwise_or", np.logical_or),
+    ("logical_xor", "bitwise_xor", np.logical_xor),
+]:
+    binary(_name, _logical(_combine), None, _ref, kind="always_bool", scalar_ok=False)
+unary("logical_not", lambda b, x: b.logical_not(_truth(b, x)), None, np.logical_not,
+      kind="always_bool", reject=())
+
+BITS_ONLY = (FLOATING, COMPLEX)
+for _name, _ref, _dunders in [
+    ("bitwise_and", np.bitwise_and, ("__and__", "__rand__")),
+    ("bitwise_or", np.bitwise_or, ("__or__", "__ror__")),
+    ("bitwise_xor", np.bitwise_xor, ("__xor__", "__rxor__")),
+]:
+    binary(_name, prim(_name), None, _ref, reject=BITS_ONLY, dunders=_dunders)
+unary("bitwise_not", lambda b, x: b.bitwise_not(x), None, np.invert, kind="default",
+      reject=BITS_ONLY, dunders=("__invert__",))
+
+
+def _bits(b, x, y):
+    return (b.dtype(x) if not is_number(x) else b.dtype(y)).itemsize * 8
+
+
+def _lshift(b, x, y):
+    # shifting by the width or more, or by a negative amount, gives 0 (C leaves it undefined)
+    if is_number(y):
+        return b.lshift(x, y) if 0 <= y < _bits(b, x, y) else b.mul(x, 0)
+    bad = b.bitwise_or(b.lt(y, 0), b.ge(y, _bits(b, x, y)))
+    return b.where(bad, 0, b.lshift(x, b.where(bad, 0, y)))
+
+
+def _rshift(b, x, y):
+    # shifting by the width or more fills with the sign bit; a negative amount gives 0
+    n = _bits(b, x, y) - 1
+    if is_number(y):
+        return b.rshift(x, min(y, n)) if y >= 0 else b.mul(x, 0)
+    return b.where(b.lt(y, 0), 0, b.rshift(x, b.minimum(b.maximum(y, 0), n)))
+
+
+def _shift_ref(f, left):
+    def ref(x, y):
+        x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+        n = np.result_type(x, y).itemsize * 8
+        safe = np.clip(y, 0, n - 1)
+        r = f(x, safe)
+        r = np.where((y >= n) if left else False, 0, r)
+        return np.where(y < 0, 0, r).astype(np.result_type(x, y))
+    return ref
+
+
+BOOL_FLOAT = (BOOL, FLOATING, COMPLEX)
+binary("bitwise_left_shift", _lshift, None, _shift_ref(np.left_shift, True), reject=BOOL_FLOAT,
+       dunders=("__lshift__", "__rlshift__"))
+binary("bitwise_right_shift", _rshift, None, _shift_ref(np.right_shift, False),
+       reject=BOOL_FLOAT, dunders=("__rshift__", "__rrshift__"))
 
 register(OpDef(
     "where", "elementwise", "condition, input, other", 3,
@@ -119,64 +565,54 @@ register(OpDef(
     ref=np.where, method=False, promote_from=1,
 ))
 
-# ---------------------------------------------------------------- unary math
-
-unary("neg", lambda b, x: b.neg(x), lambda F, g, out, x: (F.neg(g),), np.negative,
-      promotion="default", dunders=("__neg__",), test_dtypes=(D.int64,) + FLOATS)
-unary("abs", lambda b, x: b.abs(x), lambda F, g, out, x: (F.mul(g, F.sign(x)),), np.abs,
-      promotion="default", dunders=("__abs__",))
-unary("clone", lambda b, x: x, lambda F, g, out, x: (g,), np.copy, promotion="default",
-      impl=lambda xp, x: xp.copy(x))
-unary("sign", lambda b, x: b.sign(x), None, np.sign, promotion="default")
-unary("exp", lambda b, x: b.exp(x), lambda F, g, out, x: (F.mul(g, out),), np.exp)
-unary("log", lambda b, x: b.log(x), lambda F, g, out, x: (F.div(g, x),), np.log,
-      domain=(0.1, 5.0))
-unary("sqrt", lambda b, x: b.sqrt(x), lambda F, g, out, x: (F.div(g, F.mul(out, 2.0)),),
-      np.sqrt, domain=(0.1, 5.0))
-unary("tanh", lambda b, x: b.tanh(x),
-      lambda F, g, out, x: (F.mul(g, F.sub(1.0, F.mul(out, out))),), np.tanh)
-unary("erf", lambda b, x: b.erf(x),
-      lambda F, g, out, x: (F.mul(g, F.mul(F.exp(F.neg(F.mul(x, x))), 2 / math.sqrt(math.pi))),),
-      _erf_ref)
-unary("sigmoid", lambda b, x: b.div(1.0, b.add(b.exp(b.neg(x)), 1.0)),
-      lambda F, g, out, x: (F.mul(g, F.mul(out, F.sub(1.0, out))),),
-      lambda x: 1 / (1 + np.exp(-x)))
-unary("relu", lambda b, x: b.where(b.gt(x, 0), x, b.mul(x, 0)),
-      lambda F, g, out, x: (F.where(F.gt(x, 0), g, 0.0),),
-      lambda x: np.maximum(x, 0), promotion="default")
+# ---------------------------------------------------------------- clamp
 
 
-def _gelu_scalar(b, x, approximate="none"):
-    if approximate == "tanh":
-        inner = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), SQRT_2_PI)
-        return b.mul(b.mul(x, 0.5), b.add(b.tanh(inner), 1.0))
-    return b.mul(b.mul(x, 0.5), b.add(b.erf(b.mul(x, SQRT1_2)), 1.0))
+def _clamp_backward(keep):
+    def backward(F, g, out, x, bound):
+        inside = keep(F, x, bound)
+        return F.where(inside, g, 0.0), _grad(bound, F.where(inside, 0.0, g))
+    return backward
 
 
-def _gelu_backward(F, g, out, x, approximate="none"):
-    if approximate == "tanh":
-        x2 = F.mul(x, x)
-        t = F.tanh(F.mul(F.add(x, F.mul(F.mul(x2, x), 0.044715)), SQRT_2_PI))
-        dinner = F.mul(F.add(F.mul(x2, 3 * 0.044715), 1.0), SQRT_2_PI)
-        d = F.add(F.mul(F.add(t, 1.0), 0.5),
-                  F.mul(F.mul(F.mul(x, 0.5), F.sub(1.0, F.mul(t, t))), dinner))
-        return (F.mul(g, d),)
-    cdf = F.mul(F.add(F.erf(F.mul(x, SQRT1_2)), 1.0), 0.5)
-    pdf = F.mul(F.exp(F.mul(F.mul(x, x), -0.5)), INV_SQRT_2PI)
-    return (F.mul(g, F.add(cdf, F.mul(x, pdf))),)
+binary("clamp_min", lambda b, x, m: b.maximum(x, m),
+       _clamp_backward(lambda F, x, m: F.ge(x, m)), np.maximum, reject=NO_BOOL_COMPLEX,
+       sig="input, min")
+binary("clamp_max", lambda b, x, m: b.minimum(x, m),
+       _clamp_backward(lambda F, x, m: F.le(x, m)), np.minimum, reject=NO_BOOL_COMPLEX,
+       sig="input, max")
 
 
-def _gelu_ref(x, approximate="none"):
-    if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + _erf_ref(x / math.sqrt(2)))
+def _clamp_attrs(inputs, attrs):
+    lo, hi = attrs["min"], attrs["max"]
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if (lo is not None and hi is not None) and is_number(lo) != is_number(hi):
+        raise TypeError("clamp() received an invalid combination of arguments: min and max "
+                        "must both be numbers or both be Tensors")
+    return attrs
+
+
+def _clamp_decomp(F, x, min=None, max=None):
+    if min is not None:
+        x = F.clamp_min(x, min)
+    return x if max is None else F.clamp_max(x, max)
+
+
+def _clamp_ref(x, min=None, max=None):
+    x = x.astype(np.int64) if x.dtype == bool else x
+    if min is not None:
+        x = np.maximum(x, min)
+    return x if max is None else np.minimum(x, max)
 
 
 register(OpDef(
-    "gelu", "elementwise", "input, approximate='none'", 1, "int_to_float",
-    scalar=_gelu_scalar, backward=_gelu_backward, ref=_gelu_ref, method=False,
-    samples=({}, {"approximate": "tanh"}), test_dtypes=FLOATS,
+    "clamp", "composite", "input, min=None, max=None", 1, attrs_rule=_clamp_attrs,
+    decomp=_clamp_decomp, ref=_clamp_ref, aliases=("clip",), inplace=True,
+    samples=({"min": -0.5, "max": 0.5}, {"min": 0}, {"max": 1}),
 ))
+
+# ---------------------------------------------------------------- casts
 
 
 def _cast_attrs(inputs, attrs):
@@ -192,4 +628,4 @@ register(OpDef(
     samples=({"dtype": D.float64}, {"dtype": D.int64}),
 ))
 
-del _name, _ref, _dunder
+del _name, _ref, _dunder, _alias, _combine, _dunders

@@ -1,15 +1,35 @@
-"""Linear algebra: matmul (numpy.matmul broadcasting semantics, as torch.matmul)."""
+"""Linear algebra: matmul (numpy.matmul broadcasting, as torch.matmul) and the products built
+on it (mm, bmm, mv, dot, vdot, outer, addmm, baddbmm, linear, tensordot, kron, trace), einsum,
+and `torch.linalg` (norms, inv, det, slogdet, solve, cholesky, qr, svd, eigh, pinv) on
+numpy.linalg kernels. Decompositions with several outputs are composites over one primitive per
+output (`part=`), returning `torch.return_types`-like namedtuples.
+
+Backward rules follow PyTorch's derivatives.yaml / FunctionsManual.cpp (inv, det, slogdet,
+solve, cholesky, eigh, svdvals, pinv). Cholesky and eigh read the Hermitian part of their input
+((A + A^H) / 2), which equals PyTorch's result for valid (Hermitian) input and makes their
+gradients those of a function of all entries. Imports nothing outside `ir`.
+"""
 
 from __future__ import annotations
 
+from collections import namedtuple
 
 import numpy as np
 
-from ..opdef import (
-    OpDef, broadcast_shapes, register, sum_to_shape,
-)
+from .. import dtypes as D
+from ..opdef import OpDef, TensorMeta, broadcast_shapes, register, sum_to_shape
 from .elementwise import FLOATS
+from .indexing import arr, declare
 
+
+class LinAlgError(RuntimeError):
+    """`torch.linalg.LinAlgError`: a matrix is singular or not positive-definite."""
+
+
+slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+qr_result = namedtuple("qr", ["Q", "R"])
+svd_result = namedtuple("svd", ["U", "S", "Vh"])
+eigh_result = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 
 
 def _matmul_shape(a, b):
@@ -32,19 +52,331 @@ def _matmul_shape(a, b):
     return out
 
 
+def mH(F, x):
+    """The conjugate transpose of the last two dims (a plain transpose for real dtypes)."""
+    t = F.transpose(x, -1, -2)
+    return F.conj(t) if x.dtype.is_complex else t
+
+
 def _matmul_backward(F, g, out, a, b):
     # view 1-D operands as matrices, take the 2-D rule, reduce broadcast batch dims back
     a2 = (1,) + tuple(a.shape) if a.ndim == 1 else tuple(a.shape)
     b2 = tuple(b.shape) + (1,) if b.ndim == 1 else tuple(b.shape)
     g2 = F.reshape(g, broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1]))
-    ga = F.matmul(g2, F.transpose(F.reshape(b, b2), -1, -2))
-    gb = F.matmul(F.transpose(F.reshape(a, a2), -1, -2), g2)
+    ga = F.matmul(g2, mH(F, F.reshape(b, b2)))
+    gb = F.matmul(mH(F, F.reshape(a, a2)), g2)
     return (F.reshape(sum_to_shape(F, ga, a2), tuple(a.shape)),
             F.reshape(sum_to_shape(F, gb, b2), tuple(b.shape)))
+
+
+def _matmul_samples(rng, dt):
+    for sa, sb in [((3, 4), (4, 5)), ((4,), (4, 5)), ((2, 3, 4), (4,)), ((2, 3, 4), (1, 4, 2)),
+                   ((4,), (4,)), ((3, 1, 2, 4), (5, 4, 3)), ((4,), (2, 4, 3))]:
+        yield (arr(rng, sa, dt), arr(rng, sb, dt)), {}
 
 
 register(OpDef(
     "matmul", "matmul", "input, other", 2, "default", scalar_ok=False,
     shape=_matmul_shape, impl=lambda xp, a, b: xp.matmul(a, b), backward=_matmul_backward,
-    ref=np.matmul, dunders=("__matmul__",), test_dtypes=FLOATS,
+    ref=np.matmul, dunders=("__matmul__", "__rmatmul__"), test_dtypes=(D.int64,) + FLOATS,
+    sample_inputs=_matmul_samples,
 ))
+
+
+# ---------------------------------------------------------------- products built on matmul
+
+
+def _need(op, *dims):
+    """An attrs rule checking operand ranks, with PyTorch's messages."""
+    names = ("self", "mat2") if op == "mm" else ("batch1", "batch2") if op == "bmm" else \
+        ("self", "vec") if op == "mv" else ("self", "other")
+
+    def rule(inputs, attrs):
+        for m, n, name in zip(inputs, dims, names):
+            if isinstance(m, TensorMeta) and m.ndim != n:
+                what = {1: "1D", 2: "a matrix", 3: "a 3D tensor"}[n]
+                raise RuntimeError(f"{op}: {name} must be {what}, got {m.ndim}D" if op != "dot"
+                                   else f"1D tensors expected, but got {inputs[0].ndim}D and "
+                                   f"{inputs[1].ndim}D tensors")
+        if op in ("dot", "vdot"):
+            a, b = inputs
+            if a.dtype is not b.dtype:
+                raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found "
+                                   f"{a.dtype.title} and {b.dtype.title}")
+            if a.shape != b.shape:
+                raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] "
+                                   f"and src [{b.shape[0]}] to have the same number of elements,"
+                                   f" but got {a.shape[0]} and {b.shape[0]} elements "
+                                   f"respectively")
+        if op == "bmm" and inputs[0].shape[0] != inputs[1].shape[0]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{inputs[0].shape[0]}, {inputs[0].shape[2]}] but got: "
+                               f"[{inputs[1].shape[0]}, {inputs[1].shape[1]}].")
+        return attrs
+    return rule
+
+
+def _pairs(*shapes):
+    def gen(rng, dt):
+        for sa, sb in shapes:
+            yield (arr(rng, sa, dt), arr(rng, sb, dt)), {}
+    return gen
+
+
+def product(name, dims, decomp, ref, shapes, **kw):
+    return declare(name, "composite", "input, other" if name not in ("mm", "mv") else
+                   ("input, mat2" if name == "mm" else "input, vec"), 2, scalar_ok=False,
+                   attrs_rule=_need(name, *dims), decomp=decomp, ref=ref,
+                   sample_inputs=_pairs(*shapes), test_dtypes=(D.int64,) + FLOATS, **kw)
+
+
+product("mm", (2, 2), lambda F, a, b: F.matmul(a, b), np.matmul, [((3, 4), (4, 2))])
+product("bmm", (3, 3), lambda F, a, b: F.matmul(a, b), np.matmul, [((2, 3, 4), (2, 4, 5))])
+product("mv", (2, 1), lambda F, a, b: F.matmul(a, b), np.matmul, [((3, 4), (4,))])
+product("dot", (1, 1), lambda F, a, b: F.matmul(a, b), np.dot, [((4,), (4,))])
+product("vdot", (1, 1), lambda F, a, b: F.matmul(F.conj(a) if a.dtype.is_complex else a, b),
+        np.vdot, [((4,), (4,))])
+product("outer", (1, 1), lambda F, a, b: F.mul(F.unsqueeze(a, 1), b), np.outer,
+        [((3,), (4,))], aliases=("ger",))
+
+
+def _addmm_decomp(F, x, a, b, *, beta=1, alpha=1):
+    prod = F.matmul(a, b)
+    if alpha != 1:
+        prod = F.mul(prod, alpha)
+    if beta == 0:  # PyTorch ignores `input` then (nan and inf in it are not propagated)
+        return prod
+    return F.add(F.mul(x, beta) if beta != 1 else x, prod)
+
+
+def _addmm_attrs(op, n):
+    def rule(inputs, attrs):
+        for m, name in zip(inputs[1:], ("mat1", "mat2") if n == 2 else ("batch1", "batch2")):
+            if m.ndim != n:
+                raise RuntimeError(f"{name} must be a {'matrix' if n == 2 else '3D tensor'}, "
+                                   f"got {m.ndim}D tensor")
+        out = _matmul_shape(inputs[1].shape, inputs[2].shape)
+        if broadcast_shapes(inputs[0].shape, out) != out:
+            raise RuntimeError(f"The expanded size of the tensor ({out[-1]}) must match the "
+                               f"existing size ({inputs[0].shape[-1]}): {op} input of shape "
+                               f"{list(inputs[0].shape)} cannot take a product of shape "
+                               f"{list(out)}")
+        return attrs
+    return rule
+
+
+def _addmm_samples(n):
+    def gen(rng, dt):
+        b = (2,) if n == 3 else ()
+        yield (arr(rng, b + (3, 5), dt), arr(rng, b + (3, 4), dt), arr(rng, b + (4, 5), dt)), {}
+        yield (arr(rng, (5,), dt), arr(rng, b + (3, 4), dt), arr(rng, b + (4, 5), dt)), \
+            {"beta": 2, "alpha": 3}
+    return gen
+
+
+for _name, _n in (("addmm", 2), ("baddbmm", 3)):
+    declare(_name, "composite",
+            f"input, {'mat1, mat2' if _n == 2 else 'batch1, batch2'}, *, beta=1, alpha=1", 3,
+            scalar_ok=False, attrs_rule=_addmm_attrs(_name, _n), decomp=_addmm_decomp,
+            ref=lambda x, a, b, beta=1, alpha=1: beta * x + alpha * np.matmul(a, b),
+            sample_inputs=_addmm_samples(_n), test_dtypes=(D.int64,) + FLOATS)
+
+
+def _linear_decomp(F, x, weight, bias=None):
+    out = F.matmul(x, mH(F, weight) if weight.ndim == 2 else weight)
+    return out if bias is None else F.add(out, bias)
+
+
+declare(
+    "linear", "composite", "input, weight, bias=None", 3, scalar_ok=False, method=False,
+    decomp=_linear_decomp,
+    ref=lambda x, w, b=None: x @ w.T + (0 if b is None else b),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (2, 3, 4), dt), arr(rng, (5, 4), dt), arr(rng, (5,), dt)), {}),
+        ((arr(rng, (3, 4), dt), arr(rng, (2, 4), dt)), {}),
+    ]),
+    test_dtypes=FLOATS,
+)
+
+
+def _tensordot_decomp(F, a, b, dims=2):
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    da = [d % a.ndim for d in da]
+    db = [d % b.ndim for d in db]
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[i]} in dim {i} and second has size {b.shape[j]} in "
+                               f"dim {j}")
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da]))
+    a2 = F.reshape(F.permute(a, tuple(fa + da)), (-1, k))
+    b2 = F.reshape(F.permute(b, tuple(db + fb)), (k, -1))
+    return F.reshape(F.matmul(a2, b2), tuple(a.shape[d] for d in fa) +
+                     tuple(b.shape[d] for d in fb))
+
+
+declare(
+    "tensordot", "composite", "a, b, dims=2", 2, scalar_ok=False, method=False,
+    decomp=_tensordot_decomp, ref=lambda a, b, dims=2: np.tensordot(a, b, dims),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (2, 3, 4), dt), arr(rng, (3, 4, 5), dt)), {}),
+        ((arr(rng, (2, 3, 4), dt), arr(rng, (4, 2), dt)), {"dims": ([0, 2], [1, 0])}),
+        ((arr(rng, (2, 3), dt), arr(rng, (4,), dt)), {"dims": 0}),
+    ]),
+    test_dtypes=(D.int64,) + FLOATS,
+)
+
+
+def _kron_decomp(F, a, b):
+    n = max(a.ndim, b.ndim)
+    sa = (1,) * (n - a.ndim) + tuple(a.shape)
+    sb = (1,) * (n - b.ndim) + tuple(b.shape)
+    ea = F.reshape(a, tuple(v for s in sa for v in (s, 1)))
+    eb = F.reshape(b, tuple(v for s in sb for v in (1, s)))
+    return F.reshape(F.mul(ea, eb), tuple(x * y for x, y in zip(sa, sb)))
+
+
+declare("kron", "composite", "input, other", 2, scalar_ok=False, decomp=_kron_decomp,
+        ref=np.kron, sample_inputs=_pairs(((2, 3), (3, 2)), ((2,), (2, 3, 1))),
+        test_dtypes=(D.int64,) + FLOATS)
+
+
+def _trace_decomp(F, x):
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    return F.sum(F.diagonal(x))
+
+
+declare("trace", "composite", "input", decomp=_trace_decomp, ref=np.trace,
+        sample_inputs=lambda rng, dt: iter([((arr(rng, (3, 4), dt),), {})]),
+        test_dtypes=(D.int64,) + FLOATS)
+
+
+# ---------------------------------------------------------------- einsum
+
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_prebind(args, kwargs):
+    """`einsum(equation, *operands)` and `einsum(equation, [operands])` as PyTorch takes them."""
+    if args and isinstance(args[0], str):
+        ops = args[1:]
+        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+            ops = tuple(ops[0])
+        return (tuple(ops),), {**kwargs, "equation": args[0]}
+    return args, kwargs
+
+
+def _einsum_attrs(inputs, attrs):
+    """Canonical equation: explicit output, ellipses spelled out with unused letters."""
+    eq = attrs["equation"].replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(inputs):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation" if len(inputs) > len(subs) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    used = {c for c in eq if c.isalpha()}
+    for c in eq:
+        if not (c.isalpha() or c in ",.->"):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {eq.index(c)} in "
+                               f"the equation string, subscripts must be in [a-zA-Z]")
+    free = [c for c in LETTERS if c not in used]
+    ell_n = 0
+    for s, m in zip(subs, inputs):
+        n_letters = len(s.replace("...", ""))
+        if "..." in s:
+            ell_n = max(ell_n, m.ndim - n_letters)
+        elif n_letters != m.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                               f"({n_letters}) does not match the number of dimensions "
+                               f"({m.ndim}) for operand {subs.index(s)} and no ellipsis was "
+                               f"given")
+    ell = "".join(free[:ell_n])
+    subs = [s.replace("...", ell[ell_n - (m.ndim - len(s.replace('...', ''))):]
+                      if ell_n else "") for s, m in zip(subs, inputs)]
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for s in subs:
+            for c in s:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    attrs["equation"] = ",".join(subs) + "->" + out
+    return attrs
+
+
+def _einsum_sizes(shapes, equation):
+    lhs, out = equation.split("->")
+    sizes = {}
+    for s, shape in zip(lhs.split(","), shapes):
+        for c, n in zip(s, shape):
+            if sizes.get(c, 1) not in (1, n) and n != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                                   f"(original->remapped): subscript {c} has sizes "
+                                   f"{sizes[c]} and {n}")
+            sizes[c] = max(sizes.get(c, 1), n) if n != 1 or c not in sizes else sizes[c]
+    return sizes, out
+
+
+def _einsum_impl(xp, *arrays, equation):
+    sizes, _ = _einsum_sizes([a.shape for a in arrays], equation)
+    subs = equation.split("->")[0].split(",")
+    arrays = [xp.broadcast_to(a, tuple(sizes[c] for c in s)) for a, s in zip(arrays, subs)]
+    return xp.einsum(equation, *arrays, optimize=len(arrays) > 2)
+
+
+def _einsum_backward(F, g, out, *xs, equation):
+    lhs, outs = equation.split("->")
+    subs = lhs.split(",")
+    grads = []
+    for i, x in enumerate(xs):
+        si = subs[i]
+        if len(set(si)) != len(si):
+            raise NotImplementedError(f"einsum backward for a repeated subscript ({si}) is not "
+                                      f"implemented")
+        others = [subs[j] for j in range(len(xs)) if j != i]
+        avail = set(outs).union(*others)
+        keep = "".join(c for c in si if c in avail)
+        ops = [xs[j] if not xs[j].dtype.is_complex else F.conj(xs[j])
+               for j in range(len(xs)) if j != i]
+        gi = F.einsum(",".join([outs] + others) + "->" + keep, g, *ops)
+        if keep != si:
+            it = iter(gi.shape)
+            gi = F.reshape(gi, tuple(next(it) if c in keep else 1 for c in si))
+            it = iter(gi.shape)
+            gi = F.expand(gi, tuple(x.shape[k] if c not in keep else gi.shape[k]
+                                    for k, c in enumerate(si)))
+        grads.append(gi)
+    return tuple(grads)
+
+
+def _einsum_samples(rng, dt):
+    cases = [("ij,jk->ik", (3, 4), (4, 5)), ("ij->ji", (3, 4)), ("bij,bjk", (2, 3, 4), (2, 4, 2)),
+             ("i,i->", (4,), (4,)), ("...ij,jk->...ik", (2, 3, 4), (4, 2)),
+             ("ij,k->ijk", (2, 3), (4,)), ("ijk->i", (2, 3, 4)), ("ab,bc,cd->ad", (2, 3),
+                                                                  (3, 4), (4, 2))]
+    for eq, *shapes in cases:
+        yield tuple(arr(rng, s, dt) for s in shapes), {"equation": eq}
+
+
+declare(
+    "einsum", "matmul", "operands, equation", variadic=True, scalar_ok=False, method=False,
+    data=(), prebind=_einsum_prebind, attrs_rule=_einsum_attrs,
+    shape=lambda *shapes, equation: tuple(
+        _einsum_sizes(shapes, equation)[0][c] for c in equation.split("->")[1]),
+    impl=_einsum_impl, backward=_einsum_backward,
+    ref=lambda *a, equation: np.einsum(equation, *a),
+    sample_inputs=_einsum_samples, test_dtypes=(D.int64,) + FLOATS,
+)

@@ -1,0 +1,172 @@
+"""Autograd speed goals (issue 4), as ratios of medians measured in one run.
+
+1. `tiny`: 10 elementwise ops on 8-element float32 tensors plus `.sum().backward()`: at most
+   0.7x torch eager's time (when torch is installed) and under 250 us.
+2. `mlp`: one forward+backward step of a 2-layer MLP (batch 64, 784-256-10, float32, ReLU,
+   mean squared error): within 1.3x of numpy doing the same math by hand.
+
+Run: `python benchmarks/bench_autograd.py [--repeat N]`. Prints a table; exits 0 (goals are
+reported, not asserted: timings are not tests). BLAS runs on one thread (torch too:
+`set_num_threads(1)`), so that every peer does the same single-core work and a busy machine
+does not turn numpy's thread pool into noise; set OPENBLAS_NUM_THREADS to override.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import eager
+
+try:
+    import torch
+except ImportError:  # an optional peer
+    torch = None
+
+
+def median_us(fn, repeat: int, warmup: int = 20) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
+
+
+# ---------------------------------------------------------------- tiny
+
+
+def tiny_step(lib, x, w):
+    y = x
+    for _ in range(2):
+        y = y * w
+        y = y + 1.0
+        y = lib.tanh(y)
+        y = y - w
+        y = lib.exp(y)
+    y.sum().backward()
+    x.grad = None
+
+
+def tiny_numpy(x, w):
+    """The same 10 ops and their gradients by hand (for reference only)."""
+    ys = [x]
+    y = x
+    for _ in range(2):
+        a = y * w
+        b = a + 1.0
+        c = np.tanh(b)
+        d = c - w
+        y = np.exp(d)
+        ys.append((a, b, c, d, y))
+    g = np.ones_like(x)
+    for a, b, c, d, y in reversed(ys[1:]):
+        g = g * y
+        g = g * (1 - c * c)
+        g = g * w
+    return g
+
+
+# ---------------------------------------------------------------- mlp
+
+
+def mlp_data(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((64, 784)).astype(np.float32)
+    y = rng.standard_normal((64, 10)).astype(np.float32)
+    w1 = (rng.standard_normal((784, 256)) * 0.03).astype(np.float32)
+    b1 = np.zeros(256, np.float32)
+    w2 = (rng.standard_normal((256, 10)) * 0.06).astype(np.float32)
+    b2 = np.zeros(10, np.float32)
+    return x, y, (w1, b1, w2, b2)
+
+
+def mlp_numpy(x, y, params):
+    w1, b1, w2, b2 = params
+    h = x @ w1 + b1
+    a = np.maximum(h, 0)
+    o = a @ w2 + b2
+    d = o - y
+    loss = (d * d).mean()
+    do = d * (2.0 / d.size)
+    gw2 = a.T @ do
+    gb2 = do.sum(0)
+    da = do @ w2.T
+    dh = da * (h > 0)
+    gw1 = x.T @ dh
+    gb1 = dh.sum(0)
+    return loss, (gw1, gb1, gw2, gb2)
+
+
+def mlp_lib(lib, x, y, params):
+    w1, b1, w2, b2 = params
+    for p in params:
+        p.grad = None
+    o = lib.relu(x @ w1 + b1) @ w2 + b2
+    d = o - y
+    loss = (d * d).mean()
+    loss.backward()
+    return loss
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=300)
+    args = ap.parse_args(argv)
+    rows = []
+
+    rng = np.random.default_rng(0)
+    x0, w0 = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    xe, we = eager.tensor(x0, requires_grad=True), eager.tensor(w0)
+    t_wick = median_us(lambda: tiny_step(eager, xe, we), args.repeat)
+    t_np = median_us(lambda: tiny_numpy(x0, w0), args.repeat)
+    rows.append(("tiny: 10 ops + sum().backward(), 8 x f32", "wick", t_wick, None))
+    rows.append(("", "numpy by hand", t_np, t_wick / t_np))
+    if torch is not None:
+        torch.set_num_threads(1)
+        xt, wt = torch.tensor(x0, requires_grad=True), torch.tensor(w0)
+        t_torch = median_us(lambda: tiny_step(torch, xt, wt), args.repeat)
+        rows.append(("", "torch eager", t_torch, t_wick / t_torch))
+
+    x, y, params = mlp_data()
+    t_np = median_us(lambda: mlp_numpy(x, y, params), max(30, args.repeat // 5))
+    pe = tuple(eager.tensor(p, requires_grad=True) for p in params)
+    xe, ye = eager.tensor(x), eager.tensor(y)
+    loss, grads = mlp_numpy(x, y, params)
+    got = mlp_lib(eager, xe, ye, pe)
+    for p, g in zip(pe, grads):  # the benchmark computes the same thing
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=2e-3, atol=1e-5)
+    assert abs(got.item() - loss) < 1e-4 * max(1.0, abs(loss))
+    t_wick = median_us(lambda: mlp_lib(eager, xe, ye, pe), max(30, args.repeat // 5))
+    rows.append(("mlp: 784-256-10, batch 64, f32, fwd+bwd", "wick", t_wick, None))
+    rows.append(("", "numpy by hand", t_np, t_wick / t_np))
+    if torch is not None:
+        pt = tuple(torch.tensor(p, requires_grad=True) for p in params)
+        xt, yt = torch.tensor(x), torch.tensor(y)
+        t_torch = median_us(lambda: mlp_lib(torch, xt, yt, pt), max(30, args.repeat // 5))
+        rows.append(("", "torch eager", t_torch, t_wick / t_torch))
+
+    print(f"{'benchmark':44s} {'peer':16s} {'median us':>10s} {'wick / peer':>12s}")
+    for name, peer, t, ratio in rows:
+        r = f"{ratio:12.2f}" if ratio is not None else f"{'':12s}"
+        print(f"{name:44s} {peer:16s} {t:10.1f} {r}")
+    print("goals: tiny <= 0.7x torch and < 250 us; mlp <= 1.3x numpy")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Dynamic shapes: one cache entry that serves every size of the dimensions marked dynamic.
+
+A graph's nodes hold canonical attributes computed from concrete shapes (reshape's -1
+resolved, a mean's divisor, a softmax's reduced dim...), so a graph captured at one size is
+not valid at another. Instead of symbolic sizes in the IR, a dynamic entry keeps the *op tape*
+of the capture: every user-level op call with its user-level attributes, in order. For a new
+concrete shape the tape is replayed through `calls.record` into a fresh graph (attributes
+re-canonicalised, decompositions and metas re-derived), compiled by the backend on first use
+and cached per input shapes inside the entry (`Specializations`).
+
+What the tape cannot replay is Python that reads a size as a value (`x.shape[0] * 2`,
+`if x.size(1) > 3`): such a read *specialises* the dimension (its guard becomes exact). To know
+whether a size read depends on a dynamic dimension, every tensor tracker carries a *shadow*:
+the same value computed with each dynamic size perturbed (+1); a read whose shadow differs
+raises `Specialize`, and the capture restarts with those dimensions static. Sizes 0 and 1 are
+never dynamic (broadcasting and empty tensors change meaning). PyTorch's automatic dynamic
+shapes do the same with SymInts (`torch._dynamo.config.automatic_dynamic_shapes`).
+Touches `ir.Graph`, `capture`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ir import Graph, TensorMeta
+from ir.graph import Node
+
+from .variables import ConstantVariable, TensorVariable
+
+
+class Specialize(Exception):
+    """Python read a dynamic size as a value: recapture with `dims` ({(source, dim)}, or None
+    for every dynamic dimension) static."""
+
+    def __init__(self, dims):
+        super().__init__(f"specialise {sorted(dims) if dims else 'all dynamic dimensions'}")
+        self.dims = dims
+
+
+class _ShadowOut:
+    def __init__(self, out):
+        self._out = out
+        self.graph = Graph("shadow")
+
+    @property
+    def grad_enabled(self):
+        return self._out.grad_enabled
+
+
+class ShadowTx:
+    """The `tx` that `calls.record` sees while computing shadows (or replaying a tape)."""
+
+    def __init__(self, out, graph: Graph | None = None):
+        self.out = _ShadowOut(out) if graph is None else _ReplayOut(graph)
+
+    def location(self) -> str:
+        return ""
+
+    def unsupported(self, reason: str, *args, **kwargs):
+        return Specialize(None)
+
+
+class _ReplayOut:
+    def __init__(self, graph):
+        self.graph = graph
+        self.grad_enabled = True
+
+
+@dataclass
+class TapeEntry:
+    op: object
+    inputs: tuple  # graph Nodes (tensors) or Python numbers
+    attrs: dict  # user-level attributes (before canonicalisation)
+    result: Node
+    grad_enabled: bool
+
+
+def perturbed(meta: TensorMeta, dims) -> TensorMeta:
+    shape = tuple(s + 1 if d in dims else s for d, s in enumerate(meta.shape))
+    return TensorMeta(shape, meta.dtype, meta.device)
+
+
+def note_op(tx, op, vals, attrs: dict, result) -> None:
+    """Called by `calls.record` for a user-level op: append to the tape, compute the shadow."""
+    out = tx.out
+    tape = getattr(out, "tape", None)
+    if tape is None:
+        return
+    multi = isinstance(result, tuple)
+    if multi and not all(isinstance(r, TensorVariable) for r in result):
+        return
+    node = tuple(r.node for r in result) if multi else result.node
+    tape.append(TapeEntry(op, tuple(x.node if isinstance(x, TensorVariable) else x
+                                    for x in vals), attrs, node, out.grad_enabled))
+    if not any(isinstance(x, TensorVariable) and x.shadow is not None for x in vals):
+        return
+    if multi:
+        raise Specialize(None)  # shadows of multi-output ops: keep such captures static
+    from . import calls
+
+    shadows = tuple(x.shadow if isinstance(x, TensorVariable) and x.shadow is not None else x
+                    for x in vals)
+    try:
+        result.shadow = calls.record(out.shadow_tx, op, shadows, dict(attrs), False)
+    except Specialize:
+        raise
+    except Exception:  # the op does not accept the perturbed sizes: specialise them  # noqa: BLE001
+        raise Specialize(None) from None
+    if result.shadow.meta.shape == result.meta.shape:
+        result.shadow = None
+
+
+def check_read(tx, t: TensorVariable, dims=None) -> None:
+    """Python reads `t`'s sizes at `dims` (all when None): specialise what they depend on."""
+    sh = t.shadow
+    if sh is None or getattr(tx.out, "dynamic_inputs", None) is None:
+        return
+    dims = range(len(t.meta.shape)) if dims is None else dims
+    differing = {t.meta.shape[d] for d in dims if sh.meta.shape[d] != t.meta.shape[d]}
+    if not differing:
+        return
+    found = {key for key, size in tx.out.dynamic_inputs.items() if size in differing}
+    raise Specialize(found or None)
+
+
+class SizeVariable(ConstantVariable):
+    """`t.shape` of a tensor whose sizes may be dynamic: reading one size (`shape[0]`)
+    specialises only what that size depends on; reading `.value` (the whole Size) all."""
+
+    def __init__(self, tx, t: TensorVariable):
+        self.tx, self.t, self.source = tx, t, None
+
+    @property
+    def value(self):
+        check_read(self.tx, self.t)
+        from eager.tensor import Size
+
+        return Size(self.t.meta.shape)
+
+    def item(self, i) -> ConstantVariable:
+        """`shape[i]` (an int) or `shape[a:b]`."""
+        n = len(self.t.meta.shape)
+        dims = range(n)[i] if isinstance(i, slice) else (range(n)[i],)
+        check_read(self.tx, self.t, dims)
+        from eager.tensor import Size
+
+        shape = self.t.meta.shape
+        return ConstantVariable(Size(shape[i]) if isinstance(i, slice) else shape[i])
+
+    def describe(self) -> str:
+        return f"shape of {self.t.describe()}"
+
+
+def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: str) -> Graph:
+    """The graph of `tape` for new placeholder metas (raises the op's own error on a mismatch,
+    as eager would)."""
+    from . import calls
+
+    g = Graph(name)
+    env = {}
+    for ph, meta in zip(placeholders, metas):
+        node = g.placeholder(ph.name, meta)
+        env[ph] = TensorVariable(node, meta, False)
+    tx = ShadowTx(None, g)
+    for e in tape:
+        ins = tuple(env[x] if isinstance(x, Node) else x for x in e.inputs)
+        if any(isinstance(x, Node) and x not in env for x in e.inputs):
+            continue  # an op on a value the graph never saw (dead code of a break)
+        tx.out.grad_enabled = e.grad_enabled
+        r = calls.record(tx, e.op, ins, dict(e.attrs), False)
+        if isinstance(e.result, tuple):
+            env.update(zip(e.result, r))
+        else:
+            env[e.result] = r
+    g.output(tuple(env[n].node for n in outputs))
+    g.eliminate_dead_code()
+    return g
+
+
+class Specializations:
+    """The per-shape graphs of one dynamic entry: input shapes -> (graph, compiled)."""
+
+    def __init__(self, tape, graph: Graph, compile_fn):
+        self.tape = tape
+        self.graph = graph
+        self.placeholders = graph.placeholders
+        self.outputs = tuple(graph.output_node.args[0])
+        self.compile_fn = compile_fn
+        self.by_shape: dict[tuple, tuple] = {}
+
+    def add(self, shapes: tuple, graph: Graph, compiled) -> None:
+        self.by_shape[shapes] = (graph, compiled)
+
+    def get(self, shapes: tuple) -> tuple:
+        hit = self.by_shape.get(shapes)
+        if hit is None:
+            metas = [TensorMeta(s, ph.val.dtype, ph.val.device)
+                     for s, ph in zip(shapes, self.placeholders)]
+            g = replay(self.tape, self.placeholders, self.outputs, metas, self.graph.name)
+            hit = self.by_shape[shapes] = (g, self.compile_fn(g))
+        return hit

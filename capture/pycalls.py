@@ -1,0 +1,307 @@
+"""What Python builtins and containers mean during capture: `len`, `isinstance`, `range`,
+`enumerate`, `zip`, `reversed`, `sum`/`any`/`all`/`min`/`max`, `tuple`/`list`/`dict`, `getattr`;
+list/dict methods; unpacking, subscripts and item assignment; generators run to completion.
+
+Builtins fold on constants and act on trackers (a `zip` of two lists of tensors is a tuple of
+tuples of trackers); a builtin capture does not model is a graph break, so that the call runs
+eagerly. Containers built by the code may be mutated (`xs.append(y)`); containers read from
+the caller's frame may not (a graph break). Touches `eager` (Tensor indexing methods) and
+`capture`.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from eager import Tensor
+
+from . import calls
+from .variables import (
+    ConstantVariable,
+    DictVariable,
+    GeneratorVariable,
+    IteratorVariable,
+    ListVariable,
+    ObjectVariable,
+    OpFunctionVariable,
+    SequenceVariable,
+    SetVariable,
+    TensorVariable,
+    TupleVariable,
+    UserObjectVariable,
+    VariableTracker,
+)
+
+PURE_BUILTINS = {
+    abs, all, any, bool, chr, complex, divmod, float, int, isinstance, issubclass, len, max,
+    min, ord, pow, range, repr, round, str, sum, tuple, list, type, hash, sorted, enumerate,
+    zip, reversed, dict, set, frozenset, slice, callable, format,
+}
+FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
+CONTAINER_METHODS = {"append", "extend", "insert", "pop", "get", "items", "keys", "values",
+                     "copy", "index", "count", "update", "setdefault"}
+
+
+def _const(vs) -> bool:
+    return all(isinstance(v, VariableTracker) and v.is_constant() for v in vs)
+
+
+def _is_const_data(v) -> bool:
+    if isinstance(v, (SequenceVariable, DictVariable)) and v.source is None:
+        items = v.items.values() if isinstance(v, DictVariable) else v.items
+        return all(_is_const_data(x) for x in items)
+    return v.is_constant()
+
+
+def _const_data(v):
+    if isinstance(v, DictVariable):
+        return {k: _const_data(x) for k, x in v.items.items()}
+    if isinstance(v, SequenceVariable):
+        return v.kind(_const_data(x) for x in v.items)
+    return v.value
+
+
+def run_generator(tx, gen: GeneratorVariable) -> list:
+    """The items a generator yields (it is run to completion, once)."""
+    if getattr(gen, "done", None) is not None:
+        return gen.done
+    child = gen.fn
+    child.yields = []
+    child.run()
+    gen.done = child.yields
+    return gen.done
+
+
+def unpack(tx, v: VariableTracker) -> list:
+    """The items of a tuple/list/dict/constant sequence/generator (UNPACK_SEQUENCE, GET_ITER)."""
+    if isinstance(v, SequenceVariable):
+        return list(v.items)
+    if isinstance(v, IteratorVariable):
+        items = v.items[v.index:]
+        v.index = len(v.items)
+        return items
+    if isinstance(v, DictVariable):
+        return [ConstantVariable(k) for k in v.items]
+    if isinstance(v, GeneratorVariable):
+        return list(run_generator(tx, v))
+    if v.is_constant() and isinstance(v.value, (tuple, list, range, str, dict, set,
+                                                frozenset, bytes, type({}.items()))):
+        return [ConstantVariable(x) for x in v.value]
+    if isinstance(v, UserObjectVariable) and hasattr(type(v.value), "__wick_sequence__"):
+        n = len(v.value)
+        tx.out.guards.add(f"len({v.source}) == {n}")
+        return [tx.out.wrap(v.value[i], f"{v.source}[{i}]") for i in range(n)]
+    if isinstance(v, TensorVariable):
+        raise tx.unsupported("iterating over a tensor")
+    raise tx.unsupported(f"iterating over {v.describe()}")
+
+
+def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
+    name = getattr(f, "__name__", repr(f))
+    if f is len and len(args) == 1 and not kwargs:
+        (x,) = args
+        if isinstance(x, TensorVariable):
+            if not x.meta.shape:
+                raise TypeError("len() of a 0-d tensor")
+            from . import dynamic
+
+            dynamic.check_read(tx, x, (0,))
+            return ConstantVariable(x.meta.shape[0])
+        if isinstance(x, (SequenceVariable, DictVariable)):
+            return ConstantVariable(len(x.items))
+        from .dynamic import SizeVariable
+
+        if isinstance(x, SizeVariable):
+            return ConstantVariable(len(x.t.meta.shape))
+        if isinstance(x, UserObjectVariable) and hasattr(type(x.value), "__wick_sequence__"):
+            return ConstantVariable(len(unpack(tx, x)))
+    if f is isinstance and len(args) == 2:
+        obj, cls = args
+        classes = [c.value for c in unpack(tx, cls)] if isinstance(cls, SequenceVariable) \
+            else cls.value if cls.is_constant() or isinstance(cls, ObjectVariable) else None
+        if classes is not None:
+            if isinstance(classes, list):
+                classes = tuple(classes)
+            typ = obj.python_type() if not isinstance(obj, ObjectVariable) else \
+                type(obj.value)
+            return ConstantVariable(issubclass(typ, classes))
+    if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
+        return calls.unary_op(tx, "__abs__", abs, args[0])
+    if f is getattr and len(args) in (2, 3) and args[1].is_constant():
+        try:
+            return calls.get_attr(tx, args[0], args[1].value)
+        except AttributeError:
+            if len(args) == 3:
+                return args[2]
+            raise
+    if f in (tuple, list, set, frozenset) and len(args) == 1 and not args[0].is_constant():
+        items = unpack(tx, args[0])
+        if f in (set, frozenset):
+            if not _const(items):
+                raise tx.unsupported("set of values that are not constants")
+            return ConstantVariable(f(v.value for v in items))
+        return TupleVariable(items) if f is tuple else ListVariable(items)
+    if f is dict and not args:
+        return DictVariable(kwargs)
+    if f is dict and len(args) == 1 and isinstance(args[0], DictVariable):
+        return DictVariable({**args[0].items, **kwargs})
+    if f is enumerate and args and not kwargs.keys() - {"start"}:
+        start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).value
+        return ListVariable([TupleVariable([ConstantVariable(start + i), v])
+                             for i, v in enumerate(unpack(tx, args[0]))])
+    if f is zip and not kwargs and not _const(args):
+        return ListVariable([TupleVariable(list(t))
+                             for t in zip(*(unpack(tx, a) for a in args))])
+    if f is reversed and len(args) == 1 and not args[0].is_constant():
+        return ListVariable(list(reversed(unpack(tx, args[0]))))
+    if f in (sum, any, all, min, max) and len(args) in (1, 2) and not _const(args):
+        return _reduce(tx, f, args, kwargs)
+    if f is iter and len(args) == 1:
+        return IteratorVariable(unpack(tx, args[0]))
+    if f is next and len(args) == 1 and isinstance(args[0], IteratorVariable):
+        it = args[0]
+        if it.index >= len(it.items):
+            raise tx.unsupported("next() on an exhausted iterator")
+        it.index += 1
+        return it.items[it.index - 1]
+    pure = f in PURE_BUILTINS or getattr(f, "__module__", None) in FOLDABLE_MODULES
+    if pure and all(_is_const_data(v) for v in args + list(kwargs.values())):
+        result = f(*[_const_data(v) for v in args],
+                   **{k: _const_data(v) for k, v in kwargs.items()})
+        if hasattr(result, "__next__"):  # reversed(), zip()...: a fresh iterator each call
+            result = tuple(result)
+        return ConstantVariable(result)
+    if f is print:
+        raise tx.unsupported("call to builtin print")
+    if f is builtins.breakpoint:
+        raise tx.unsupported("call to builtin breakpoint (runs eagerly)")
+    raise tx.unsupported(f"call to builtin {name}"
+                         + ("" if pure else " (a C function capture does not model)"))
+
+
+def _reduce(tx, f, args, kwargs) -> VariableTracker:
+    if len(args) == 1:
+        items = unpack(tx, args[0])
+    else:
+        items = list(args) if f in (min, max) else unpack(tx, args[0])
+    if f is sum:
+        acc = args[1] if len(args) == 2 else kwargs.get("start", ConstantVariable(0))
+        for v in items:
+            acc = calls.binary_op(tx, "+", acc, v)
+        return acc
+    if not _const(items):
+        raise tx.unsupported(f"{f.__name__}() of values that are not constants")
+    return ConstantVariable(f(v.value for v in items))
+
+
+def call_container_method(tx, m, args: list, kwargs: dict) -> VariableTracker:
+    obj, name = m.obj, m.name
+    mutating = name in ("append", "extend", "insert", "pop", "update", "setdefault")
+    if mutating and obj.source is not None:
+        raise tx.unsupported(f"mutation of an argument's {obj.python_type().__name__} "
+                             f"({name})")
+    if not _const(list(kwargs.values())) or kwargs:
+        raise tx.unsupported(f"{obj.describe()}.{name}() with keyword arguments")
+    if isinstance(obj, DictVariable):
+        items = obj.items
+        if name == "items":
+            return ListVariable([TupleVariable([ConstantVariable(k), v])
+                                 for k, v in items.items()])
+        if name == "keys":
+            return ListVariable([ConstantVariable(k) for k in items])
+        if name == "values":
+            return ListVariable(list(items.values()))
+        if name == "copy":
+            return DictVariable(items)
+        if name in ("get", "pop", "setdefault") and args and args[0].is_constant():
+            key = args[0].value
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            if name == "get":
+                return items.get(key, default)
+            if name == "setdefault":
+                return items.setdefault(key, default)
+            if key in items or len(args) > 1:
+                return items.pop(key, default)
+        if name == "update" and len(args) == 1 and isinstance(args[0], DictVariable):
+            items.update(args[0].items)
+            return ConstantVariable(None)
+    elif isinstance(obj, ListVariable):
+        items = obj.items
+        if name == "append" and len(args) == 1:
+            items.append(args[0])
+            return ConstantVariable(None)
+        if name == "extend" and len(args) == 1:
+            items.extend(unpack(tx, args[0]))
+            return ConstantVariable(None)
+        if name == "insert" and len(args) == 2 and args[0].is_constant():
+            items.insert(args[0].value, args[1])
+            return ConstantVariable(None)
+        if name == "pop" and len(args) <= 1 and _const(args):
+            return items.pop(*(a.value for a in args))
+        if name == "copy" and not args:
+            return ListVariable(items)
+        if name in ("index", "count") and _const(items + args):
+            return ConstantVariable(getattr([v.value for v in items], name)(
+                *(a.value for a in args)))
+    raise tx.unsupported(f"{obj.describe()}.{name}()")
+
+
+def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
+    from .dynamic import SizeVariable
+
+    if isinstance(obj, SizeVariable) and index.is_constant() and \
+            isinstance(index.value, (int, slice)):
+        return obj.item(index.value)
+    if obj.is_constant() and index.is_constant():
+        return ConstantVariable(obj.value[index.value])
+    if isinstance(obj, SequenceVariable) and index.is_constant():
+        i = index.value
+        if isinstance(i, slice):
+            return type(obj)(obj.items[i])
+        if isinstance(i, int):
+            return obj.items[i]  # an IndexError here is the user's, as eagerly
+    if isinstance(obj, DictVariable) and index.is_constant():
+        return obj.items[index.value]  # a KeyError here is the user's
+    if isinstance(obj, UserObjectVariable) and index.is_constant() and \
+            hasattr(type(obj.value), "__wick_sequence__"):
+        return unpack(tx, obj)[index.value]
+    if isinstance(obj, TensorVariable):
+        getitem = getattr(Tensor, "__getitem__", None)
+        if getitem is not None and hasattr(getitem, "__wick_op__"):
+            return calls.call_op(tx, OpFunctionVariable(getitem), [obj, index], {})
+        raise tx.unsupported("tensor indexing is not a registry op (runs eagerly)")
+    raise tx.unsupported(f"subscript of {obj.describe()}")
+
+
+def store_subscript(tx, obj, index, value) -> None:
+    """`obj[index] = value`: on a list/dict built by the code, or on a fresh tensor."""
+    if isinstance(obj, (ListVariable, DictVariable)) and obj.source is None and \
+            index.is_constant():
+        obj.items[index.value] = value
+        return
+    if isinstance(obj, TensorVariable):
+        setitem = getattr(Tensor, "__setitem__", None)
+        if setitem is not None and hasattr(setitem, "__wick_op__"):
+            calls.inplace(tx, obj, lambda: _functional_setitem(tx, setitem, obj, index, value))
+            return
+        raise tx.unsupported("tensor item assignment is not a registry op (runs eagerly)")
+    raise tx.unsupported(f"mutation of Python state ({obj.describe()}[...] = ...)")
+
+
+def _functional_setitem(tx, setitem, obj, index, value):
+    op = setitem.__wick_op__
+    inputs, attrs = op.bind((obj, index, value), {})
+    attrs = {k: calls.as_constant(tx, v) for k, v in attrs.items()}
+    return calls.record(tx, op, inputs, attrs)
+
+
+__all__ = [
+    "PURE_BUILTINS",
+    "SetVariable",
+    "call_builtin",
+    "call_container_method",
+    "run_generator",
+    "store_subscript",
+    "subscript",
+    "unpack",
+]

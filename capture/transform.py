@@ -1,0 +1,429 @@
+"""From a captured frame state to Python values, and the continuation after a graph break.
+
+`Templater` turns trackers into *templates*: how to rebuild each value on every call from the
+graph's outputs (`("graph", k)`), the fetched inputs, objects read from the frame by their
+source, or constants. `rebuild` evaluates a template.
+
+`build_continuation(cf, out, gb)` handles a `GraphBreak` raised in the top frame:
+- "inst": the graph so far returns every tensor the stack and live locals hold; a generated
+  break function runs the breaking instruction eagerly; a resume function (itself compiled on
+  first call) continues after it. A call into a user function that broke inside is run through
+  that function's own compiled wrapper.
+- "branch": a jump on a tensor value; the graph also returns the condition and the
+  continuation calls one of two resume functions.
+- "loop": the break is inside a loop body: the graph stops before the loop, the loop runs
+  eagerly as a generated function, and a resume function continues after it.
+Touches `eager` (Tensor, grad mode), `capture`.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import re
+import types
+
+from eager import grad_mode
+
+from . import resume
+from .resume import LOOP_EXIT, CannotResume
+from .variables import (
+    CellVariable,
+    ConstantMethodVariable,
+    ConstantVariable,
+    ContainerMethodVariable,
+    DictVariable,
+    FunctionVariable,
+    GradModeExitVariable,
+    GradModeVariable,
+    IteratorVariable,
+    NestedFunctionVariable,
+    NullVariable,
+    ObjectVariable,
+    OpFunctionVariable,
+    PartialVariable,
+    SequenceVariable,
+    SetVariable,
+    SymBoolVariable,
+    TensorMethodVariable,
+    TensorVariable,
+)
+
+LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST",
+         "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "LOAD_FAST_AND_CLEAR"}
+
+
+class Templater:
+    """Collects graph outputs and sources while turning trackers into templates."""
+
+    def __init__(self, out):
+        self.out = out
+        self.outputs: list = []
+        self.sources: list[str] = []
+        self.memo: dict[int, tuple] = {}
+
+    def graph_output(self, v: TensorVariable) -> tuple:
+        if v.node.op == "placeholder" and v.source in self.out.input_sources:
+            return ("input", self.out.input_sources.index(v.source))
+        if v.node not in self.outputs:
+            self.outputs.append(v.node)
+        return ("graph", self.outputs.index(v.node))
+
+    def source(self, src: str) -> tuple:
+        if src not in self.sources:
+            self.sources.append(src)
+        return ("source", self.sources.index(src))
+
+    def t(self, v) -> tuple:
+        if isinstance(v, TensorVariable):
+            return self.graph_output(v)
+        if isinstance(v, ConstantVariable):
+            return ("const", v.value)
+        if isinstance(v, NullVariable):
+            return ("null",)
+        if isinstance(v, SetVariable):
+            return ("set", [self.t(x) for x in v.items])
+        if getattr(v, "namedtuple", None) is not None:
+            return ("namedtuple", v.namedtuple, [self.t(x) for x in v.items])
+        if isinstance(v, SequenceVariable):
+            return (v.kind.__name__, [self.t(x) for x in v.items])
+        if isinstance(v, DictVariable):
+            return ("dict", {k: self.t(x) for k, x in v.items.items()})
+        if isinstance(v, IteratorVariable):
+            return ("iter", [self.t(x) for x in v.items[v.index:]])
+        if isinstance(v, SymBoolVariable):
+            return ("bool", self.t(v.tensor), v.negate)
+        if isinstance(v, GradModeExitVariable):
+            return ("const", _restore_grad(v.prev))
+        if isinstance(v, GradModeVariable) and v.prev is None:
+            return ("const", grad_mode.no_grad() if not v.mode else grad_mode.enable_grad())
+        if isinstance(v, (FunctionVariable, OpFunctionVariable)) and v.self_var is not None:
+            return ("method", ("const", v.value), self.t(v.self_var))
+        if isinstance(v, (TensorMethodVariable,)):
+            return ("getattr", self.t(v.tensor), v.name)
+        if isinstance(v, ContainerMethodVariable):
+            return ("getattr", self.t(v.obj), v.name)
+        if isinstance(v, ConstantMethodVariable):
+            return ("const", v.bound)
+        if isinstance(v, ObjectVariable):
+            return self.source(v.source) if v.source is not None else ("const", v.value)
+        if isinstance(v, CellVariable):
+            key = id(v)
+            if key not in self.memo:
+                self.memo[key] = ("cell", key, None if v.value is CellVariable.EMPTY
+                                  else self.t(v.value))
+            return self.memo[key]
+        if isinstance(v, NestedFunctionVariable):
+            return ("makefn", v.code, v.f_globals, [self.t(d) for d in v.defaults],
+                    {k: self.t(d) for k, d in v.kwdefaults.items()},
+                    [self.t(c) for c in v.closure], v.qualname)
+        if isinstance(v, PartialVariable):
+            return ("partial", self.t(v.fn), [self.t(a) for a in v.args],
+                    {k: self.t(a) for k, a in v.kwargs.items()})
+        raise CannotResume(f"cannot rebuild {v.describe()} after a graph break")
+
+
+class GradRestore:
+    """The rebuilt `__exit__` of a `with eager.no_grad():` block a graph break cut through:
+    calling it restores the previous grad mode (capture models it as GradModeExitVariable)."""
+
+    def __init__(self, prev: bool):
+        self.prev = prev
+
+    def __call__(self, *exc):
+        grad_mode._set(self.prev)
+        return False
+
+
+def _restore_grad(prev: bool):
+    return GradRestore(prev)
+
+
+def rebuild(t: tuple, outs, inputs, objs, cells=None):
+    """The value of template `t` for one call."""
+    kind = t[0]
+    if kind == "graph":
+        return outs[t[1]]
+    if kind == "const":
+        return t[1]
+    if kind == "input":
+        return inputs[t[1]]
+    if kind == "source":
+        return objs[t[1]]
+    if kind == "null":
+        return None  # a NULL stack slot: the resume function's prologue pushes it
+    cells = {} if cells is None else cells
+    r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
+    if kind in ("tuple", "list", "set"):
+        items = [r(x) for x in t[1]]
+        return tuple(items) if kind == "tuple" else set(items) if kind == "set" else items
+    if kind == "dict":
+        return {k: r(x) for k, x in t[1].items()}
+    if kind == "namedtuple":
+        return t[1](*[r(x) for x in t[2]])
+    if kind == "iter":
+        return iter([r(x) for x in t[1]])
+    if kind == "bool":
+        return bool(r(t[1])) != t[2]
+    if kind == "method":
+        return types.MethodType(r(t[1]), r(t[2]))
+    if kind == "getattr":
+        return getattr(r(t[1]), t[2])
+    if kind == "cell":
+        if t[1] not in cells:
+            cells[t[1]] = types.CellType() if t[2] is None else types.CellType(r(t[2]))
+        return cells[t[1]]
+    if kind == "makefn":
+        _, code, g, defaults, kwdefaults, closure, qualname = t
+        fn = types.FunctionType(code, g, code.co_name, tuple(r(d) for d in defaults) or None,
+                                tuple(r(c) for c in closure) or None)
+        fn.__kwdefaults__ = {k: r(d) for k, d in kwdefaults.items()} or None
+        fn.__qualname__ = qualname
+        return fn
+    if kind == "callee":
+        return r(t[1])
+    if kind == "partial":
+        return functools.partial(r(t[1]), *[r(a) for a in t[2]],
+                                 **{k: r(a) for k, a in t[3].items()})
+    raise CannotResume(f"unknown template {kind}")
+
+
+# ---------------------------------------------------------------- graph-break continuations
+
+
+def _pops(inst) -> tuple[int, bool] | None:
+    """(stack slots instruction `inst` reads, whether it reaches below them: LIST_APPEND...)."""
+    name, a = inst.opname, inst.arg
+    fixed = {"BINARY_OP": 2, "COMPARE_OP": 2, "CONTAINS_OP": 2, "IS_OP": 2,
+             "BINARY_SUBSCR": 2, "STORE_ATTR": 2, "DELETE_SUBSCR": 2, "STORE_SUBSCR": 3,
+             "BINARY_SLICE": 3, "STORE_SLICE": 4, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1,
+             "UNARY_INVERT": 1, "UNARY_POSITIVE": 1, "TO_BOOL": 1, "GET_ITER": 1,
+             "LOAD_ATTR": 1, "LOAD_METHOD": 1, "FORMAT_SIMPLE": 1, "CONVERT_VALUE": 1,
+             "DELETE_ATTR": 1, "UNPACK_SEQUENCE": 1, "UNPACK_EX": 1, "STORE_GLOBAL": 1,
+             "CALL_INTRINSIC_1": 1, "FORMAT_WITH_SPEC": 2, "BEFORE_WITH": 1, "GET_LEN": 1}
+    if name in fixed:
+        return fixed[name], False
+    if name == "CALL":
+        return a + 2, False
+    if name == "CALL_KW":
+        return a + 3, False
+    if name == "CALL_FUNCTION_EX":
+        return (4 if a & 1 else 3), False
+    if name == "FORMAT_VALUE":
+        return (2 if a & 4 else 1), False
+    if name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING", "BUILD_SLICE",
+                "RAISE_VARARGS"):
+        return a, False
+    if name == "BUILD_MAP":
+        return 2 * a, False
+    if name == "BUILD_CONST_KEY_MAP":
+        return a + 1, False
+    if name in ("LIST_APPEND", "SET_ADD", "LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE",
+                "DICT_MERGE"):
+        return a + 1, True
+    if name == "MAP_ADD":
+        return a + 2, True
+    return None
+
+
+def needed_locals(tx, start: int, names) -> list:
+    """The names among `names` that some instruction at index >= start reads."""
+    read = set()
+    for inst in tx.instructions[start:]:
+        if inst.opname in LOADS:
+            val = inst.argval
+            if isinstance(val, tuple):
+                read.update(val)
+            else:
+                read.add(val)
+    return [n for n in names if n in read]
+
+
+def _layout(stack) -> list:
+    return ["null" if isinstance(v, NullVariable) else "v" for v in stack]
+
+
+def _name(kind: str, tx, index: int) -> str:
+    inst = tx.instructions[index]
+    line = inst.positions.lineno if inst.positions and inst.positions.lineno else \
+        tx.code.co_firstlineno
+    base = tx.code.co_name.strip("<>")
+    m = re.fullmatch(r"__(?:resume|loop|break)_in_(.+)_at_\d+", base)
+    return f"__{kind}_in_{m.group(1) if m else base}_at_{line}"
+
+
+def _outer_loop(tx, index: int):
+    best = None
+    for head, end in tx.loops:
+        if head <= index <= end and head in tx.loop_snaps and (best is None or
+                                                                head < best[0]):
+            best = (head, end)
+    return best
+
+
+class Continuation:
+    """What a resume entry does after its graph: see the module doc. `run(outs, inputs, objs)`
+    returns the function's result."""
+
+    def __init__(self, cf, tx, kind, snap, templater, stack_t, local_names, locals_t):
+        self.cf, self.tx, self.kind = cf, tx, kind
+        self.fn = tx.fn
+        self.grad_enabled = snap.grad_enabled
+        self.stack_t, self.local_names, self.locals_t = stack_t, local_names, locals_t
+        self.templater = templater
+        self.layout = _layout(snap.stack)
+        self.generated: list = []  # (name, code) of every generated function, for dumps
+        self.resumes: dict = {}
+
+    def resume_fn(self, target: int, layout: list, names: list, key=None):
+        key = key or (target, tuple(layout), tuple(names))
+        hit = self.resumes.get(key)
+        if hit is None:
+            name = _name("resume", self.tx, target)
+            fn, _ = resume.make_resume(self.fn, target, layout, names, name)
+            self.generated.append((name, fn.__code__))
+            hit = self.resumes[key] = self.cf.child(fn)
+        return hit
+
+    def values(self, outs, inputs, objs):
+        cells: dict = {}
+        stack = [rebuild(t, outs, inputs, objs, cells) for t in self.stack_t]
+        locs = [rebuild(t, outs, inputs, objs, cells) for t in self.locals_t]
+        if grad_mode.is_grad_enabled() != self.grad_enabled:
+            grad_mode._set(self.grad_enabled)
+        return stack, locs
+
+
+class InstContinuation(Continuation):
+    def setup(self, index, snap, callee_slot):
+        tx = self.tx
+        pops, deep = _pops(tx.instructions[index]) or (None, None)
+        if pops is None or pops > len(self.layout):
+            raise CannotResume(f"{tx.instructions[index].opname} cannot run on its own")
+        inst = tx.instructions[index]
+        effect = dis.stack_effect(inst.opcode, inst.arg if inst.opcode >= dis.HAVE_ARGUMENT
+                                  else None, jump=False)
+        if inst.opname == "CALL" and resume.PY == (3, 11):
+            effect += dis.stack_effect(dis.opmap["PRECALL"], inst.arg)
+        pushes = pops + effect
+        region = self.layout[len(self.layout) - pops:]
+        if deep and "null" in region:
+            raise CannotResume("a NULL below a container being built")
+        self.pops = pops
+        name = _name("break", tx, index)
+        self.break_fn, after = resume.make_break_fn(self.fn, index, region, pushes,
+                                                    snap.kw_names, name)
+        self.generated.append((name, self.break_fn.__code__))
+        self.after_layout = self.layout[:len(self.layout) - pops] + after
+        self.resume = self.resume_fn(index + 1, self.after_layout, self.local_names)
+        if callee_slot is not None:
+            k = len(self.stack_t) - pops + callee_slot
+            callee = self.stack_t[k]
+            if callee[0] in ("const", "source"):
+                self.stack_t[k] = ("callee", callee)
+
+    def run(self, outs, inputs, objs):
+        stack_t = self.stack_t
+        stack, locs = self.values(outs, inputs, objs)
+        for k, t in enumerate(stack_t):
+            if t[0] == "callee":
+                stack[k] = self.cf.callee(rebuild(t[1], outs, inputs, objs))
+        base = len(stack) - self.pops
+        top = [v for v, slot in zip(stack[base:], self.layout[base:]) if slot != "null"]
+        pushed = list(self.break_fn(*top))
+        below = [v for v, slot in zip(stack[:base], self.layout[:base]) if slot != "null"]
+        return self.resume(*below, *pushed, *locs)
+
+
+class BranchContinuation(Continuation):
+    def setup(self, index, gb):
+        tx = self.tx
+        inst = tx.instructions[index]
+        self.cond_t = self.templater.t(gb.cond)
+        self.negate = gb.negate
+        self.jump_when = "TRUE" in inst.opname
+        layout = self.layout[:-1]
+        self.stack_t = self.stack_t[:-1]
+        self.on_jump = self.resume_fn(tx.index_of[inst.argval], layout, self.local_names)
+        self.on_next = self.resume_fn(index + 1, layout, self.local_names)
+        self.layout = layout
+
+    def run(self, outs, inputs, objs):
+        stack, locs = self.values(outs, inputs, objs)
+        truth = bool(rebuild(self.cond_t, outs, inputs, objs)) != self.negate
+        args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
+        fn = self.on_jump if truth == self.jump_when else self.on_next
+        return fn(*args, *locs)
+
+
+class LoopContinuation(Continuation):
+    def setup(self, head, end):
+        tx = self.tx
+        self.exit_depth = len(self.layout) - (tx.instructions[head].opname == "FOR_ITER")
+        name = _name("loop", tx, head)
+        self.loop_fn, self.exits, _ = resume.make_loop_fn(
+            self.fn, head, end, self.layout, self.exit_depth, self.local_names, name)
+        self.generated.append((name, self.loop_fn.__code__))
+
+    def run(self, outs, inputs, objs):
+        stack, locs = self.values(outs, inputs, objs)
+        args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
+        r = self.loop_fn(*args, *locs)
+        if not (type(r) is tuple and len(r) == 3 and r[0] is LOOP_EXIT):
+            return r  # a `return` inside the loop
+        _, k, env = r
+        freevars = self.fn.__code__.co_freevars
+        names = [n for n in env if n not in freevars and not n.startswith("___stack")]
+        layout = self.layout[:self.exit_depth]
+        fn = self.resume_fn(self.exits[k], layout, names)
+        below = [v for v, slot in zip(stack[:self.exit_depth], layout) if slot != "null"]
+        return fn(*below, *[env[n] for n in names])
+
+
+def build_continuation(cf, out, gb):
+    """(Continuation, Templater) for a GraphBreak raised in the top frame (CannotResume when
+    this break point cannot be resumed: the caller runs the frame eagerly)."""
+    if gb.frame is None:
+        raise CannotResume("the break happened outside the top frame")
+    tx, index, snap = gb.frame
+    loop = _outer_loop(tx, index)
+    if loop is not None:
+        snap = tx.loop_snaps[loop[0]]
+        start, cls = loop[0], LoopContinuation
+    elif gb.kind == "branch" and tx.instructions[index].opname.startswith("POP_JUMP"):
+        start, cls = index, BranchContinuation
+    else:
+        start, cls = index, InstContinuation
+    snap.restore()
+    out.grad_enabled = snap.grad_enabled
+    templater = Templater(out)
+    env = dict(snap.locals)
+    env.update({n: v for n, v in snap.cells.items() if v is not CellVariable.EMPTY})
+    names = needed_locals(tx, start, list(env))
+    stack_t = [templater.t(v) for v in snap.stack]
+    locals_t = [templater.t(env[n]) for n in names if n not in tx.code.co_freevars]
+    names = [n for n in names if n not in tx.code.co_freevars]
+    cont = cls(cf, tx, cls.__name__[:-12].lower(), snap, templater, stack_t, names, locals_t)
+    if cls is LoopContinuation:
+        cont.setup(*loop)
+    elif cls is BranchContinuation:
+        cont.setup(index, gb)
+    else:
+        cont.setup(index, snap, _callee_slot(tx, index, snap))
+    return cont, templater
+
+
+def _callee_slot(tx, index, snap):
+    """Offset (in the consumed region) of a plain Python function being called, if any."""
+    inst = tx.instructions[index]
+    if inst.opname not in ("CALL", "CALL_KW"):
+        return None
+    n = inst.arg + 2 + (inst.opname == "CALL_KW")
+    region = snap.stack[len(snap.stack) - n:]
+    for k in (0, 1):
+        v = region[k]
+        if isinstance(v, FunctionVariable) and v.self_var is None and not (
+                getattr(v.value, "__wick_graph_break__", False) or
+                getattr(v.value, "__wick_disable__", False)):
+            return k
+    return None

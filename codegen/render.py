@@ -1,0 +1,188 @@
+"""A `Kernel` printed as one LLVM function: loops, strided loads, phases, reductions, stores.
+
+`render_kernel(kernel, symbol)` prints `void symbol(ptr noalias in0, ..., ptr noalias out0,
+..., i64 lo, i64 hi)`: the outermost parallel loop runs over [lo, hi) (the thread pool splits
+it; with no parallel loop the body runs once when lo < hi), the other sizes and every stride
+are constants, so the innermost stride-1 loop is left to LLVM's loop vectorizer. Reduction
+accumulators live in allocas (promoted to registers by SROA) and their updates carry the
+`reassoc` fast-math flag, the one flag that lets a float reduction vectorize; nothing else
+gets fast-math flags. All decisions were made on the Kernel; this module only prints.
+Imports only `ir` and llvmlite.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ir import dtypes as D
+
+from .kernel import Const, Kernel, Var
+from .llvm import I8, I64, PTR, VOID, LLVMBuilder, constant, lltype, memtype
+
+_REASSOC = ("reassoc",)
+
+
+def render_kernel(kernel: Kernel, symbol: str) -> str:
+    """LLVM IR text of `kernel` as function `symbol` (see the module docstring)."""
+    module = ll.Module(name="wick")  # neutral: the IR hash must not depend on the name
+    bufs = kernel.inputs + kernel.outputs
+    extra = [PTR] if kernel.checks_div else []
+    fn = ll.Function(module, ll.FunctionType(VOID, [PTR] * len(bufs) + extra + [I64, I64]),
+                     symbol)
+    for arg, buf in zip(fn.args, bufs):
+        arg.name = buf.name
+        arg.add_attribute("noalias")
+    lo, hi = fn.args[-2], fn.args[-1]
+    lo.name, hi.name = "lo", "hi"
+    fn.attributes.add("nounwind")
+    entry = fn.append_basic_block("entry")
+    b = ll.IRBuilder(entry)
+    r = _Renderer(kernel, b, fn, bufs)
+    allocas = [b.alloca(lltype(dt), name=f"acc{i}") for i, (dt, _) in enumerate(kernel.accs)]
+    r.allocas = allocas
+    if kernel.checks_div:
+        r.sb.err = b.alloca(ll.IntType(1), name="divzero")
+        b.store(ll.Constant(ll.IntType(1), 0), r.sb.err)
+    if kernel.numel == 0 and not kernel.accs:
+        b.ret_void()
+        return str(module)
+    zero = ll.Constant(I64, 0)
+    offsets = [zero] * len(bufs)
+    if kernel.outer:
+        r.loop_nest(kernel.outer, 0, offsets, r.phases, lo=lo, hi=hi)
+    else:
+        # no parallel loop: the body runs once when the range is not empty
+        body = fn.append_basic_block("once")
+        done = fn.append_basic_block("done")
+        b.cbranch(b.icmp_signed("<", lo, hi), body, done)
+        b.position_at_end(body)
+        r.phases(offsets)
+        b.branch(done)
+        b.position_at_end(done)
+    if kernel.checks_div:   # report a division by zero through the flag argument
+        flag, ret = fn.append_basic_block("divzero"), fn.append_basic_block("ret")
+        b.cbranch(b.load(r.sb.err, typ=ll.IntType(1)), flag, ret)
+        b.position_at_end(flag)
+        b.store(ll.Constant(I8, 1), fn.args[len(bufs)])
+        b.branch(ret)
+        b.position_at_end(ret)
+    b.ret_void()
+    return str(module)
+
+
+class _Renderer:
+    def __init__(self, kernel: Kernel, b: ll.IRBuilder, fn, bufs):
+        self.k = kernel
+        self.b = b
+        self.fn = fn
+        self.bufs = bufs
+        self.args = fn.args
+        self.sb = LLVMBuilder(b)
+        self.allocas: list = []
+        self.nout = len(kernel.outer)
+        self._blocks = 0
+
+    def _block(self, name):
+        self._blocks += 1
+        return self.fn.append_basic_block(f"{name}{self._blocks}")
+
+    def loop_nest(self, loops, depth0, offsets, inner, lo=None, hi=None):
+        """Top-tested loops over `loops` (strides from position depth0); calls inner(offsets)."""
+        b = self.b
+        if not loops:
+            inner(offsets)
+            return
+        (var, size), rest = loops[0], loops[1:]
+        depth = depth0
+        start = lo if lo is not None else ll.Constant(I64, 0)
+        stop = hi if hi is not None else ll.Constant(I64, size)
+        pre = b.block
+        header, body, after = self._block(f"{var}_head"), self._block(f"{var}_body"), \
+            self._block(f"{var}_end")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64, name=var)
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", i, stop), body, after)
+        b.position_at_end(body)
+        new = []
+        for off, buf in zip(offsets, self.bufs):
+            s = buf.strides[depth]
+            if s == 0:
+                new.append(off)
+                continue
+            step = i if s == 1 else b.mul(i, ll.Constant(I64, s), flags=("nsw",))
+            new.append(step if isinstance(off, ll.Constant) and off.constant == 0
+                       else b.add(off, step, flags=("nsw",)))
+        self.loop_nest(rest, depth0 + 1, new, inner)
+        nxt = b.add(i, ll.Constant(I64, 1), name=f"{var}_next", flags=("nuw", "nsw"))
+        i.add_incoming(nxt, b.block)
+        b.branch(header)
+        b.position_at_end(after)
+
+    def phases(self, offsets):
+        """Per outer index: each phase's reduction loop, then the epilogue."""
+        k, b = self.k, self.b
+        for ph in k.phases:
+            for a, _, _ in ph.accs:
+                dt, ident = k.accs[a]
+                b.store(constant(ident, dt), self.allocas[a])
+            if k.rloops:
+                self.loop_nest(k.rloops, self.nout, offsets,
+                               lambda offs, ph=ph: self.body(ph.body, ph.accs, ph.stores, offs))
+            else:
+                self.body(ph.body, ph.accs, ph.stores, offsets)
+        self.body(k.epilogue, [], k.epi_stores, offsets)
+
+    def body(self, stmts, accs, stores, offsets):
+        k, b, sb = self.k, self.b, self.sb
+        env: dict = {}
+        nin = len(k.inputs)
+
+        def value(a):
+            if isinstance(a, Var):
+                return env[a]
+            if isinstance(a, Const):
+                return constant(a.value, a.dtype)
+            return a
+
+        for st in stmts:
+            if st.op == "load":
+                i = st.attrs["input"]
+                dt = k.inputs[i].dtype
+                ptr = b.gep(self.args[i], [offsets[i]], inbounds=True,
+                            source_etype=memtype(dt))
+                v = b.load(ptr, typ=memtype(dt))
+                env[st.out] = b.icmp_unsigned("!=", v, ll.Constant(I8, 0)) \
+                    if dt is D.bool_ else v
+                continue
+            if st.op == "acc":
+                a = st.attrs["acc"]
+                env[st.out] = b.load(self.allocas[a], typ=lltype(k.accs[a][0]))
+                continue
+            dts = [x.dtype for x in st.args if isinstance(x, (Var, Const))]
+            in_dt = dts[1] if st.op == "where" else (dts[0] if dts else st.out.dtype)
+            env[st.out] = sb.emit(st.op, st.out.dtype, in_dt, [value(x) for x in st.args],
+                                  st.attrs)
+
+        for a, comb, v in accs:
+            dt = k.accs[a][0]
+            cur = b.load(self.allocas[a], typ=lltype(dt))
+            x = value(v)
+            if dt.is_floating_point and comb in ("add", "mul"):
+                new = (b.fadd if comb == "add" else b.fmul)(cur, x, flags=_REASSOC)
+            else:
+                new = sb.emit(comb, dt, dt, [cur, x], {})
+            b.store(new, self.allocas[a])
+
+        for i, val in stores:
+            buf = k.outputs[i]
+            v = value(val)
+            if isinstance(val, (Var, Const)) and val.dtype is not buf.dtype:
+                v = sb.cast(v, val.dtype, buf.dtype)
+            if buf.dtype is D.bool_:
+                v = b.zext(v, I8)
+            j = nin + i
+            ptr = b.gep(self.args[j], [offsets[j]], inbounds=True,
+                        source_etype=memtype(buf.dtype))
+            b.store(v, ptr)

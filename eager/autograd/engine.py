@@ -1,0 +1,342 @@
+"""The reverse-mode engine: `backward`, `grad` (PyTorch's autograd engine, small).
+
+Every differentiable op run under grad mode records a node (`nodes.py`: `BackwardNode`, named
+like `MulBackward0`, with (node, output_nr) edges to its operands' nodes, a leaf's being its
+`AccumulateGrad`). `backward()` walks only the part of the graph that reaches the
+roots, in dependency order (counted in-degrees, iterative: no recursion limit), calling each
+op's registry backward rule, written in registry ops: with `create_graph=True` the rule runs
+through `eager.dispatch.F` and is recorded (higher-order gradients); otherwise as a traced
+plan (`plans.py`) or through `lazy.LF`, which run the same rule unrecorded and compute only the
+gradients that some node needs. Saved tensors are freed after the pass unless `retain_graph`.
+
+Semantics: PyTorch's autograd notes and the autograd paper (Paszke et al. 2017). This module may
+touch Tensor's autograd slots (`grad`, `requires_grad`, through the nodes); views and in-place
+rebasing live in `views.py`, hooks in `hooks.py`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import grad_mode
+from ..tensor import Tensor
+from . import anomaly
+from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
+    _CHECKS,
+    FREED,
+    NO_EDGE,
+    AccumulateGrad,
+    BackwardNode,
+    Node,
+    _run_tensor_hooks,
+    _Stale,
+    _Unavailable,
+    cast_grad,
+    edge_of,
+    finish_grads,
+    grad_accumulator,
+)
+
+# ---------------------------------------------------------------- the pass
+
+
+def _dependencies(roots) -> dict:
+    """Number of edges into every node reachable from `roots` (iterative DFS)."""
+    deps: dict = {}
+    seen = set()
+    stack = [r for r in roots if r is not None]
+    for r in stack:
+        seen.add(r)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                if nxt in deps:
+                    deps[nxt] += 1
+                else:
+                    deps[nxt] = 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    return deps
+
+
+def _needed(roots, deps: dict, targets: set) -> set:
+    """Nodes from which some target is reachable (the only ones `grad` must run)."""
+    left = dict(deps)
+    order = []
+    stack = [r for r in dict.fromkeys(roots) if left.get(r, 0) == 0]
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                left[nxt] -= 1
+                if left[nxt] == 0:
+                    stack.append(nxt)
+    needed = set(targets)
+    for n in reversed(order):
+        if n not in needed and any(nxt in needed for nxt, _ in n.next_functions):
+            needed.add(n)
+    return needed
+
+
+def _add(buffers: dict, node, nr: int, g, multi: bool):
+    if not multi:
+        old = buffers.get(node)
+        buffers[node] = g if old is None else _sum(old, g)
+        return
+    slots = buffers.get(node)
+    if slots is None:
+        slots = buffers[node] = [None] * node.num_outputs
+    slots[nr] = g if slots[nr] is None else _sum(slots[nr], g)
+
+
+def _sum(a: Tensor, b: Tensor) -> Tensor:
+    if not grad_mode.is_grad_enabled() and a._data.shape == b._data.shape and \
+            a._data.dtype == b._data.dtype:
+        return Tensor._make(a._data + b._data)
+    return a + b
+
+
+def _plain(g):
+    """A gradient leaving a node: a lazy result is computed and wrapped as a plain Tensor."""
+    return g if type(g) is Tensor or g is None else _force(g)
+
+
+def _force(g):
+    if isinstance(g, Tensor) and not g.requires_grad:
+        return Tensor._make(g._data)
+    return g
+
+
+def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=None,
+                 accumulate: bool = True) -> dict:
+    """Propagate gradients from `roots` [((node, nr), grad)] through the graph.
+
+    `capture` maps (node, nr) edges to result slots: `grad()` gets their gradients there, and
+    only nodes leading to them run. With `accumulate`, leaves' `.grad` receive their sums."""
+    from ..dispatch import F as RECORDING
+    from .lazy import LF
+
+    F = RECORDING if create_graph else LF
+    root_nodes = [e[0] for e, _ in roots]
+    deps = _dependencies(root_nodes)
+    buffers: dict = {}
+    for (node, nr), g in roots:
+        _add(buffers, node, nr, g, node.num_outputs > 1)
+    needed = None
+    targets = None
+    captured: dict = {}
+    if capture is not None:
+        targets = {}
+        for (node, nr), slot in capture.items():
+            targets.setdefault(node, []).append((nr, slot))
+        needed = _needed(root_nodes, deps, set(targets))
+    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    checking = anomaly.is_anomaly_enabled()
+    with grad_mode.set_grad_enabled(create_graph), np.errstate(all="ignore"):
+        while ready:
+            node = ready.pop()
+            g = buffers.pop(node, None)
+            if g is None or (needed is not None and node not in needed):
+                for nxt, _ in node.next_functions:
+                    if nxt is not None:
+                        deps[nxt] -= 1
+                        if deps[nxt] == 0:
+                            ready.append(nxt)
+                continue
+            hk = node._hk
+            if hk is not None:
+                g = hk.before(node, g)
+            if targets is not None and node in targets:
+                for nr, slot in targets[node]:
+                    gi = g if node.num_outputs == 1 else g[nr]
+                    if gi is not None:
+                        captured[slot] = gi if slot not in captured else _sum(captured[slot], gi)
+            if type(node) is AccumulateGrad:
+                if accumulate:
+                    node.accumulate(g, create_graph)
+                continue
+            if checking:
+                grads = anomaly.checked_apply(node, g, F, create_graph)
+            else:
+                grads = node.apply(g, F, create_graph)
+            if hk is not None and hk.post:
+                grads = hk.after(grads, g)
+            for (nxt, nr), gx in zip(node.next_functions, grads):
+                if nxt is None:
+                    continue
+                if gx is not None:
+                    if type(gx) is not Tensor:
+                        gx = _plain(gx)
+                    if nxt.num_outputs == 1:
+                        old = buffers.get(nxt)
+                        buffers[nxt] = gx if old is None else _sum(old, gx)
+                    else:
+                        _add(buffers, nxt, nr, gx, True)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    ready.append(nxt)
+            if not retain_graph:
+                node.release()
+    return captured
+
+
+# ---------------------------------------------------------------- user entry points
+
+
+def _as_list(x) -> list:
+    return [x] if isinstance(x, Tensor) else list(x)
+
+
+def _root_grads(tensors: list, grads, what: str = "backward") -> list:
+    if grads is None:
+        grads = [None] * len(tensors)
+    elif isinstance(grads, Tensor):
+        grads = [grads]
+    else:
+        grads = list(grads)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"grad_tensors should have the same length as tensors: got "
+                           f"{len(grads)} gradients and {len(tensors)} tensors")
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}: element {i} of tensors is a {type(t).__name__}, "
+                            "expected a Tensor")
+        if g is None:
+            if not t.requires_grad:
+                out.append(None)
+                continue
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.dtype.is_floating_point:
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                                   f"but got eager.{t.dtype.name}")
+            arr = t._data
+            g = Tensor._make(np.ones(arr.shape, arr.dtype) if type(arr) is np.ndarray
+                             else arr * 0 + 1)
+        elif not isinstance(g, Tensor):
+            g = Tensor(g, dtype=t.dtype)
+        if tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"eager.Size({list(g.shape)}) and output[{i}] has a shape of "
+                               f"eager.Size({list(t.shape)}).")
+        if g.dtype.is_complex != t.dtype.is_complex:
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required "
+                               f"to have the same dtype. Mismatch in dtype: grad_output[{i}] has "
+                               f"a dtype of eager.{g.dtype.name} and output[{i}] has a dtype of "
+                               f"eager.{t.dtype.name}.")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """`eager.autograd.backward` (= `Tensor.backward`): accumulate the gradients of `tensors`
+    w.r.t. the graph's leaves into their `.grad` (PyTorch's `torch.autograd.backward`).
+
+    `grad_tensors`: one per tensor (None allowed for one-element tensors: ones); shapes must
+    match (RuntimeError "Mismatch in shape"). `retain_graph` defaults to `create_graph`;
+    without it the graph's saved tensors are freed, and a second pass raises RuntimeError.
+    `create_graph=True` records the backward pass (higher-order gradients). `inputs`: only these
+    tensors (leaves or not) get `.grad`. RuntimeError when no tensor requires grad."""
+    tensors = _as_list(tensors)
+    grads = _root_grads(tensors, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in tensors:
+        if not t.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+    if create_graph and _leaves_warn_needed():
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle "
+                      "between the parameter and its gradient which can cause a memory leak. "
+                      "We recommend using autograd.grad when creating the graph to avoid this.",
+                      UserWarning, stacklevel=3)
+    roots = [(edge_of(t), g) for t, g in zip(tensors, grads)]
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        capture = {}
+        for i, x in enumerate(inputs):
+            if not x.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            capture[edge_of(x)] = i
+        got = run_backward(roots, retain_graph, create_graph, capture, accumulate=False)
+        for i, x in enumerate(inputs):
+            gx = got.get(i)
+            if gx is None:
+                continue
+            if x.grad_fn is None:
+                grad_accumulator(x).accumulate(gx, create_graph)
+            else:
+                gx = gx if create_graph else Tensor._make(gx._data.copy())
+                x.grad = gx if x.grad is None else x.grad + gx
+        return
+    run_backward(roots, retain_graph, create_graph)
+
+
+def _leaves_warn_needed() -> bool:
+    return False  # PyTorch warns only when a leaf gets a grad with history; kept quiet here
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """`eager.autograd.grad`: the gradients of `outputs` w.r.t. `inputs`, as a tuple (PyTorch's
+    `torch.autograd.grad`); leaves' `.grad` are left untouched and only the part of the graph
+    leading to `inputs` runs.
+
+    Raises RuntimeError when an input does not require grad, when an input is not reached
+    (unless `allow_unused`: None is returned for it, or zeros with `materialize_grads`), when an
+    output does not require grad, and when a grad_output's shape differs from its output's."""
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported: loop over the batch "
+                                  "of grad_outputs with retain_graph=True instead")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads"
+                         "=True, but got: allow_unused=False.")
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    if not inputs:
+        raise RuntimeError("grad requires non-empty inputs.")
+    grads = _root_grads(outputs, grad_outputs, "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    capture = {}
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(x).__name__}")
+        if not x.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        capture.setdefault(edge_of(x), i)
+    roots = []
+    for i, (t, g) in enumerate(zip(outputs, grads)):
+        if not t.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        roots.append((edge_of(t), g))
+    slots = {}
+    for i, x in enumerate(inputs):  # the same tensor twice gets the gradient twice
+        slots[i] = capture[edge_of(x)]
+    captured = run_backward(roots, retain_graph, create_graph, capture, accumulate=False)
+    result = []
+    for i, x in enumerate(inputs):
+        g = captured.get(slots[i])
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
+            if materialize_grads:
+                g = Tensor._make(np.zeros(tuple(x.shape), x.dtype.np))
+        elif not create_graph and g.requires_grad:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

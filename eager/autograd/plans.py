@@ -1,0 +1,287 @@
+"""Backward plans: a node's backward rule traced once, then run as straight-line numpy code.
+
+Without `create_graph`, a `BackwardNode` runs the same rule for the same op, attributes,
+operand shapes/dtypes (and Python-number operand values) again and again (every training
+step). The first time, the rule (and the engine's reduction/cast of its results, see
+`engine.finish_grads`) is run symbolically through `TF`, a namespace that checks each registry
+op with its meta rules and records it; the steps that the needed gradients depend on become a
+generated Python function calling each op's kernel on arrays, cached under that key. Later
+calls only build the key and call the function: the rule's dispatch overhead disappears, and
+gradients nobody needs are never computed. A rule that looks at data (not only at shapes) or
+uses a data-dependent op cannot be traced: its op goes the lazy way (`lazy.LF`) from then on.
+
+The same idea as capture's graphs and codegen's kernels, at the scale of one node. Imports `ir`
+and eager's Tensor; used by `engine.BackwardNode.apply`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir import REGISTRY
+from ir import dtypes as D
+from ir.execute import opmath
+from ir.opdef import OpDef, TensorMeta
+from ir.scalar import ArrayBuilder
+
+from ..tensor import Size, Tensor
+
+_B = ArrayBuilder(np)
+_UNTRACEABLE: set = set()  # op names whose rules read data
+PLANS: dict = {}
+MAX_PLANS = 4096
+_NUMBERS = (bool, int, float, complex)
+
+
+class Untraceable(Exception):
+    """The rule needs data (or a data-dependent op): it cannot become a plan."""
+
+
+class Sym(Tensor):
+    """A symbolic value during tracing: metadata only; reading data raises `Untraceable`."""
+
+    __slots__ = ("_m", "ref")
+
+    def __init__(self, meta: TensorMeta, ref: str):
+        self._m = meta
+        self.ref = ref
+        self.requires_grad = False
+        self.grad_fn = None
+        self.grad = None
+        self._vc = [0]
+        self._base = None
+        self._backward_hooks = None
+        self._retains_grad = False
+        self._fw_grad = None
+
+    @property
+    def _data(self):
+        raise Untraceable
+
+    @property
+    def meta(self) -> TensorMeta:
+        return self._m
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._m.shape)
+
+    @property
+    def dtype(self):
+        return self._m.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._m.shape)
+
+    def dim(self) -> int:
+        return len(self._m.shape)
+
+    def numel(self) -> int:
+        return self._m.numel
+
+    def __bool__(self):
+        raise Untraceable
+
+    def item(self):
+        raise Untraceable
+
+
+class _Tracer:
+    """Records registry op calls made on `Sym` values as code lines."""
+
+    def __init__(self):
+        self.lines: list = []  # (target, expression, [refs used])
+        self.env: dict = {"np": np, "asarray": np.asarray, "ndarray": np.ndarray}
+        self.n = 0
+
+    def const(self, value) -> str:
+        name = f"c{self.n}"
+        self.n += 1
+        self.env[name] = value
+        return name
+
+    def apply(self, op: OpDef, inputs: tuple, attrs: dict):
+        metas = tuple(x.meta if isinstance(x, Tensor) else x for x in inputs)
+        if any(isinstance(x, Tensor) and not isinstance(x, Sym) for x in inputs):
+            raise Untraceable  # a tensor made outside the rule's ops (data of some kind)
+        attrs = op.canonical_attrs(metas, attrs)
+        if op.decomp is not None:
+            return op.decomp(self.ns, *inputs, **attrs)
+        if op.dynamic_shape:
+            raise Untraceable
+        meta = op.meta(metas, attrs)
+        compute, out_dtype = op.dtypes(metas, attrs)
+        cd = opmath(op, compute)
+        args, used = [], []
+        for i, x in enumerate(inputs):
+            if isinstance(x, Sym):
+                ref = x.ref
+                used.append(ref)
+                if i >= op.promote_from and x.dtype.np != cd.np:
+                    ref = f"{ref}.astype({self.const(cd.np)})"
+                args.append(ref)
+            elif isinstance(x, _NUMBERS):
+                if cd.category == 1 and cd.name != "int64" and type(x) is int:
+                    raise Untraceable  # narrow-int wrapping: leave it to run_kernel
+                args.append(self.const(x))
+            else:
+                raise Untraceable
+        if op.kind == "elementwise" and op.scalar is not None and \
+                "_impl_from_scalar" in getattr(op.impl, "__qualname__", ""):
+            fn = self.const(op.scalar)
+            call = f"{fn}(B, {', '.join(args)}{self._kw(attrs)})"
+        else:
+            fn = self.const(op.impl)
+            call = f"{fn}(np, {', '.join(args)}{self._kw(attrs)})"
+        target = f"t{self.n}"
+        self.n += 1
+        onp = self.const(out_dtype.np)
+        self.lines.append((target, call, onp, used))
+        return Sym(meta, target)
+
+    def _kw(self, attrs: dict) -> str:
+        if not attrs:
+            return ""
+        return ", **" + self.const(dict(attrs))
+
+
+class _TraceNamespace:
+    def __init__(self, tracer: _Tracer):
+        self._tracer = tracer
+        tracer.ns = self
+
+    def __getattr__(self, name: str):
+        op = REGISTRY.get(name)
+        if op is None:
+            raise AttributeError(f"no op named {name!r} in the registry")
+        tracer = self._tracer
+
+        def call(*args, **kwargs):
+            inputs, attrs = op.bind(args, kwargs)
+            return tracer.apply(op, inputs, attrs)
+
+        return call
+
+
+def _spec(x):
+    if isinstance(x, Tensor):
+        a = x._data
+        if type(a) is not np.ndarray:
+            raise Untraceable
+        return (a.shape, a.dtype)
+    return ("n", type(x), x)
+
+
+def node_key(node, g):
+    """The plan key of a BackwardNode call, or None when it cannot have a plan."""
+    op = node.op
+    if op.name in _UNTRACEABLE:
+        return None
+    try:
+        key = (op.name, D.get_default_dtype(), tuple(node.attrs.items()),
+               tuple(_spec(x) for x in node.saved),
+               _spec(g), node.out_data.shape, node.out_data.dtype,
+               tuple(e[0] is not None for e in node.next_functions))
+        hash(key)
+    except (Untraceable, TypeError):
+        return None
+    return key
+
+
+def build(node, g):
+    """Trace `node`'s rule on symbols; returns the plan function or None (untraceable)."""
+    from .engine import finish_grads
+
+    op = node.op
+    tracer = _Tracer()
+    ns = _TraceNamespace(tracer)
+    tracer.env["B"] = _B
+    params = ["g", "out"]
+    sym_g = Sym(g.meta, "g")
+    out_meta = TensorMeta(node.out_data.shape, _dtype(node.out_data), "cpu")
+    sym_out = Sym(out_meta, "out")
+    args = []
+    for i, x in enumerate(node.saved):
+        if isinstance(x, Tensor):
+            args.append(Sym(x.meta, f"a{i}"))
+            params.append(f"a{i}")
+        else:
+            args.append(x)
+            params.append(f"a{i}")
+    try:
+        grads = op.backward(ns, sym_g, sym_out, *args, **node.attrs)
+        grads = finish_grads(ns, args, grads, node.next_functions, sym_g)
+    except Untraceable:
+        _UNTRACEABLE.add(op.name)
+        return None
+    except Exception:  # noqa: BLE001  (the generic path raises it with its own message)
+        return None
+    results = []
+    for gx in grads:
+        if gx is None:
+            results.append("None")
+        elif isinstance(gx, Sym):
+            results.append(gx.ref)
+        else:
+            _UNTRACEABLE.add(op.name)
+            return None
+    needed = {r for r in results if r != "None"}
+    body = []
+    for target, call, onp, used in reversed(tracer.lines):  # keep what results depend on
+        if target in needed:
+            needed.update(used)
+            body.append((target, call, onp))
+    body.reverse()
+    src = [f"def plan({', '.join(params)}):"]
+    for target, call, onp in body:
+        src.append(f"    {target} = {call}")
+        src.append(f"    if type({target}) is not ndarray: {target} = asarray({target})")
+        src.append(f"    if {target}.dtype != {onp}: {target} = {target}.astype({onp})")
+    src.append(f"    return [{', '.join(results)}]")
+    code = compile("\n".join(src), f"<backward plan of {op.name}>", "exec")
+    exec(code, tracer.env)  # noqa: S102  (the traced plan as source, like torch.fx's codegen)
+    fn = tracer.env["plan"]
+    fn.source = "\n".join(src)
+    return fn
+
+
+def _dtype(a):
+    return D.from_numpy(a.dtype)
+
+
+def run(node, g) -> list | None:
+    """The node's gradients through its plan (as plain Tensors), or None to go the generic
+    way (no plan possible, or stale/freed saved tensors: the generic path raises for those)."""
+    if type(g._data) is not np.ndarray:
+        return None
+    key = node_key(node, g)
+    if key is None:
+        return None
+    fn = PLANS.get(key)
+    if fn is None:
+        if key in PLANS:
+            return None
+        fn = build(node, g)
+        if len(PLANS) >= MAX_PLANS:
+            PLANS.clear()
+        PLANS[key] = fn
+        if fn is None:
+            return None
+    arrays = [x._data if isinstance(x, Tensor) else x for x in node.saved]
+    res = fn(g._data, node.out_data, *arrays)
+    return [None if r is None else _wrap(r) for r in res]
+
+
+def _wrap(arr) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._data = arr
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._vc = [0]
+    t._base = None
+    t._backward_hooks = None
+    t._retains_grad = False
+    t._fw_grad = None
+    return t

@@ -1,0 +1,221 @@
+"""AOT autograd on graphs: record ops into a new `Graph`, and build a forward graph's backward.
+
+`Recorder` records registry ops (through an `OpNamespace`) into a Graph; its values are
+`Value`s that show the `shape`/`dtype`/`ndim` the registry's decompositions and backward rules
+read, and composites are recorded as their decomposition. `build_backward(fwd, wrt)` walks a
+forward graph in reverse and calls each node's registry `backward` rule on the recorder, giving
+a backward graph whose placeholders are the forward values it needs (saved) and one gradient
+per forward output, and whose outputs are the gradients of the placeholders `wrt`; the caller
+(`capture/aot.py`) compiles it like any graph, so backward passes are fused too
+(AOT-autograd style; PyTorch's `torch._functorch.aot_autograd`). Gradients follow eager's
+engine: broadcast gradients are summed back to each operand's shape and cast to its dtype.
+Imports only `ir`.
+"""
+
+from __future__ import annotations
+
+from .graph import Graph, Node, map_arg
+from .opdef import OpNamespace, TensorMeta, is_number, sum_to_shape
+
+
+class Value:
+    """A recorded graph value, with the tensor metadata rules read (`x.shape`, `x.dtype`)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node):
+        self.node = node
+
+    @property
+    def meta(self) -> TensorMeta:
+        return self.node.meta["val"]
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.meta.shape)
+
+    @property
+    def dtype(self):
+        return self.meta.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.meta.shape)
+
+    @property
+    def device(self) -> str:
+        return self.meta.device
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def __repr__(self) -> str:
+        return f"Value(%{self.node.name}: {self.meta})"
+
+
+class Recorder:
+    """Records registry ops into `graph` (composites as their decompositions): `self.F`."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.F = OpNamespace(self.apply)
+
+    def apply(self, op, inputs, attrs):
+        if op.decomp is not None:
+            return op.decomp(self.F, *inputs, **attrs)
+        inputs = _node_of(tuple(inputs))
+        metas = tuple(a.meta["val"] if isinstance(a, Node) else a for a in inputs)
+        attrs = op.canonical_attrs(metas, _node_of(dict(attrs)))
+        return Value(self.graph.call_function(op, inputs, attrs, val=op.meta(metas, attrs)))
+
+
+def copy_graph(graph: Graph, node_fn=None, name=None, extra_outputs=()):
+    """A copy of `graph`; `node_fn(rec, node, args, kwargs)` may return the value of a
+    call_function node (a Value, a tuple or a number) instead of a plain copy; the copies of
+    the nodes `extra_outputs` are returned after the graph's outputs. Returns (graph, env)."""
+    out = Graph(name or graph.name)
+    rec = Recorder(out)
+    env: dict = {}
+
+    def get(n):
+        return env[n]
+
+    for n in graph.nodes:
+        if n.op == "placeholder":
+            p = out.placeholder(n.name, n.meta.get("val"))
+            p.meta.update(n.meta)
+            env[n] = Value(p)
+        elif n.op == "output":
+            out.output(_node_of(map_arg(tuple(n.args[0]) + tuple(extra_outputs), get)))
+        else:
+            args = map_arg(n.args, get)
+            kwargs = map_arg(n.kwargs, get)
+            r = node_fn(rec, n, args, kwargs) if node_fn else None
+            if r is None:
+                node = out.call_function(n.target, _node_of(args), _node_of(kwargs),
+                                         val=n.meta.get("val"), source=n.meta.get("source"))
+                node.meta.update({k: v for k, v in n.meta.items() if k != "val"})
+                r = Value(node)
+            env[n] = r
+    return out, env
+
+
+def _node_of(v):
+    """Values (inside tuples, lists and dicts too) back to their Nodes."""
+    if isinstance(v, Value):
+        return v.node
+    if isinstance(v, (tuple, list)):
+        return type(v)(_node_of(x) for x in v)
+    if isinstance(v, dict):
+        return {k: _node_of(x) for k, x in v.items()}
+    return v
+
+
+def build_backward(fwd: Graph, wrt: list):
+    """The backward graph of `fwd` with respect to its placeholders `wrt` (a list of bools, one
+    per placeholder).
+
+    Returns (bwd, saved) where `saved` lists the forward Nodes whose values the backward reads
+    (in the order of bwd's first placeholders), followed in bwd by one placeholder per forward
+    output ("grad_<name>", the incoming gradient; outputs that are not tensors get none). bwd
+    returns one gradient per placeholder of `fwd` with wrt True (None where no gradient flows).
+    Raises RuntimeError when a node on a gradient path has no backward rule.
+    """
+    bwd = Graph(fwd.name + "_backward")
+    rec = Recorder(bwd)
+    F = rec.F
+    saved: dict = {}   # forward node -> Value in bwd
+
+    def fv(n: Node):
+        """The forward value `n` as seen from the backward graph (a saved placeholder)."""
+        if n not in saved:
+            p = bwd.placeholder(f"saved_{n.name}", n.meta["val"])
+            saved[n] = Value(p)
+        return saved[n]
+
+    ph = fwd.placeholders
+    needs = {p for p, w in zip(ph, wrt) if w}
+    for n in fwd.nodes:   # which nodes lie on a path from a wrt input
+        if (n.op == "call_function" and n.target.differentiable
+                and any(a in needs for a in n.all_input_nodes)):
+            needs.add(n)
+    outs = fwd.output_node.args[0]
+    grads: dict = {}
+    grad_ph = []
+    for i, o in enumerate(outs):
+        if isinstance(o, Node):
+            g = Value(bwd.placeholder(f"grad_{i}_{o.name}", o.meta["val"]))
+            grad_ph.append(g)
+            if o in needs:
+                grads[o] = grads[o] + [g] if o in grads else [g]
+    for n in reversed(fwd.nodes):
+        if n.op != "call_function" or n not in grads or n not in needs:
+            continue
+        gs = grads.pop(n)
+        g = gs[0]
+        for extra in gs[1:]:
+            g = F.add(g, extra)
+        op = n.target
+        if op.backward is None:
+            raise RuntimeError(f"{op.name} has no backward rule: cannot differentiate %{n.name}")
+        args = tuple(fv(a) if isinstance(a, Node) else a for a in n.args)
+        out_grads = op.backward(F, g, fv(n), *args, **n.kwargs)
+        for a, ga in zip(n.args, out_grads):
+            if not isinstance(a, Node) or a not in needs or ga is None:
+                continue
+            if is_number(ga):
+                ga = F.mul(F.expand(F.cast(g, a.meta["val"].dtype), tuple(a.meta["val"].shape)),
+                           0.0)
+            ga = sum_to_shape(F, ga, tuple(a.meta["val"].shape))
+            if ga.dtype is not a.meta["val"].dtype:
+                ga = F.cast(ga, a.meta["val"].dtype)
+            grads[a] = grads[a] + [ga] if a in grads else [ga]
+    result = []
+    for p, w in zip(ph, wrt):
+        if not w:
+            continue
+        gs = grads.get(p)
+        if not gs:
+            result.append(None)
+            continue
+        g = gs[0]
+        for extra in gs[1:]:
+            g = F.add(g, extra)
+        result.append(g.node)
+    # the final graph: saved values first, then incoming gradients, then the body
+    saved_nodes = list(saved)
+    final = Graph(bwd.name)
+    m: dict = {}
+    for n in saved_nodes:
+        m[saved[n].node] = final.placeholder(saved[n].node.name, n.meta["val"])
+    for g in grad_ph:
+        m[g.node] = final.placeholder(g.node.name, g.meta)
+    for n in bwd.nodes:
+        if n.op == "call_function":
+            m[n] = final.call_function(n.target, map_arg(n.args, m.__getitem__),
+                                       map_arg(n.kwargs, m.__getitem__), val=n.meta["val"])
+    final.output(tuple(m[r] if r is not None else None for r in result))
+    final.eliminate_dead_code()
+    bwd = final
+    return bwd, saved_nodes
+
+
+def decompose(graph: Graph) -> Graph:
+    """A copy of `graph` with single-output composite nodes replaced by their registry
+    `decomp`, or `graph` itself when it has none (a decomposition that fails or returns
+    several values leaves its node as it is)."""
+    if not any(n.op == "call_function" and n.target.decomp is not None for n in graph.nodes):
+        return graph
+
+    def expand(rec, node, args, kwargs):
+        if node.target.decomp is None:
+            return None
+        try:
+            r = node.target.decomp(rec.F, *args, **kwargs)
+        except Exception:  # noqa: BLE001 (keep the composite node: it runs as a library call)
+            return None
+        return r if isinstance(r, Value) else None
+
+    out, _ = copy_graph(graph, expand)
+    out.eliminate_dead_code()
+    return out

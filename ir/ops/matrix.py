@@ -1,0 +1,538 @@
+"""`torch.linalg` on numpy.linalg kernels: vector/matrix norms, inv, det, slogdet, solve,
+cholesky, qr, svd/svdvals, eigh, pinv.
+
+Registry names carry a `linalg_` prefix (`eager.linalg.inv` is `linalg_inv`; PyTorch's top-level
+aliases `det`, `inverse`, `slogdet`, `pinverse` are aliases). Decompositions with several outputs
+are composites over one primitive per output (`part=`), returning namedtuples as
+`torch.return_types`. Backward rules: PyTorch's derivatives.yaml and FunctionsManual.cpp.
+Cholesky and eigh read the Hermitian part (A + A^H) / 2 of their input: PyTorch's values for
+valid input, and gradients of a function of every entry. Imports nothing outside `ir`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as D
+from ..opdef import TensorMeta, normalize_dim, normalize_dims
+from .elementwise import FLOATS
+from .indexing import arr, declare
+from .linalg import LinAlgError, eigh_result, mH, qr_result, slogdet_result, svd_result
+
+
+def _square(op):
+    """attrs rule: a float (batch of) square matrix, with PyTorch's messages."""
+    def rule(inputs, attrs):
+        a = inputs[0]
+        if not a.dtype.is_floating_point and not a.dtype.is_complex:
+            raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as "
+                               f"input. Got {a.dtype.title}")
+        if a.ndim < 2:
+            raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 "
+                               f"dimensions.")
+        if a.shape[-1] != a.shape[-2]:
+            raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they "
+                               f"are {a.shape[-2]} by {a.shape[-1]} matrices")
+        return attrs
+    return rule
+
+
+def _float(op, min_ndim=2):
+    def rule(inputs, attrs):
+        a = inputs[0]
+        if not a.dtype.is_floating_point and not a.dtype.is_complex:
+            raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as "
+                               f"input. Got {a.dtype.title}")
+        if a.ndim < min_ndim:
+            raise RuntimeError(f"linalg.{op}: The input tensor A must have at least "
+                               f"{min_ndim} dimensions.")
+        return attrs
+    return rule
+
+
+def _mats(*shapes, spd=False):
+    """sample_inputs: well-conditioned (or symmetric positive-definite) matrices."""
+    def gen(rng, dt):
+        for s in shapes:
+            a = rng.standard_normal(s)
+            n = s[-1]
+            if spd:
+                a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+            elif s[-1] == s[-2]:
+                a = a + n * np.eye(n)
+            yield (a.astype(dt.np),), {}
+    return gen
+
+
+def _sym(xp, a):
+    return (a + xp.conj(xp.swapaxes(a, -1, -2))) / 2
+
+
+def _sym_F(F, g):
+    return F.mul(F.add(g, mH(F, g)), 0.5)
+
+
+def _eye_like(F, x, n):
+    return F.diag_embed(F.add(F.new_zeros(x, tuple(x.shape[:-2]) + (n,)), 1.0))
+
+
+def _lapack(op, fn):
+    """Run a numpy.linalg kernel, turning its LinAlgError into PyTorch's."""
+    def impl(xp, *args, **kw):
+        try:
+            return fn(xp, *args, **kw)
+        except np.linalg.LinAlgError as e:
+            what = ("The factorization could not be completed because the input is not "
+                    "positive-definite." if op == "cholesky" else
+                    "The diagonal element is zero, the inversion could not be completed "
+                    "because the input matrix is singular." if op == "inv" else
+                    "The solver failed because the input matrix is singular." if op == "solve"
+                    else str(e))
+            raise LinAlgError(f"linalg.{op}: {what}") from None
+    return impl
+
+
+# ---------------------------------------------------------------- inv, det, slogdet, solve
+
+
+declare(
+    "linalg_inv", "linalg", "A", aliases=("inverse",), attrs_rule=_square("inv"),
+    shape=lambda s: s, impl=_lapack("inv", lambda xp, a: xp.linalg.inv(a)),
+    backward=lambda F, g, out, a: (F.neg(F.matmul(F.matmul(mH(F, out), g), mH(F, out))),),
+    ref=np.linalg.inv, sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS,
+)
+
+
+def _det_backward(F, g, out, a):
+    # d det(A) = det(A) tr(A^-1 dA)  =>  gA = conj(g det(A)) A^-H  (derivatives.yaml: linalg_det)
+    s = F.reshape(F.mul(g, out), tuple(out.shape) + (1, 1))
+    return (F.mul(s, mH(F, F.linalg_inv(a))),)
+
+
+declare(
+    "linalg_det", "linalg", "A", aliases=("det",), attrs_rule=_square("det"),
+    shape=lambda s: s[:-2], impl=lambda xp, a: xp.linalg.det(a), backward=_det_backward,
+    ref=np.linalg.det, sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS,
+)
+
+
+def _slogdet_impl(xp, a, part):
+    sign, logabs = xp.linalg.slogdet(a)
+    return sign if part == "sign" else logabs
+
+
+def _slogdet_backward(F, g, out, a, part):
+    if part == "sign":
+        return (None,)
+    return (F.mul(F.reshape(g, tuple(g.shape) + (1, 1)), mH(F, F.linalg_inv(a))),)
+
+
+declare(
+    "_linalg_slogdet", "linalg", "A, part", method=False, attrs_rule=_square("slogdet"),
+    shape=lambda s, part: s[:-2], impl=_slogdet_impl, backward=_slogdet_backward,
+    ref=lambda a, part: np.linalg.slogdet(a)[part != "sign"],
+    sample_inputs=lambda rng, dt: ((x, {"part": p}) for p in ("sign", "logabsdet")
+                                   for x, _ in _mats((3, 3), (2, 4, 4))(rng, dt)),
+    test_dtypes=FLOATS,
+)
+declare(
+    "linalg_slogdet", "composite", "A", aliases=("slogdet",), attrs_rule=_square("slogdet"),
+    decomp=lambda F, a: slogdet_result(F._linalg_slogdet(a, "sign"),
+                                       F._linalg_slogdet(a, "logabsdet")),
+    ref=lambda a: slogdet_result(*np.linalg.slogdet(a)),
+    sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS,
+)
+
+
+def _is_vector_rhs(a, b):
+    return b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+
+
+def _solve_attrs(inputs, attrs):
+    _square("solve")(inputs, attrs)
+    a, b = inputs
+    if not attrs["left"]:
+        raise NotImplementedError("linalg.solve(left=False) is not implemented; solve "
+                                  "A^T X^T = B^T instead")
+    rows = b.shape[-1] if _is_vector_rhs(a, b) else b.shape[-2] if b.ndim >= 2 else -1
+    if rows != a.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({'x'.join(map(str, a.shape[-2:]))} and "
+                           f"{'x'.join(map(str, b.shape[-2:] if b.ndim > 1 else b.shape))})")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {a.dtype.title} and B of type {b.dtype.title} instead")
+    return attrs
+
+
+def _solve_impl(xp, a, b, left=True):
+    if _is_vector_rhs(a, b):  # numpy treats b as a vector only when 1-D
+        return xp.linalg.solve(a, b[..., None])[..., 0]
+    return xp.linalg.solve(a, b)
+
+
+def _solve_shape(sa, sb, left=True):
+    from ..opdef import broadcast_shapes
+
+    if len(sb) == 1 or (len(sb) == len(sa) - 1 and tuple(sb) == tuple(sa[:-1])):
+        return broadcast_shapes(sa[:-2], sb[:-1]) + sb[-1:]
+    return broadcast_shapes(sa[:-2], sb[:-2]) + sb[-2:]
+
+
+def _solve_backward(F, g, out, a, b, left=True):
+    gb = F.linalg_solve(mH(F, a), g)
+    vec = _is_vector_rhs(a, b)
+    gb2 = F.unsqueeze(gb, -1) if vec else gb
+    x2 = F.unsqueeze(out, -1) if vec else out
+    return F.neg(F.matmul(gb2, mH(F, x2))), gb
+
+
+def _solve_samples(rng, dt):
+    for sa, sb in (((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (2, 3)), ((2, 3, 3), (3, 1))):
+        a = rng.standard_normal(sa) + 3 * np.eye(3)
+        yield (a.astype(dt.np), rng.standard_normal(sb).astype(dt.np)), {}
+
+
+declare(
+    "linalg_solve", "linalg", "A, B, *, left=True", 2, data=(0, 1), scalar_ok=False,
+    attrs_rule=_solve_attrs, shape=_solve_shape,
+    impl=_lapack("solve", _solve_impl), backward=_solve_backward,
+    ref=lambda a, b, left=True: _solve_impl(np, a, b), sample_inputs=_solve_samples,
+    test_dtypes=FLOATS,
+)
+
+
+# ---------------------------------------------------------------- cholesky, qr, svd, eigh
+
+
+def _cholesky_impl(xp, a, upper=False):
+    lower = xp.linalg.cholesky(_sym(xp, a))
+    return xp.conj(xp.swapaxes(lower, -1, -2)) if upper else lower
+
+
+def _cholesky_backward(F, g, out, a, upper=False):
+    # FunctionsManual.cpp cholesky_backward: gA = L^-H phi(L^H gL) L^-1, then symmetrized;
+    # phi takes the lower triangle with the diagonal halved
+    L, gL = (mH(F, out), mH(F, g)) if upper else (out, g)
+    p = F.matmul(mH(F, L), gL)
+    phi = F.sub(F.tril(p), F.mul(F.diag_embed(F.diagonal(p, 0, -2, -1)), 0.5))
+    li = F.linalg_inv(L)
+    return (_sym_F(F, F.matmul(F.matmul(mH(F, li), phi), li)),)
+
+
+declare(
+    "linalg_cholesky", "linalg", "A, *, upper=False", attrs_rule=_square("cholesky"),
+    shape=lambda s, upper=False: s, impl=_lapack("cholesky", _cholesky_impl),
+    backward=_cholesky_backward,
+    ref=lambda a, upper=False: (np.linalg.cholesky(a).swapaxes(-1, -2) if upper
+                                else np.linalg.cholesky(a)),
+    sample_inputs=lambda rng, dt: ((x, a) for (x, _), a in zip(
+        _mats((3, 3), (2, 4, 4), spd=True)(rng, dt), ({}, {"upper": True}))),
+    test_dtypes=FLOATS,
+)
+
+
+def _no_backward(what):
+    def backward(F, g, out, *xs, **attrs):
+        raise NotImplementedError(f"the derivative of {what} is not implemented")
+    return backward
+
+
+def _qr_impl(xp, a, mode="reduced", part="Q"):
+    q, r = xp.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
+    return q if part == "Q" else r
+
+
+def _qr_shape(s, mode="reduced", part="Q"):
+    m, n = s[-2], s[-1]
+    k = m if mode == "complete" else min(m, n)
+    if part == "Q":
+        return s[:-2] + ((m, k) if mode != "r" else (0,))
+    return s[:-2] + (k, n)
+
+
+declare(
+    "_linalg_qr", "linalg", "A, mode='reduced', part='Q'", method=False,
+    attrs_rule=_float("qr"), shape=_qr_shape, impl=_qr_impl,
+    backward=_no_backward("linalg.qr"),
+    ref=lambda a, mode="reduced", part="Q": np.linalg.qr(a, mode)[part == "R"],
+    sample_inputs=lambda rng, dt: ((x, {"part": p}) for p in ("Q", "R")
+                                   for x, _ in _mats((4, 3), (2, 3, 4))(rng, dt)),
+    test_dtypes=FLOATS,
+)
+
+
+def _qr_decomp(F, a, mode="reduced"):
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    r = F._linalg_qr(a, "reduced" if mode == "r" else mode, "R")
+    q = F.new_zeros(a, (0,)) if mode == "r" else F._linalg_qr(a, mode, "Q")
+    return qr_result(q, r)
+
+
+declare(
+    "linalg_qr", "composite", "A, mode='reduced'", aliases=("qr",), attrs_rule=_float("qr"),
+    decomp=_qr_decomp, ref=lambda a, mode="reduced": qr_result(*np.linalg.qr(a, mode)),
+    sample_inputs=_mats((4, 3), (3, 4)), test_dtypes=FLOATS,
+)
+
+
+def _svd_impl(xp, a, full_matrices=True, part="S"):
+    if part == "S":
+        return xp.linalg.svd(a, compute_uv=False)
+    u, _, vh = xp.linalg.svd(a, full_matrices=full_matrices)
+    return u if part == "U" else vh
+
+
+def _svd_shape(s, full_matrices=True, part="S"):
+    m, n = s[-2], s[-1]
+    k = min(m, n)
+    if part == "S":
+        return s[:-2] + (k,)
+    if part == "U":
+        return s[:-2] + (m, m if full_matrices else k)
+    return s[:-2] + (n if full_matrices else k, n)
+
+
+def _svd_backward(F, g, out, a, full_matrices=True, part="S"):
+    if part != "S":
+        raise NotImplementedError("the derivative of linalg.svd's U and Vh is not implemented "
+                                  "(svdvals and the S output are differentiable)")
+    u = F._linalg_svd(a, False, "U")
+    vh = F._linalg_svd(a, False, "Vh")
+    return (F.matmul(F.mul(u, F.unsqueeze(g, -2)), vh),)
+
+
+declare(
+    "_linalg_svd", "linalg", "A, full_matrices=True, part='S'", method=False,
+    attrs_rule=_float("svd"), shape=_svd_shape, impl=_svd_impl, backward=_svd_backward,
+    ref=lambda a, full_matrices=True, part="S": np.linalg.svd(a, full_matrices)[
+        "USV".index(part[0])],
+    sample_inputs=lambda rng, dt: ((x, {"part": "S"}) for x, _ in _mats((4, 3), (2, 3, 4))(
+        rng, dt)),
+    test_dtypes=FLOATS,
+)
+declare(
+    "linalg_svd", "composite", "A, full_matrices=True", attrs_rule=_float("svd"),
+    decomp=lambda F, a, full_matrices=True: svd_result(*(
+        F._linalg_svd(a, full_matrices, p) for p in ("U", "S", "Vh"))),
+    ref=lambda a, full_matrices=True: svd_result(*np.linalg.svd(a, full_matrices)),
+    sample_inputs=_mats((4, 3), (2, 3, 4)), test_dtypes=FLOATS,
+)
+declare(
+    "linalg_svdvals", "composite", "A", attrs_rule=_float("svdvals"),
+    decomp=lambda F, a: F._linalg_svd(a, False, "S"),
+    ref=lambda a: np.linalg.svd(a, compute_uv=False),
+    sample_inputs=_mats((4, 3), (2, 3, 4)), test_dtypes=FLOATS,
+)
+
+
+def _eigh_impl(xp, a, UPLO="L", part="eigenvalues"):
+    w, v = xp.linalg.eigh(_sym(xp, a))
+    return w if part == "eigenvalues" else v
+
+
+def _eigh_backward(F, g, out, a, UPLO="L", part="eigenvalues"):
+    # FunctionsManual.cpp linalg_eig_backward, Hermitian case
+    v = out if part == "eigenvectors" else F._linalg_eigh(a, UPLO, "eigenvectors")
+    if part == "eigenvalues":
+        inner = F.diag_embed(g)
+    else:
+        w = F._linalg_eigh(a, UPLO, "eigenvalues")
+        n = w.shape[-1]
+        vhg = F.matmul(mH(F, v), g)
+        vhg = F.mul(F.sub(vhg, mH(F, vhg)), 0.5)
+        e = F.add(F.sub(F.unsqueeze(w, -2), F.unsqueeze(w, -1)), _eye_like(F, a, n))
+        inner = F.mul(F.div(vhg, e), F.sub(1.0, _eye_like(F, a, n)))
+    return (_sym_F(F, F.matmul(F.matmul(v, inner), mH(F, v))),)
+
+
+def _eigh_attrs(inputs, attrs):
+    if attrs["UPLO"] not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {attrs['UPLO']}")
+    return _square("eigh")(inputs, attrs)
+
+
+declare(
+    "_linalg_eigh", "linalg", "A, UPLO='L', part='eigenvalues'", method=False,
+    attrs_rule=_eigh_attrs,
+    shape=lambda s, UPLO="L", part="eigenvalues": s[:-1] if part == "eigenvalues" else s,
+    impl=_eigh_impl, backward=_eigh_backward,
+    ref=lambda a, UPLO="L", part="eigenvalues": np.linalg.eigh(a)[part != "eigenvalues"],
+    sample_inputs=lambda rng, dt: ((x, {"part": "eigenvalues"}) for x, _ in _mats(
+        (3, 3), (2, 4, 4), spd=True)(rng, dt)),
+    test_dtypes=FLOATS,
+)
+declare(
+    "linalg_eigh", "composite", "A, UPLO='L'", attrs_rule=_eigh_attrs,
+    decomp=lambda F, a, UPLO="L": eigh_result(F._linalg_eigh(a, UPLO, "eigenvalues"),
+                                              F._linalg_eigh(a, UPLO, "eigenvectors")),
+    ref=lambda a, UPLO="L": eigh_result(*np.linalg.eigh(a)),
+    sample_inputs=_mats((3, 3), spd=True), test_dtypes=FLOATS,
+)
+declare(
+    "linalg_eigvalsh", "composite", "A, UPLO='L'", attrs_rule=_eigh_attrs,
+    decomp=lambda F, a, UPLO="L": F._linalg_eigh(a, UPLO, "eigenvalues"),
+    ref=lambda a, UPLO="L": np.linalg.eigvalsh(a),
+    sample_inputs=_mats((3, 3), spd=True), test_dtypes=FLOATS,
+)
+
+
+def _pinv_impl(xp, a, *, atol=None, rtol=None, hermitian=False):
+    s_max = xp.linalg.svd(a, compute_uv=False)[..., :1] if a.size else 0
+    eps = np.finfo(a.dtype).eps * max(a.shape[-2:]) if rtol is None and atol is None else 0
+    tol = xp.maximum(atol or 0, (rtol if rtol is not None else eps) * s_max)
+    u, s, vh = xp.linalg.svd(a, full_matrices=False, hermitian=hermitian)
+    inv = xp.where(s > tol, 1 / xp.where(s > tol, s, 1), 0)
+    return xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)) * inv[..., None, :],
+                     xp.conj(xp.swapaxes(u, -1, -2)))
+
+
+def _pinv_backward(F, g, out, a, *, atol=None, rtol=None, hermitian=False):
+    # FunctionsManual.cpp pinv_backward
+    m, n = a.shape[-2], a.shape[-1]
+    p, ph, gh = out, mH(F, out), mH(F, g)
+    if m <= n:
+        k = F.matmul(gh, p)
+        kph = F.matmul(k, ph)
+        ga = F.add(F.sub(F.neg(mH(F, F.matmul(p, k))), F.matmul(F.matmul(a, p), kph)), kph)
+        ga = F.add(ga, F.matmul(F.matmul(ph, p), F.sub(gh, F.matmul(k, a))))
+    else:
+        k = F.matmul(p, gh)
+        phk = F.matmul(ph, k)
+        ga = F.neg(mH(F, F.matmul(k, p)))
+        ga = F.add(ga, F.matmul(F.matmul(F.sub(gh, F.matmul(a, k)), p), ph))
+        ga = F.add(ga, F.sub(phk, F.matmul(F.matmul(phk, p), a)))
+    return (ga,)
+
+
+declare(
+    "linalg_pinv", "linalg", "A, *, atol=None, rtol=None, hermitian=False",
+    aliases=("pinverse",), attrs_rule=_float("pinv"),
+    shape=lambda s, **_: s[:-2] + (s[-1], s[-2]), impl=_pinv_impl, backward=_pinv_backward,
+    ref=lambda a, **_: np.linalg.pinv(a), sample_inputs=_mats((4, 3), (2, 3, 5), (3, 3)),
+    test_dtypes=FLOATS,
+)
+
+
+# ---------------------------------------------------------------- norms
+
+
+def _norm_dims(dim, ndim):
+    return None if dim is None else normalize_dims(dim, ndim)
+
+
+def _vector_norm_decomp(F, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        x = F.cast(x, dtype)
+    dims = _norm_dims(dim, x.ndim)
+    ax = F.abs(x)
+    if ord == math.inf:
+        return F.amax(ax, dims or (), keepdim)
+    if ord == -math.inf:
+        return F.neg(F.amax(F.neg(ax), dims or (), keepdim))
+    if ord == 0:  # a count; its (zero) gradient still flows, as in PyTorch
+        return F.sum(F.where(F.ne(ax, 0), 1.0, F.mul(ax, 0.0)), dims, keepdim)
+    if ord == 1:
+        return F.sum(ax, dims, keepdim)
+    if ord == 2:
+        return F.sqrt(F.sum(F.mul(ax, ax), dims, keepdim))
+    return F.pow(F.sum(F.pow(ax, ord), dims, keepdim), 1.0 / ord)
+
+
+def _vector_norm_ref(x, ord=2, dim=None, keepdim=False, dtype=None):
+    x = np.abs(x.astype(np.float64))
+    axis = dim if dim is None or isinstance(dim, int) else tuple(dim)
+    if ord == math.inf:
+        r = x.max(axis=axis, keepdims=keepdim)
+    elif ord == -math.inf:
+        r = x.min(axis=axis, keepdims=keepdim)
+    elif ord == 0:
+        r = (x != 0).sum(axis=axis, keepdims=keepdim)
+    else:
+        r = (x ** ord).sum(axis=axis, keepdims=keepdim) ** (1 / ord)
+    return np.asarray(r)
+
+
+def _vector_norm_samples(rng, dt):
+    for attrs in ({}, {"ord": 1, "dim": 1}, {"ord": math.inf, "dim": (0, 1), "keepdim": True},
+                  {"ord": -math.inf, "dim": -1}, {"ord": 3, "dim": 0}, {"ord": 0}):
+        yield (arr(rng, (3, 4), dt),), attrs
+
+
+declare(
+    "linalg_vector_norm", "composite", "x, ord=2, dim=None, keepdim=False, *, dtype=None",
+    method=False, attrs_rule=_float("vector_norm", 0), decomp=_vector_norm_decomp,
+    ref=_vector_norm_ref, sample_inputs=_vector_norm_samples, test_dtypes=FLOATS,
+)
+
+
+def _matrix_norm_decomp(F, a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    if dtype is not None:
+        a = F.cast(a, dtype)
+    d0, d1 = normalize_dim(dim[0], a.ndim), normalize_dim(dim[1], a.ndim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    if ord == "fro":
+        return _vector_norm_decomp(F, a, 2, (d0, d1), keepdim)
+    rest = [d for d in range(a.ndim) if d not in (d0, d1)]
+    m = F.permute(a, tuple(rest) + (d0, d1))
+    if ord in ("nuc", 2, -2):
+        s = F._linalg_svd(m, False, "S")
+        r = F.sum(s, -1) if ord == "nuc" else F.amax(s, -1) if ord == 2 else \
+            F.neg(F.amax(F.neg(s), -1))
+    elif ord in (1, -1, math.inf, -math.inf):
+        sums = F.sum(F.abs(m), -2 if ord in (1, -1) else -1)
+        r = F.amax(sums, -1) if ord > 0 else F.neg(F.amax(F.neg(sums), -1))
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if keepdim:
+        for d in sorted((d0, d1)):
+            r = F.unsqueeze(r, d)
+    return r
+
+
+declare(
+    "linalg_matrix_norm", "composite", "A, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None",
+    method=False, attrs_rule=_float("matrix_norm"), decomp=_matrix_norm_decomp,
+    ref=lambda a, ord="fro", dim=(-2, -1), keepdim=False, dtype=None: np.linalg.norm(
+        a, ord, axis=dim, keepdims=keepdim),
+    sample_inputs=lambda rng, dt: (((arr(rng, (2, 3, 4), dt),), {"ord": o}) for o in (
+        "fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)),
+    test_dtypes=FLOATS,
+)
+
+
+def _norm_decomp(F, a, ord=None, dim=None, keepdim=False, *, dtype=None):
+    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
+        return _matrix_norm_decomp(F, a, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    if dim is None and ord is not None:
+        if a.ndim == 2:
+            return _matrix_norm_decomp(F, a, ord, (-2, -1), keepdim, dtype=dtype)
+        if a.ndim != 1:
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input "
+                               f"must be 1D or 2D. Got {a.ndim}D.")
+    return _vector_norm_decomp(F, a, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def _norm_ref(a, ord=None, dim=None, keepdim=False, dtype=None):
+    if dim is None and ord is None:
+        return np.asarray(np.linalg.norm(a.reshape(-1), keepdims=keepdim)).reshape(
+            (1,) * a.ndim if keepdim else ())
+    return np.linalg.norm(a, ord, axis=dim, keepdims=keepdim)
+
+
+declare(
+    "linalg_norm", "composite", "A, ord=None, dim=None, keepdim=False, *, dtype=None",
+    method=False, attrs_rule=_float("norm", 0), decomp=_norm_decomp, ref=_norm_ref,
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (2, 3, 4), dt),), {}), ((arr(rng, (3, 4), dt),), {"ord": "nuc"}),
+        ((arr(rng, (4,), dt),), {"ord": 1}), ((arr(rng, (3, 4), dt),), {"dim": 1, "ord": 3}),
+        ((arr(rng, (2, 3, 4), dt),), {"dim": (0, 2), "ord": math.inf, "keepdim": True}),
+    ]),
+    test_dtypes=FLOATS,
+)
+del TensorMeta, D

@@ -1,0 +1,578 @@
+"""gather/scatter (scatter_add, scatter_reduce), index_select/add/copy/fill, masked_fill,
+masked_scatter, take, take_along_dim and put, with their in-place `_` variants.
+
+Declared with `indexing.IndexedOpDef`: the `dim` of `gather(input, dim, index)` is an operand
+(a Python number), so PyTorch's argument order is kept; integer index operands keep their dtype.
+Backward rules follow PyTorch's derivatives.yaml. Out-of-range indices raise PyTorch's
+IndexError. Imports nothing outside `ir`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as D
+from ..opdef import TensorMeta, is_number, normalize_dim
+from .elementwise import FLOATS
+from .indexing import ALL, _dim_number, arr, check_bounds, check_index, declare, ints
+
+# ---------------------------------------------------------------- gather / scatter
+
+
+def _gather_attrs(op, src_pos=None):
+    def rule(inputs, attrs):
+        x, dim, index = inputs[0], inputs[1], inputs[2]
+        dim = _dim_number(op, dim, max(x.ndim, 1))
+        check_index(op, index)
+        if index.ndim != x.ndim and not (x.ndim <= 1 and index.ndim <= 1):
+            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions "
+                               f"as {'self' if src_pos else 'input'} tensor")
+        src = inputs[src_pos] if src_pos is not None and src_pos < len(inputs) else None
+        for d in range(index.ndim):
+            if d != dim and index.shape[d] > x.shape[d]:
+                raise RuntimeError(f"{op}(): Size does not match at dimension {d} expected "
+                                   f"index {list(index.shape)} to be smaller than self "
+                                   f"{list(x.shape)} apart from dimension {dim}")
+            if isinstance(src, TensorMeta) and index.shape[d] > src.shape[d]:
+                raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
+                                   f"than self {list(x.shape)} apart from dimension {dim} and "
+                                   f"to be smaller size than src {list(src.shape)}")
+        if isinstance(src, TensorMeta) and src.dtype is not x.dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+        return attrs
+    return rule
+
+
+def _gather_impl(xp, x, dim, index, sparse_grad=False):
+    dim = dim % max(x.ndim, 1)
+    check_bounds(xp, index, x.shape[dim] if x.ndim else 1, dim)
+    if index.shape != x.shape:
+        x = x[tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(index.shape))]
+    return xp.take_along_axis(x, index, axis=dim) if x.ndim else x[()] + 0 * index
+
+
+def _gather_backward(F, g, out, x, dim, index, sparse_grad=False):
+    return (F.scatter_add(F.new_zeros(x, tuple(x.shape)), dim, index, g), None, None)
+
+
+def _gather_samples(rng, dt):
+    x = arr(rng, (3, 4), dt)
+    yield (x, 1, ints(rng, (3, 6), 4)), {}
+    yield (x, 0, ints(rng, (2, 3), 3)), {}
+
+
+declare(
+    "gather", "indexing", "input, dim, index, *, sparse_grad=False", 3,
+    attrs_rule=_gather_attrs("gather"), shape=lambda s, d, i, **_: i,
+    impl=_gather_impl, backward=_gather_backward,
+    ref=lambda x, dim, index, sparse_grad=False: np.take_along_axis(
+        x[tuple(slice(0, n) if d != dim % x.ndim else slice(None)
+                for d, n in enumerate(index.shape))], index, axis=dim),
+    sample_inputs=_gather_samples, test_dtypes=ALL,
+)
+
+
+def _scatter_positions(xp, x, dim, index):
+    """The (advanced-index) key of every element of `index` in `x` along `dim`."""
+    dim = dim % max(x.ndim, 1)
+    check_bounds(xp, index, x.shape[dim] if x.ndim else 1, dim)
+    grids = xp.indices(index.shape, sparse=True)
+    return tuple(index if d == dim else grids[d] for d in range(index.ndim))
+
+
+def _src_block(xp, src, index, dtype):
+    if is_number(src) or getattr(src, "ndim", 1) == 0:
+        return xp.full(index.shape, src, dtype=dtype)
+    return src[tuple(slice(0, n) for n in index.shape)].astype(dtype, copy=False)
+
+
+def _scatter_impl(xp, x, dim, index, src, value=None, reduce=None):
+    out = x.copy()
+    if x.ndim == 0:
+        return out
+    key = _scatter_positions(xp, x, dim, index)
+    s = _src_block(xp, src, index, x.dtype)
+    if reduce is None:
+        out[key] = s
+    elif reduce == "add":
+        xp.add.at(out, key, s)
+    elif reduce == "multiply":
+        xp.multiply.at(out, key, s)
+    else:
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    return out
+
+
+def _scatter_prebind(args, kwargs):
+    value = kwargs.pop("value", None)
+    if value is not None:
+        args = args + (value,)
+    return args, kwargs
+
+
+def src_grad(F, g, dim, index, src):
+    """The gradient of a scatter's `src`: `g` gathered at `index`, zero-padded to src's shape
+    (src may be larger than index)."""
+    gs = F.gather(g, dim, index)
+    pad = []
+    for n_src, n_idx in reversed(list(zip(src.shape, index.shape))):
+        pad += [0, n_src - n_idx]
+    return F.pad(gs, tuple(pad)) if any(pad) else gs
+
+
+def _scatter_backward(F, g, out, x, dim, index, src, value=None, reduce=None):
+    if reduce is not None:
+        raise NotImplementedError("the backward of scatter with reduce= is not implemented; use "
+                                  "scatter_reduce")
+    gs = None if is_number(src) else src_grad(F, g, dim, index, src)
+    return (F.scatter(g, dim, index, 0.0), None, None, gs)
+
+
+def _scatter_samples(rng, dt):
+    x = arr(rng, (3, 5), dt)
+    idx = np.stack([rng.permutation(5)[:3] for _ in range(2)])  # distinct per row
+    yield (x, 1, idx, arr(rng, (2, 4), dt)), {}
+    yield (x, 1, idx, (2.5 if dt.is_floating_point else 2)), {}
+    yield (x, 0, np.array([[0, 1, 2, 0, 1]]), arr(rng, (1, 5), dt)), {}
+
+
+def _scatter_ref(x, dim, index, src, value=None, reduce=None):
+    out = x.copy()
+    src = np.broadcast_to(src, index.shape) if np.ndim(src) == 0 else src
+    for pos in np.ndindex(index.shape):
+        tgt = list(pos)
+        tgt[dim] = index[pos]
+        out[tuple(tgt)] = src[pos]
+    return out
+
+
+declare(
+    "scatter", "indexing", "input, dim, index, src, *, value=None, reduce=None", 4,
+    prebind=_scatter_prebind, attrs_rule=_gather_attrs("scatter", 3), inplace=True,
+    shape=lambda s, *_, **__: s, impl=_scatter_impl, backward=_scatter_backward,
+    ref=_scatter_ref, sample_inputs=_scatter_samples, test_dtypes=ALL,
+)
+
+
+def _scatter_add_ref(x, dim, index, src):
+    out = x.copy()
+    for pos in np.ndindex(index.shape):
+        tgt = list(pos)
+        tgt[dim] = index[pos]
+        out[tuple(tgt)] += src[pos]
+    return out
+
+
+declare(
+    "scatter_add", "indexing", "input, dim, index, src", 4,
+    attrs_rule=_gather_attrs("scatter_add", 3), inplace=True, scalar_ok=True,
+    shape=lambda s, *_: s, impl=lambda xp, x, dim, index, src: _scatter_impl(
+        xp, x, dim, index, src, reduce="add"),
+    backward=lambda F, g, out, x, dim, index, src: (g, None, None,
+                                                    src_grad(F, g, dim, index, src)),
+    ref=_scatter_add_ref,
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), 1, ints(rng, (3, 6), 4), arr(rng, (3, 6), dt)), {}),
+        ((arr(rng, (3, 4), dt), 0, ints(rng, (5, 2), 3), arr(rng, (6, 3), dt)), {}),
+    ]),
+    test_dtypes=(D.int64,) + FLOATS,
+)
+
+REDUCTIONS = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+
+
+def _scatter_reduce_impl(xp, x, dim, index, src, reduce, include_self=True):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    key = _scatter_positions(xp, x, dim, index)
+    s = _src_block(xp, src, index, x.dtype)
+    out = x.copy()
+    if not include_self:
+        ident = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        if ident is None:
+            ident = -np.inf if reduce == "amax" else np.inf
+            if x.dtype.kind in "iub":
+                info = np.iinfo(x.dtype) if x.dtype.kind != "b" else None
+                ident = (info.min if reduce == "amax" else info.max) if info else \
+                    reduce == "amin"
+        out[key] = ident
+    if reduce == "mean":
+        count = xp.zeros(x.shape, np.int64)
+        xp.add.at(count, key, 1)
+        xp.add.at(out, key, s)
+        total = count + (1 if include_self else 0)
+        div = xp.where(count > 0, total, 1).astype(x.dtype)
+        return out // div if x.dtype.kind in "iu" else out / div
+    getattr(xp, REDUCTIONS[reduce]).at(out, key, s)
+    return out
+
+
+def _scatter_reduce_backward(F, g, out, x, dim, index, src, reduce, include_self=True):
+    ones = F.add(F.new_zeros(src, tuple(index.shape)), 1.0)
+    hit = F.gt(F.scatter_add(F.new_zeros(x, tuple(x.shape)), dim, index, ones), 0)
+    keep_self = F.logical_not(hit) if not include_self else None
+    if reduce == "sum":
+        gx = g if include_self else F.where(hit, 0.0, g)
+        return gx, None, None, src_grad(F, g, dim, index, src)
+    if reduce == "mean":
+        n = F.scatter_add(F.new_zeros(x, tuple(x.shape)), dim, index, ones)
+        n = F.add(n, 1.0) if include_self else F.where(hit, n, 1.0)
+        gn = F.div(g, n)
+        gx = gn if include_self else F.where(hit, 0.0, g)
+        return gx, None, None, F.gather(gn, dim, index)
+    if reduce == "prod":
+        gx = F.div(F.mul(g, out), x)
+        gx = gx if include_self else F.where(hit, 0.0, g)
+        return gx, None, None, F.div(F.gather(F.mul(g, out), dim, index), src)
+    # amax / amin: the gradient is shared evenly among the elements equal to the result
+    mx = F.eq(x, out) if include_self else keep_self
+    ms = F.eq(src, F.gather(out, dim, index))
+    count = F.scatter_add(F.cast(mx, g.dtype), dim, index, F.cast(ms, g.dtype))
+    gn = F.div(g, count)
+    return F.where(mx, gn, 0.0), None, None, F.where(ms, F.gather(gn, dim, index), 0.0)
+
+
+def _scatter_reduce_samples(rng, dt):
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for inc in (True, False):
+            x = arr(rng, (3, 4), dt)
+            yield (x, 1, ints(rng, (3, 5), 4), arr(rng, (3, 5), dt)), \
+                {"reduce": reduce, "include_self": inc}
+
+
+def _scatter_reduce_ref(x, dim, index, src, reduce, include_self=True):
+    out = x.astype(np.float64)
+    groups = {}
+    for pos in np.ndindex(index.shape):
+        tgt = list(pos)
+        tgt[dim] = index[pos]
+        groups.setdefault(tuple(tgt), []).append(float(src[pos]))
+    for tgt, vals in groups.items():
+        vals = ([float(x[tgt])] if include_self else []) + vals
+        f = {"sum": sum, "prod": np.prod, "mean": np.mean, "amax": max, "amin": min}[reduce]
+        r = f(vals)
+        if reduce == "mean" and x.dtype.kind in "iu":
+            r = np.floor_divide(sum(vals), len(vals))
+        out[tgt] = r
+    return out.astype(x.dtype)
+
+
+declare(
+    "scatter_reduce", "indexing", "input, dim, index, src, reduce, *, include_self=True", 4,
+    attrs_rule=_gather_attrs("scatter_reduce", 3), inplace=True, shape=lambda s, *_, **__: s,
+    impl=_scatter_reduce_impl, backward=_scatter_reduce_backward, ref=_scatter_reduce_ref,
+    sample_inputs=_scatter_reduce_samples, test_dtypes=(D.int64,) + FLOATS,
+)
+
+
+# ---------------------------------------------------------------- index_select and friends
+
+
+def _index_dim_attrs(op, src_pos=None):
+    def rule(inputs, attrs):
+        x, dim, index = inputs[0], inputs[1], inputs[2]
+        dim = _dim_number(op, dim, max(x.ndim, 1))
+        check_index(op, index)
+        if index.ndim > 1:
+            raise IndexError(f"{op}(): Index is supposed to be a vector")
+        src = inputs[src_pos] if src_pos is not None and src_pos < len(inputs) else None
+        if isinstance(src, TensorMeta):
+            if src.dtype is not x.dtype:
+                raise RuntimeError(f"{op}(): self ({x.dtype.title}) and source "
+                                   f"({src.dtype.title}) must have the same scalar type")
+            want = tuple(index.numel if d == dim else n for d, n in enumerate(x.shape))
+            if src.ndim and (src.ndim != x.ndim or tuple(src.shape) != want):
+                raise RuntimeError(f"{op}(): source of shape {list(src.shape)} does not match "
+                                   f"self {list(x.shape)} with index of length {index.numel} "
+                                   f"along dimension {dim} (expected {list(want)})")
+        return attrs
+    return rule
+
+
+def _dim_key(x, dim, index):
+    dim = dim % max(x.ndim, 1)
+    return (slice(None),) * dim + (index.reshape(-1),)
+
+
+def _index_select_impl(xp, x, dim, index):
+    dim = dim % max(x.ndim, 1)
+    check_bounds(xp, index, x.shape[dim] if x.ndim else 1, dim)
+    return xp.take(x, index.reshape(-1), axis=dim) if x.ndim else x.copy()
+
+
+declare(
+    "index_select", "indexing", "input, dim, index", 3,
+    attrs_rule=_index_dim_attrs("index_select"),
+    shape=lambda s, d, i: s[:d % max(len(s), 1)] + (int(np.prod(i)),) + s[d % max(len(s), 1) + 1:]
+    if s else s, impl=_index_select_impl,
+    backward=lambda F, g, out, x, dim, index: (
+        F.index_add(F.new_zeros(x, tuple(x.shape)), dim, index, g), None, None),
+    ref=lambda x, dim, index: np.take(x, index, axis=dim),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), 1, np.array([3, 0, 3])), {}),
+        ((arr(rng, (3, 4), dt), 0, np.array([2])), {}),
+    ]),
+    test_dtypes=ALL,
+)
+
+
+
+def _index_add_impl(xp, x, dim, index, source, alpha=1):
+    out = x.copy()
+    if x.ndim == 0:
+        return out + source * alpha
+    check_bounds(xp, index, x.shape[dim % x.ndim], dim % x.ndim)
+    src = source * alpha if alpha != 1 else source
+    xp.add.at(out, _dim_key(x, dim, index), xp.asarray(src).astype(x.dtype, copy=False))
+    return out
+
+
+def _index_ref(kind):
+    def ref(x, dim, index, source, alpha=1):
+        out = x.copy()
+        for k, i in enumerate(index.reshape(-1)):
+            tgt = (slice(None),) * (dim % x.ndim) + (i,)
+            s = np.take(source, k, axis=dim % x.ndim) if np.ndim(source) else source
+            if kind == "add":
+                out[tgt] += s * alpha
+            else:
+                out[tgt] = s
+        return out
+    return ref
+
+
+def _index_samples(src=True):
+    def gen(rng, dt):
+        x = arr(rng, (3, 4), dt)
+        yield (x, 1, np.array([3, 0, 1]), arr(rng, (3, 3), dt)), {}
+        yield (x, 0, np.array([2, 0]), arr(rng, (2, 4), dt)), {}
+    return gen
+
+
+declare(
+    "index_add", "indexing", "input, dim, index, source, *, alpha=1", 4,
+    attrs_rule=_index_dim_attrs("index_add", 3), inplace=True, shape=lambda s, *_, **__: s,
+    impl=_index_add_impl,
+    backward=lambda F, g, out, x, dim, index, source, alpha=1: (
+        g, None, None, F.mul(F.index_select(g, dim, index), alpha)),
+    ref=_index_ref("add"), sample_inputs=_index_samples(), test_dtypes=(D.int64,) + FLOATS,
+)
+
+
+def _index_copy_impl(xp, x, dim, index, source):
+    out = x.copy()
+    check_bounds(xp, index, x.shape[dim % x.ndim], dim % x.ndim)
+    out[_dim_key(x, dim, index)] = source
+    return out
+
+
+declare(
+    "index_copy", "indexing", "input, dim, index, source", 4,
+    attrs_rule=_index_dim_attrs("index_copy", 3), inplace=True, shape=lambda s, *_: s,
+    impl=_index_copy_impl,
+    backward=lambda F, g, out, x, dim, index, source: (
+        F.index_fill(g, dim, index, 0.0), None, None, F.index_select(g, dim, index)),
+    ref=_index_ref("copy"), sample_inputs=_index_samples(), test_dtypes=ALL,
+)
+
+
+def _index_fill_impl(xp, x, dim, index, value):
+    out = x.copy()
+    if x.ndim == 0:
+        out[...] = value
+        return out
+    check_bounds(xp, index, x.shape[dim % x.ndim], dim % x.ndim)
+    out[_dim_key(x, dim, index)] = value
+    return out
+
+
+def _index_fill_attrs(inputs, attrs):
+    value = inputs[3]
+    if isinstance(value, TensorMeta) and value.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    return _index_dim_attrs("index_fill")(inputs, attrs)
+
+
+declare(
+    "index_fill", "indexing", "input, dim, index, value", 4,
+    attrs_rule=_index_fill_attrs, inplace=True, shape=lambda s, *_: s, impl=_index_fill_impl,
+    backward=lambda F, g, out, x, dim, index, value: (
+        F.index_fill(g, dim, index, 0.0), None, None,
+        None if is_number(value) else F.sum(F.index_select(g, dim, index))),
+    ref=lambda x, dim, index, value: _index_ref("copy")(x, dim, index, value),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), 1, np.array([3, 0]), -2), {}),
+        ((arr(rng, (3, 4), dt), 0, np.array([1]), arr(rng, (), dt)), {}),
+    ]),
+    test_dtypes=ALL,
+)
+
+
+# ---------------------------------------------------------------- masked ops, take and put
+
+
+def _mask_attrs(op):
+    def rule(inputs, attrs):
+        mask = inputs[1]
+        if not isinstance(mask, TensorMeta) or mask.dtype is not D.bool_:
+            got = mask.dtype.name if isinstance(mask, TensorMeta) else type(mask).__name__
+            raise RuntimeError(f"{op}: expected BoolTensor for mask, got {got}")
+        value = inputs[2] if len(inputs) > 2 else None
+        if op == "masked_fill" and isinstance(value, TensorMeta) and value.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        return attrs
+    return rule
+
+
+def _mask_shape(s, m, *rest):
+    from ..opdef import broadcast_shapes
+
+    return broadcast_shapes(s, m)
+
+
+def _masked_fill_impl(xp, x, mask, value):
+    value = value.astype(x.dtype) if hasattr(value, "astype") else value
+    return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
+
+
+declare(
+    "masked_fill", "indexing", "input, mask, value", 3,
+    attrs_rule=_mask_attrs("masked_fill"), inplace=True, shape=_mask_shape,
+    impl=_masked_fill_impl,
+    backward=lambda F, g, out, x, mask, value: (
+        F.where(mask, 0.0, g), None,
+        None if is_number(value) else F.sum(F.where(mask, g, 0.0))),
+    ref=lambda x, mask, value: np.where(mask, np.asarray(value).astype(x.dtype), x),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), rng.random((3, 4)) < 0.5, 1), {}),
+        ((arr(rng, (3, 4), dt), rng.random((4,)) < 0.5, arr(rng, (), dt)), {}),
+    ]),
+    test_dtypes=ALL,
+)
+
+
+def _masked_scatter_impl(xp, x, mask, source):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    out = xp.broadcast_to(x, shape).copy()
+    m = xp.broadcast_to(mask, shape)
+    n = int(m.sum())
+    if n > source.size:
+        raise RuntimeError(f"masked_scatter: expected source to have at least {n} elements "
+                           f"(the number of True values in mask), got {source.size}")
+    out[m] = source.reshape(-1)[:n]
+    return out
+
+
+def _masked_scatter_backward(F, g, out, x, mask, source):
+    shape = tuple(out.shape)
+    sel = F.masked_select(g, mask)
+    rest = source.numel() - sel.numel() if hasattr(source, "numel") else \
+        int(np.prod(source.shape)) - sel.shape[0]
+    gs = F.reshape(F.pad(sel, (0, rest)), tuple(source.shape))
+    return F.where(F.expand(mask, shape), 0.0, g), None, gs
+
+
+declare(
+    "masked_scatter", "indexing", "input, mask, source", 3,
+    attrs_rule=_mask_attrs("masked_scatter"), inplace=True, shape=_mask_shape,
+    impl=_masked_scatter_impl, backward=_masked_scatter_backward,
+    ref=lambda x, mask, source: _masked_scatter_impl(np, x, mask, source),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), rng.random((3, 4)) < 0.5, arr(rng, (3, 5), dt)), {}),
+    ]),
+    test_dtypes=ALL,
+)
+
+
+def _take_impl(xp, x, index):
+    check_bounds(xp, index, x.size, 0)
+    return x.reshape(-1)[index]
+
+
+declare(
+    "take", "indexing", "input, index", 2,
+    attrs_rule=lambda i, a: (check_index("take", i[1]), a)[1],
+    shape=lambda s, i: i, impl=_take_impl,
+    backward=lambda F, g, out, x, index: (
+        F.put(F.new_zeros(x, tuple(x.shape)), index, g, accumulate=True), None),
+    ref=lambda x, index: np.take(x, index),
+    sample_inputs=lambda rng, dt: iter([((arr(rng, (3, 4), dt), ints(rng, (2, 5), 12)), {})]),
+    test_dtypes=ALL,
+)
+
+
+def _put_impl(xp, x, index, source, accumulate=False):
+    check_bounds(xp, index, x.size, 0)
+    out = x.copy()
+    flat = out.reshape(-1)
+    if accumulate:
+        xp.add.at(flat, index.reshape(-1), source.reshape(-1))
+    else:
+        flat[index.reshape(-1)] = source.reshape(-1)
+    return out
+
+
+def _put_attrs(inputs, attrs):
+    check_index("put", inputs[1])
+    src = inputs[2]
+    if not isinstance(src, TensorMeta) or src.numel != inputs[1].numel:
+        n = src.numel if isinstance(src, TensorMeta) else 1
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {n}, index.numel() = "
+                           f"{inputs[1].numel}")
+    if src.dtype is not inputs[0].dtype:
+        raise RuntimeError("put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {inputs[0].dtype.title} and source.dtype = "
+                           f"{src.dtype.title}")
+    return attrs
+
+
+declare(
+    "put", "indexing", "input, index, source, accumulate=False", 3,
+    attrs_rule=_put_attrs, inplace=True, shape=lambda s, *_, **__: s, impl=_put_impl,
+    backward=lambda F, g, out, x, index, source, accumulate=False: (
+        g if accumulate else F.put(g, index, F.new_zeros(source, tuple(source.shape))), None,
+        F.reshape(F.take(g, index), tuple(source.shape))),
+    ref=lambda x, index, source, accumulate=False: _put_impl(np, x, index, source, accumulate),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), rng.permutation(12)[:5], arr(rng, (5,), dt)), {}),
+        ((arr(rng, (3, 4), dt), np.array([[1, 1], [0, 11]]), arr(rng, (2, 2), dt)),
+         {"accumulate": True}),
+    ]),
+    test_dtypes=(D.int64,) + FLOATS,
+)
+
+
+def _take_along_dim_decomp(F, x, indices, dim=None):
+    if dim is None:
+        return F.take(F.reshape(x, (-1,)), F.reshape(indices, (-1,)))
+    d = normalize_dim(dim, x.ndim)
+    if x.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {x.ndim} dimensions for input, and "
+                           f"{indices.ndim} dimensions for indices")
+    from ..opdef import broadcast_shapes
+
+    one = lambda s: tuple(1 if k == d else n for k, n in enumerate(s))
+    xs = list(broadcast_shapes(one(x.shape), one(indices.shape)))
+    ix = list(xs)
+    xs[d], ix[d] = x.shape[d], indices.shape[d]
+    return F.gather(F.expand(x, tuple(xs)), d, F.expand(indices, tuple(ix)))
+
+
+declare(
+    "take_along_dim", "composite", "input, indices, dim=None", 2,
+    decomp=_take_along_dim_decomp,
+    ref=lambda x, i, dim=None: np.take_along_axis(x.reshape(-1) if dim is None else x,
+                                                  i.reshape(-1) if dim is None else i,
+                                                  0 if dim is None else dim),
+    sample_inputs=lambda rng, dt: iter([
+        ((arr(rng, (3, 4), dt), ints(rng, (3, 2), 4)), {"dim": 1}),
+        ((arr(rng, (3, 4), dt), ints(rng, (5,), 12)), {}),
+        ((arr(rng, (3, 1), dt), ints(rng, (1, 3), 1)), {"dim": 0}),
+    ]),
+    test_dtypes=ALL,
+)
