@@ -71,10 +71,8 @@ def compile(fn=None, *, backend="auto", fullgraph=False, dynamic=None):
     if getattr(fn, "__wick_disable__", False):
         return fn
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return compiled(*args, **kwargs)
-
+    # The wrapper is the compiled function's own dispatch closure (one Python frame fewer).
+    wrapper = functools.wraps(fn)(compiled.dispatch)
     wrapper.__wick_compiled__ = compiled
     return wrapper
 

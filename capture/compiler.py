@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import time
+import types
 import warnings
 
 import numpy as np
@@ -33,6 +34,137 @@ from .output_graph import OutputGraph
 from .resume import CannotResume
 from .symbolic import BreakReason, GraphBreak, InstructionTranslator, Unsupported
 from .transform import Templater, build_continuation, rebuild
+
+
+class _Signal:
+    """What an entry's hit function returns instead of the call's result."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+MISS = _Signal("guards failed")  # try the next entry
+GENERAL = _Signal("general path")  # the guards hold: run the entry with `CompiledFunction.run`
+EAGER = _Signal("run eagerly")  # the graph failed at run time (logged): run the frame eagerly
+
+
+def make_dispatch(cf):
+    """The call of one compiled function: each entry's hit function in order (a binding error
+    of the arguments is a miss, as it was for the guard closure), then a miss (capture)."""
+    hits, entries, fn, run, miss = cf.hits, cf.entries, cf.fn, cf.run, cf.miss
+
+    def dispatch(*args, **kwargs):
+        for hit in hits:
+            try:
+                r = hit(*args, **kwargs)
+            except Exception as e:
+                if e.__traceback__.tb_next is not None:
+                    raise  # raised by the entry itself after its guards held
+                continue  # the arguments do not bind to the function's parameters
+            if r is MISS:
+                continue
+            if r is GENERAL:
+                return run(entries[hits.index(hit)], args, kwargs)
+            if r is EAGER:
+                return fn(*args, **kwargs)
+            return r
+        return miss(args, kwargs)
+
+    return dispatch
+
+
+def _template_expr(t: tuple, ns: dict) -> str | None:
+    """A Python expression rebuilding template `t` inside a hit function (None: the template
+    needs `transform.rebuild`)."""
+    kind = t[0]
+    if kind == "graph":
+        return f"___o{t[1]}"
+    if kind == "input":
+        return f"___i{t[1]}"
+    if kind == "source":
+        return f"___s{t[1]}"
+    if kind == "const":
+        name = f"___k{len(ns)}"
+        ns[name] = t[1]
+        return name
+    if kind in ("tuple", "list"):
+        items = [_template_expr(x, ns) for x in t[1]]
+        if None in items:
+            return None
+        inner = "".join(i + ", " for i in items)
+        return f"({inner})" if kind == "tuple" else f"[{inner}]"
+    if kind == "dict":
+        parts = []
+        for k, x in t[1].items():
+            v = _template_expr(x, ns)
+            if v is None:
+                return None
+            name = f"___k{len(ns)}"
+            ns[name] = k
+            parts.append(f"{name}: {v}")
+        return "{" + ", ".join(parts) + "}"
+    return None
+
+
+def _fast_call(compiled):
+    """The cheapest way to call a compiled graph: a plain function, or the bound `__call__`
+    of a Python class (skips the type slot's lookup on every call)."""
+    if isinstance(compiled, types.FunctionType):
+        return compiled
+    call = getattr(type(compiled), "__call__", None)  # noqa: B004 - the class's own method
+    if isinstance(call, types.FunctionType):
+        return compiled.__call__
+    return compiled
+
+
+def build_hit(cf, entry) -> types.FunctionType:
+    """The entry's hit function: the user's parameters in, the call's result (or a signal)
+    out. One flat generated frame: guard terms, then, on the fast path (a whole-call graph
+    without autograd, dynamic shapes or a template that needs `rebuild`), fetching inputs,
+    calling the compiled graph, wrapping its outputs as Tensors and building the result."""
+    guards = entry.guards
+    head = (f"    try:\n        if not {guards.condition}:\n            return ___MISS\n"
+            "    except Exception:\n        return ___MISS\n")
+    ns = {"___MISS": MISS, "___GENERAL": GENERAL}
+    body = _fast_body(cf, entry, ns)
+    if body is None:
+        return guards.function(head + "    return ___GENERAL\n", "hit", ns)
+    return guards.function(head + body, "hit", ns)
+
+
+def _fast_body(cf, entry, ns: dict) -> str | None:
+    runner = entry.runner
+    if (entry.mode != "graph" or runner is None or runner.specs is not None
+            or runner.aot is not None or entry.template is None):
+        return None
+    if not runner.empty and (runner.autograd or runner.compiled is None):
+        return None
+    expr = _template_expr(entry.template, ns)
+    if expr is None:
+        return None
+    lines = [f"    ___i{k} = {src}" for k, src in enumerate(entry.input_sources)]
+    if not runner.empty:
+        n = len(runner.graph.output_node.args[0])
+        outs = "".join(f"___o{k}, " for k in range(n))
+        args = ", ".join(f"___i{k}._data" for k in range(len(entry.input_sources)))
+        lines += ["    try:", f"        {outs}= ___graph({args})"]
+        lines += [f"        ___o{k} = ___make(___o{k} if ___isinstance(___o{k}, ___ndarray) "
+                  f"else ___asarray(___o{k}))" for k in range(n)]
+        lines += ["    except Exception as ___e:", "        return ___failed(___e)"]
+        ns.update(___graph=_fast_call(runner.compiled), ___make=Tensor._make,
+                  ___isinstance=isinstance, ___ndarray=np.ndarray, ___asarray=np.asarray,
+                  ___failed=cf.graph_failed)
+    ns["___cf"] = cf
+    lines.append("    ___cf.graph_runs += 1")
+    lines += [f"    ___s{k} = {src}" for k, src in enumerate(entry.obj_sources)]
+    if entry.final_grad is not None:
+        ns["___set_grad"] = grad_mode._set
+        lines.append(f"    ___set_grad({entry.final_grad!r})")
+    lines.append(f"    return {expr}")
+    return "\n".join(lines) + "\n"
 
 
 class GraphRunner:
@@ -69,7 +201,8 @@ class CacheEntry:
 
     def __init__(self, guards, mode: str, graph=None, runner=None, fetch=None, fetch_objs=None,
                  template=None, continuation=None, break_reason=None, recompile_reason=None,
-                 times=None, dynamic_dims=None):
+                 times=None, dynamic_dims=None, input_sources=(), obj_sources=(),
+                 final_grad=None):
         self.guards = guards
         t0 = time.perf_counter()
         self.guard = guards.build()
@@ -85,6 +218,10 @@ class CacheEntry:
         self.break_reason = break_reason
         self.recompile_reason = recompile_reason
         self.dynamic_dims = dynamic_dims or {}
+        self.input_sources = list(input_sources)
+        self.obj_sources = list(obj_sources)
+        self.final_grad = final_grad
+        self.hit = None  # built by `CompiledFunction.add` (`build_hit`)
 
     @property
     def compiled(self):
@@ -117,6 +254,7 @@ class CompiledFunction:
         self.register = register
         self.parent = parent
         self.entries: list[CacheEntry] = []
+        self.hits: list = []  # entries[i].hit, the list `dispatch` walks
         self.recompile_reasons: list[str] = []
         self.break_reasons: list[BreakReason] = []
         self.children: list[CompiledFunction] = []
@@ -125,9 +263,11 @@ class CompiledFunction:
         self.warned_limit = False
         self.graph_runs = 0
         self.eager_runs = 0
+        self.dispatch = make_dispatch(self)
 
     def clear(self) -> None:
         self.entries.clear()
+        self.hits.clear()
         self.recompile_reasons.clear()
         self.break_reasons.clear()
         self.children.clear()
@@ -157,14 +297,21 @@ class CompiledFunction:
     # ---- the call
 
     def __call__(self, *args, **kwargs):
-        for entry in self.entries:
-            try:
-                hit = entry.guard(*args, **kwargs)
-            except Exception:  # noqa: BLE001
-                hit = False
-            if hit:
-                return self.run(entry, args, kwargs)
-        return self.miss(args, kwargs)
+        return self.dispatch(*args, **kwargs)
+
+    def add(self, entry: CacheEntry) -> None:
+        t0 = time.perf_counter()
+        entry.hit = build_hit(self, entry)
+        entry.times["guards_ms"] += (time.perf_counter() - t0) * 1e3
+        self.entries.append(entry)
+        self.hits.append(entry.hit)
+
+    def graph_failed(self, e: Exception):
+        """A hit's compiled graph raised: log it; the frame runs eagerly (`EAGER`)."""
+        logs.log("graph", f"graph of {self.name} failed at run time "
+                          f"({type(e).__name__}: {e}); running the frame eagerly")
+        self.eager_runs += 1
+        return EAGER
 
     def run(self, entry: CacheEntry, args, kwargs):
         if entry.mode == "eager":
@@ -212,7 +359,7 @@ class CompiledFunction:
                     for src, d in e.guards.size_failures(args, kwargs):
                         self.dynamic_dims.setdefault(src, set()).add(d)
         entry = self.capture(args, kwargs, reason)
-        self.entries.append(entry)
+        self.add(entry)
         logs.log("guards", f"guards of {self.name} entry {len(self.entries) - 1}:\n"
                            f"{entry.guards_text}")
         return self.run(entry, args, kwargs)
@@ -302,8 +449,8 @@ class CompiledFunction:
         entry = CacheEntry(out.guards, mode, graph, runner,
                            out.guards.build_fetch(out.input_sources), fetch_objs, template,
                            cont, cont and self.break_reasons[-1], recompile_reason,
-                           {"capture_ms": capture_ms, "backend_ms": backend_ms}, dyn)
-        entry.final_grad = final_grad
+                           {"capture_ms": capture_ms, "backend_ms": backend_ms}, dyn,
+                           out.input_sources, templater.sources, final_grad)
         if has_ops:
             logs.log("graph", f"graph of {self.name} ({len(graph)} nodes"
                               f"{', dynamic ' + str(dyn) if dyn else ''}):\n{graph}")

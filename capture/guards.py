@@ -148,8 +148,15 @@ class GuardSet:
     # ---- building
 
     def _function(self, body: str, name: str):
-        text = f"def {name}({self.params}):\n    return {body}\n"
+        return self.function(f"    return {body}\n", name)
+
+    def function(self, body: str, name: str, extra: dict | None = None):
+        """A generated function of the user's parameters (defaults copied): `body` is its
+        indented source, run with the guard namespace plus `extra`."""
+        text = f"def {name}({self.params}):\n{body}"
         ns = dict(self.ns)
+        if extra:
+            ns.update(extra)
         exec(compile(text, f"<{name} of {self.fn.__qualname__}>", "exec"), ns)  # noqa: S102
         f = ns[name]
         f.__defaults__ = self.fn.__defaults__
@@ -162,8 +169,13 @@ class GuardSet:
         body = "\n        and ".join(self.terms) or "True"
         return f"def guard({self.params}):\n    return ({body})"
 
+    @property
+    def condition(self) -> str:
+        """The guard closure's expression: every term joined by `and`."""
+        return "(" + " and ".join(self.terms or ["True"]) + ")"
+
     def build(self):
-        return self._function("(" + " and ".join(self.terms or ["True"]) + ")", "guard")
+        return self._function(self.condition, "guard")
 
     def build_fetch(self, sources: list):
         """A function of the user's parameters returning the values at `sources` as a tuple."""
