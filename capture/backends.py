@@ -40,7 +40,7 @@ class InterpretedGraph:
 def resolve(backend, device: str):
     """The concrete backend name for "auto" (by the inputs' device)."""
     if backend == "auto":
-        return "cuda" if device == "cuda" else "llvm"
+        return "cuda" if str(device).startswith("cuda") else "llvm"
     return backend
 
 

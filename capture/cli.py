@@ -24,7 +24,7 @@ import sys
 
 from . import registry
 
-STAGES = ("bytecode", "graph", "guards", "code", "fusion", "kernels", "llvm")
+STAGES = ("bytecode", "graph", "guards", "code", "fusion", "kernels", "llvm", "cuda")
 
 
 def _header(title: str, char: str = "-") -> str:
@@ -90,7 +90,7 @@ def dump_function(cf, stages, out, fmt: str = "text") -> None:
             else:
                 print(f"def {cf.fn.__name__}(...):  # entry {i}: one graph, no break\n"
                       f"    return graph_{i}(*inputs)", file=out)
-        for stage in ("fusion", "kernels", "llvm"):
+        for stage in ("fusion", "kernels", "llvm", "cuda"):
             if stage not in stages or e.graph is None:
                 continue
             print(_header(f"{stage} (entry {i})"), file=out)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import sys
 import time
 import types
 import warnings
@@ -155,7 +156,7 @@ def _fast_body(cf, entry, ns: dict) -> str | None:
                   f"else ___asarray(___o{k}))" for k in range(n)]
         lines += ["    except Exception as ___e:", "        return ___failed(___e)"]
         ns.update(___graph=_fast_call(runner.compiled), ___make=Tensor._make,
-                  ___isinstance=isinstance, ___ndarray=np.ndarray, ___asarray=np.asarray,
+                  ___isinstance=isinstance, ___ndarray=_array_types(), ___asarray=np.asarray,
                   ___failed=cf.graph_failed)
     ns["___cf"] = cf
     lines.append("    ___cf.graph_runs += 1")
@@ -165,6 +166,14 @@ def _fast_body(cf, entry, ns: dict) -> str | None:
         lines.append(f"    ___set_grad({entry.final_grad!r})")
     lines.append(f"    return {expr}")
     return "\n".join(lines) + "\n"
+
+
+def _array_types() -> tuple:
+    """Array classes a backend may return as they are: numpy's, and cupy's once cupy is in use
+    (a GPU graph's outputs stay on the device; anything else, e.g. a numpy scalar, becomes a
+    0-d numpy array)."""
+    cupy = sys.modules.get("cupy")
+    return (np.ndarray, cupy.ndarray) if cupy is not None else (np.ndarray,)
 
 
 class GraphRunner:
@@ -192,7 +201,8 @@ class GraphRunner:
         if self.autograd or compiled is None:
             return list(backends.run_with_autograd(graph, inputs))
         arrays = compiled(*[t._data for t in inputs])
-        return [Tensor._make(a if isinstance(a, np.ndarray) else np.asarray(a))
+        types = _array_types()
+        return [Tensor._make(a if isinstance(a, types) else np.asarray(a))
                 for a in arrays]
 
 

@@ -45,7 +45,7 @@ _MATH = ("exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "a
          "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
          "atan2", "hypot", "sqrt", "floor", "ceil", "trunc")
 
-HALF_PTX = r"""// wick: header-free helpers (half types: 16-bit patterns in memory, float in registers)
+HALF_PTX = r"""// wick: header-free half helpers (16-bit patterns in memory, float in registers)
 static __device__ __forceinline__ float wk_h2f(unsigned short h) {
   float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
 }

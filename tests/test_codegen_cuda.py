@@ -21,7 +21,7 @@ from opinfo import dtypes_of
 import codegen
 import codegen.cuda_render
 import ir
-from codegen import nvrtc
+from codegen import cuda_host, nvrtc
 from codegen.cuda_compiled import CudaGraph
 from codegen.cuda_render import module_source, render, schedule
 from codegen.kernel import lower_group
@@ -393,108 +393,18 @@ def test_library_calls_are_not_fused_on_cuda():
 
 # ---------------------------------------------------------------- host emulation (no GPU)
 
-# The generated kernels compiled as host C++ (g++), with CUDA's built-ins shimmed: a grid-stride
-# kernel run by 256 sequential "threads" of one block computes every element, so the C
-# rendering of every primitive is checked against numpy without a GPU (block reductions need
-# real concurrency: they run on the GPU tests only). Half conversions use _Float16.
-HOST_SHIM = r"""
-#include <barrier>
-#include <cmath>
-#include <cstring>
-#include <thread>
-#include <vector>
-using std::isnan; using std::isinf; using std::fmod; using std::copysign; using std::floor;
-struct wk_dim3 { unsigned int x, y, z; };
-static thread_local wk_dim3 blockIdx, threadIdx;
-static wk_dim3 gridDim;
-extern "C" void wk_set(unsigned b, unsigned t, unsigned g) {
-  blockIdx.x = b; threadIdx.x = t; gridDim.x = g;
-}
-// a block of real threads: __syncthreads is a block barrier, __shfl_down_sync exchanges
-// through memory between two barriers of the thread's warp
-static std::barrier<>* wk_block_bar;
-static std::vector<std::barrier<>*> wk_warp_bar;
-static unsigned long long wk_slots[1024];
-#define __syncthreads() wk_block_bar->arrive_and_wait()
-template <typename T> static T __shfl_down_sync(unsigned, T v, int o) {
-  unsigned t = threadIdx.x;
-  std::memcpy(&wk_slots[t], &v, sizeof(T));
-  wk_warp_bar[t >> 5]->arrive_and_wait();
-  T r = v;
-  if ((t & 31) + o < 32) std::memcpy(&r, &wk_slots[t + o], sizeof(T));
-  wk_warp_bar[t >> 5]->arrive_and_wait();
-  return r;
-}
-typedef void (*wk_fn)(void*, void*, void*, void*, void*, void*, void*, void*);
-// every kernel argument is a pointer: extra pointer arguments are ignored by the x86-64 ABI
-extern "C" void wk_launch(void* f, unsigned grid, unsigned block, void** a) {
-  std::barrier<> bar(block);
-  wk_block_bar = &bar;
-  wk_warp_bar.clear();
-  for (unsigned w = 0; w < (block + 31) / 32; ++w) wk_warp_bar.push_back(new std::barrier<>(32));
-  gridDim.x = grid;
-  std::vector<std::thread> ts;
-  for (unsigned t = 0; t < block; ++t) {
-    ts.emplace_back([=, &bar] {
-      for (unsigned b = 0; b < grid; ++b) {
-        blockIdx.x = b; threadIdx.x = t;
-        ((wk_fn)f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-        bar.arrive_and_wait();
-      }
-    });
-  }
-  for (auto& th : ts) th.join();
-  for (auto* w : wk_warp_bar) delete w;
-}
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __shared__ static
-template <typename T, typename U> static inline T wk_bits(U u) {
-  T t; std::memcpy(&t, &u, sizeof(T)); return t;
-}
-static inline float __uint_as_float(unsigned u) { return wk_bits<float>(u); }
-static inline float __int_as_float(int u) { return wk_bits<float>(u); }
-static inline unsigned __float_as_uint(float f) { return wk_bits<unsigned>(f); }
-static inline double __longlong_as_double(long long u) { return wk_bits<double>(u); }
-static inline float wk_h2f(unsigned short h) { return (float)wk_bits<_Float16>(h); }
-static inline unsigned short wk_f2h(float f) { return wk_bits<unsigned short>((_Float16)f); }
-static inline unsigned short wk_d2h(double d) { return wk_bits<unsigned short>((_Float16)d); }
-#define WK_VEC(N, T) struct N { T x, y, z, w; }; \
-  static inline N make_##N(T a, T b, T c, T d) { N v = {a, b, c, d}; return v; }
-WK_VEC(float4, float) WK_VEC(int4, int) WK_VEC(uint4, unsigned int) WK_VEC(short4, short)
-WK_VEC(ushort4, unsigned short) WK_VEC(char4, signed char) WK_VEC(uchar4, unsigned char)
-"""
+# The generated kernels built as host C++ by `codegen.cuda_host` (CUDA built-ins shimmed, blocks
+# of real threads): every primitive, block reduction and split pass checked against numpy
+# without a GPU.
 
 
 def host_library(sources, tmp_path, opt="-O1"):
-    """The kernels of `sources` compiled by g++ as a shared library (ctypes)."""
-    import ctypes
-    import shutil
-
-    from codegen.cuda import HELPERS
-
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is needed for the host emulation of CUDA kernels")
-    cpp = tmp_path / "kernels.cpp"
-    cpp.write_text(HOST_SHIM + HELPERS + "\n".join(s.source for s in sources))
-    so = tmp_path / "kernels.so"
-    r = subprocess.run(["g++", opt, "-shared", "-fPIC", "-std=c++20", "-pthread", "-w",
-                        str(cpp), "-o", str(so)], check=False, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[:4000]
-    return ctypes.CDLL(str(so))
-
-
-def host_launch(lib, func: str, arrays):
-    """Run kernel `func` as one block of 256 sequential threads on numpy `arrays`."""
-    import ctypes
-
-    fn = getattr(lib, func)
-    ptrs = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
-    for t in range(256):
-        lib.wk_set(0, t, 1)
-        fn(*ptrs)
+    try:
+        return cuda_host.compile_host("\n".join(s.source for s in sources), tmp_path, opt)
+    except RuntimeError as e:
+        if "g++ is needed" in str(e):
+            pytest.skip(str(e))
+        raise
 
 
 def _host_values(dtype, rng, n=257):
@@ -535,7 +445,6 @@ def _struct_values(rng, shape, dtype):
 def host_run_graph(cg, lib, arrays, grid=3):
     """The plan of CudaGraph `cg` on numpy `arrays`: kernels as blocks of real threads
     (`grid` blocks for device-sized grids), library calls through `ir.execute` on numpy."""
-    import ctypes
 
     from ir.execute import apply_arrays
 
@@ -553,11 +462,9 @@ def host_run_graph(cg, lib, arrays, grid=3):
             bufs.append(env[b.node])
         if src.scratch_bytes:
             bufs.append(np.zeros(src.scratch_bytes, np.uint8))
-        ptrs = (ctypes.c_void_p * 8)(*[b.ctypes.data for b in bufs])
         for ln in src.launches:
-            fn = ctypes.cast(getattr(lib, ln.func), ctypes.c_void_p)
             g = ln.grid if ln.grid is not None else max(1, min(grid, ln.grid_for(1)))
-            lib.wk_launch(fn, ctypes.c_uint(g), ctypes.c_uint(ln.block), ptrs)
+            cuda_host.launch(lib, ln.func, g, ln.block, bufs)
     return [env[o] if isinstance(o, ir.Node) else o for o in cg.graph.output_node.args[0]]
 
 
@@ -630,7 +537,7 @@ def test_host_emulation_of_every_primitive_matches_numpy(nin, prims, tmp_path):
         out_dt = src.kernel.outputs[0].dtype.np
         for launch in [src.launches[0]] + ([src.vector] if src.vector else []):
             got = np.empty(arrays[0].shape, out_dt)
-            host_launch(lib, launch.func, list(arrays) + [got])
+            cuda_host.run_sequential(lib, launch.func, list(arrays) + [got])
             try:
                 assert got.dtype == want.dtype, (got.dtype, want.dtype)
                 if D.from_numpy(want.dtype).is_floating_point:
@@ -648,73 +555,13 @@ def test_host_emulation_of_every_primitive_matches_numpy(nin, prims, tmp_path):
     assert not failures, "\n".join(failures)
 
 
-class _DevArray(np.ndarray):
-    """A numpy array posing as a cupy array (`.data.ptr`) for the emulated device."""
-
-    @property
-    def data(self):
-        return type("Ptr", (), {"ptr": self.ctypes.data})()
-
-
-class _FakeCupy:
-    """Just enough of cupy for `CudaGraph`: `RawModule` compiles the module as host C++ and its
-    functions run as blocks of real threads (`wk_launch`); everything else is numpy."""
-
-    __name__ = "numpy"
-    ndarray = _DevArray
-
-    def __init__(self, tmp_path):
-        self.tmp_path = tmp_path
-        self.modules = 0
-        dev = type("Device", (), {"id": 0, "compute_capability": "90",
-                                  "attributes": {"MultiProcessorCount": 2}})
-        self.cuda = type("cuda", (), {"Device": dev})
-
-    def __getattr__(self, name):
-        return getattr(np, name)
-
-    def asarray(self, a, *args, **kw):
-        return np.asarray(a, *args, **kw).view(_DevArray)
-
-    def empty(self, shape, dtype):
-        return np.empty(shape, dtype).view(_DevArray)
-
-    def ascontiguousarray(self, a):
-        return np.ascontiguousarray(a).view(_DevArray)
-
-    def RawModule(self, code, options=()):
-        import ctypes
-
-        from codegen.cuda import PRELUDE
-
-        assert code.startswith(PRELUDE) and "--use_fast_math" not in options
-        self.modules += 1
-        d = self.tmp_path / f"m{self.modules}"
-        d.mkdir()
-        src = type("S", (), {"source": code[len(PRELUDE):]})   # host_library adds HELPERS
-        lib = host_library([src], d, "-O0")
-
-        class Module:
-            def get_function(self, name):
-                fn = ctypes.cast(getattr(lib, name), ctypes.c_void_p)
-
-                def launch(grid, block, args):
-                    assert len(args) <= 8
-                    ptrs = (ctypes.c_void_p * 8)(*[a.ctypes.data for a in args])
-                    lib.wk_launch(fn, ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), ptrs)
-
-                return launch
-
-        return Module()
-
-
 def test_launcher_on_an_emulated_device(tmp_path, monkeypatch):
     """`CudaGraph`'s runner (module cache, grids, vector variant by alignment, layouts of
     views, scratch buffers, library calls with xp=cupy) against the interpreter, with cupy
     replaced by host C++ kernels run as real threads."""
     import codegen.cuda_compiled as cc
 
-    fake = _FakeCupy(tmp_path)
+    fake = cuda_host.EmulatedCupy(tmp_path)
     monkeypatch.setattr(cc, "_cupy", lambda: fake)
     monkeypatch.setattr(cc, "_modules", {})
     monkeypatch.setattr(cc, "_sms", {})
@@ -725,19 +572,20 @@ def test_launcher_on_an_emulated_device(tmp_path, monkeypatch):
         arrays = [_struct_values(rng, p.meta["val"].shape, p.meta["val"].dtype)
                   for p in g.placeholders]
         cg = codegen.compile_graph(g, backend="cuda")
-        got = cg(*[a.view(_DevArray) for a in arrays])
-        assert all(isinstance(o, _DevArray) for o in got)
+        got = cg(*[a.view(cuda_host.DevArray) for a in arrays])
+        assert all(isinstance(o, cuda_host.DevArray) for o in got)
         _compare([np.asarray(o) for o in got], ir.Interpreter(g).run(*arrays), rtol=1e-4,
                  atol=1e-5, what=g.name)
     assert fake.modules == len(graphs)
     cg = codegen.compile_graph(graphs[0], backend="cuda")   # same source: the module cache
     assert fake.modules == len(graphs)
-    base = rng.standard_normal((48, 130)).astype(np.float32).view(_DevArray)
-    for x in (base[:, :64].T, np.broadcast_to(base[0, :48], (64, 48)).view(_DevArray),
+    base = rng.standard_normal((48, 130)).astype(np.float32).view(cuda_host.DevArray)
+    for x in (base[:, :64].T, np.broadcast_to(base[0, :48], (64, 48)).view(cuda_host.DevArray),
               base.ravel()[1:1 + 64 * 48].reshape(64, 48)):
         want = ir.Interpreter(graphs[0]).run(np.asarray(x))[0]
         np.testing.assert_allclose(np.asarray(cg(x)[0]), want, rtol=1e-5, atol=1e-6)
     assert fake.modules == len(graphs) + 2      # one specialisation per layout of views
+    assert "--use_fast_math" not in fake.options
     with pytest.raises(TypeError, match="cuda array"):
         cg(np.zeros((64, 48), np.float32))
 
