@@ -112,7 +112,11 @@ def _template_expr(t: tuple, ns: dict) -> str | None:
 
 def _fast_call(compiled):
     """The cheapest way to call a compiled graph: a plain function, or the bound `__call__`
-    of a Python class (skips the type slot's lookup on every call)."""
+    of a Python class (skips the type slot's lookup on every call), or the backend's
+    `run_unchecked` entry when it has one (the guards already checked the inputs)."""
+    fast = getattr(compiled, "run_unchecked", None)
+    if fast is not None:
+        return fast
     if isinstance(compiled, types.FunctionType):
         return compiled
     call = getattr(type(compiled), "__call__", None)  # noqa: B004 - the class's own method

@@ -9,10 +9,16 @@ values live in a flat list of slots, each step is a closure over its slot indice
 function and output shapes, and a slot is dropped after its last reader so intermediate
 buffers are freed early. A group that cannot be lowered (a formula numpy rejects for these
 dtypes) runs node by node as library calls, so the error surfaces exactly as in eager.
+Kernels are called through `jit.trampoline` on the arrays themselves (no `a.ctypes.data`),
+and `run_unchecked` skips the input checks of `__call__` for callers whose guards already
+hold them (capture's compiled entries): a call of a small one-kernel graph costs a few us.
 Imports only `ir` and the other codegen modules.
 """
 
 from __future__ import annotations
+
+import ctypes
+import operator
 
 import numpy as np
 
@@ -89,6 +95,8 @@ class CompiledGraph:
             free = tuple(s for s, j in last.items() if j == i and s not in keep)
             self.steps.append(obj)
             self._runners.append(factory(free))
+        self._pad = [None] * (self._nslots - len(self._placeholders))
+        self._result = _result_fn(self._output)
 
     def _compile_kernel(self, group: FusionGroup, strides_of=None, name=None) -> Kernel:
         if name is None:
@@ -98,7 +106,7 @@ class CompiledGraph:
         kernel.group = group
         argc = len(kernel.inputs) + len(kernel.outputs) + kernel.checks_div
         fn = jit.compile_function(lambda sym: render_kernel(kernel, sym), name, argc)
-        kernel.symbol, kernel.cfunc = fn.symbol, fn.cfunc
+        kernel.symbol, kernel.cfunc, kernel.address = fn.symbol, fn.cfunc, fn.address
         kernel.llvm_ir, kernel.source_ir = fn.llvm_ir, fn.source_ir
         if strides_of is None:
             self.kernels.append(kernel)
@@ -123,7 +131,15 @@ class CompiledGraph:
             env[i] = a
         for run in self._runners:
             run(env)
-        return tuple(env[v] if is_slot else v for is_slot, v in self._output)
+        return self._result(env)
+
+    def run_unchecked(self, *arrays) -> tuple:
+        """`__call__` without its checks: exactly one numpy array of the placeholder's shape
+        and dtype per placeholder (capture's guards ensure that)."""
+        env = [*arrays, *self._pad]
+        for run in self._runners:
+            run(env)
+        return self._result(env)
 
     def dump(self, stage: str) -> str:
         """Readable text of one stage: "graph", "fusion", "kernels", "source", "llvm" or
@@ -190,6 +206,30 @@ def _output_plan(values, slot) -> tuple:
     return tuple((True, slot[v]) if isinstance(v, Node) else (False, v) for v in values)
 
 
+def _result_fn(output: tuple):
+    """env -> the output tuple, with the cheapest callable for the common shapes."""
+    if output and all(is_slot for is_slot, _ in output):
+        slots = [v for _, v in output]
+        if len(slots) == 1:
+            s0 = slots[0]
+            return lambda env: (env[s0],)
+        return operator.itemgetter(*slots)
+    return lambda env: tuple(env[v] if is_slot else v for is_slot, v in output)
+
+
+def _data_offset() -> int | None:
+    """Where numpy keeps an ndarray's data pointer in the object (PyArrayObject.data, right
+    after the object header), checked on live arrays; None if not found."""
+    off = 2 * ctypes.sizeof(ctypes.c_void_p)
+    for a in (np.empty(3, np.float32), np.zeros((2, 5), np.int64)[1:]):
+        if ctypes.c_void_p.from_address(id(a) + off).value != a.ctypes.data:
+            return None
+    return off
+
+
+_DATA_OFFSET = _data_offset()
+
+
 def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
     ins = tuple(slot[b.node] for b in kernel.inputs)
     in_nodes = tuple(b.node for b in kernel.inputs)
@@ -199,6 +239,11 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
     skip = kernel.outer_numel == 0 or (kernel.numel == 0 and not kernel.accs)
     work = max(kernel.numel, 1)
     check = kernel.checks_div
+    argc = len(ins) + len(outs) + check
+    tramp = None if _DATA_OFFSET is None else jit.trampoline(argc, _DATA_OFFSET)
+    n_outer = kernel.outer[0][1] if kernel.outer else 1
+    split = work >= threads.MIN_PARALLEL and n_outer >= 2
+    ndarray, empty = np.ndarray, np.empty
 
     def layout(arrs):
         """The kernel for these input layouts (specialised once per layout of views)."""
@@ -213,27 +258,62 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
             k = variants[key] = cg.specialise(kernel, strides)
         return k
 
+    def general(env, free):
+        arrs = [env[s] for s in ins]
+        k = kernel
+        if not all(type(a) is ndarray for a in arrs):
+            arrs = [np.asarray(a) for a in arrs]
+        if not all(a.flags.c_contiguous for a in arrs):
+            k = layout(arrs)
+            if k is None:  # misaligned strides: copy
+                arrs = [np.ascontiguousarray(a) for a in arrs]
+                k = kernel
+        for s, shape, dtype in outs:
+            o = np.empty(shape, dtype)
+            env[s] = o
+            arrs.append(o)
+        if not skip:
+            flag = None
+            if check:
+                flag = np.zeros(1, np.uint8)
+                arrs.append(flag)
+            no = k.outer[0][1] if k.outer else 1
+            if tramp is not None:
+                threads.run(tramp, [k.address, *arrs], no, work)
+            else:
+                threads.run(k.cfunc, [a.ctypes.data for a in arrs], no, work)
+            if check and flag[0]:
+                raise RuntimeError("ZeroDivisionError")
+        for s in free:
+            env[s] = None
+
     def factory(free):
+        if tramp is None or skip or check or split:
+            return lambda env: general(env, free)
+        addr = kernel.address
+        if len(ins) == 1 and len(outs) == 1:   # the common small case, unrolled
+            (i0,), ((o0, shape0, dtype0),) = ins, outs
+
+            def run1(env):
+                a = env[i0]
+                if type(a) is not ndarray or not a.flags.c_contiguous:
+                    return general(env, free)
+                o = env[o0] = empty(shape0, dtype0)
+                tramp(addr, a, o, 0, n_outer)
+                for s in free:
+                    env[s] = None
+
+            return run1
+
         def run(env):
             arrs = [env[s] for s in ins]
-            k = kernel
-            if not all(a.flags.c_contiguous for a in arrs):
-                k = layout(arrs)
-                if k is None:  # misaligned strides: copy
-                    arrs = [np.ascontiguousarray(a) for a in arrs]
-                    k = kernel
+            for a in arrs:
+                if type(a) is not ndarray or not a.flags.c_contiguous:
+                    return general(env, free)
             for s, shape, dtype in outs:
-                o = np.empty(shape, dtype)
-                env[s] = o
+                o = env[s] = empty(shape, dtype)
                 arrs.append(o)
-            if not skip:
-                ptrs = [a.ctypes.data for a in arrs]
-                if check:
-                    flag = np.zeros(1, np.uint8)
-                    ptrs.append(flag.ctypes.data)
-                threads.run(k.cfunc, ptrs, k.outer[0][1] if k.outer else 1, work)
-                if check and flag[0]:
-                    raise RuntimeError("ZeroDivisionError")
+            tramp(addr, *arrs, 0, n_outer)
             for s in free:
                 env[s] = None
 

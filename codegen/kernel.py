@@ -93,6 +93,7 @@ class Kernel:
     source_ir: str = ""    # LLVM IR before O3
     symbol: str = ""       # the JIT symbol
     cfunc: object = None   # ctypes: cfunc(*input pointers, *output pointers, lo, hi)
+    address: int = 0       # the JIT address of `cfunc` (for `jit.trampoline`)
 
     @property
     def checks_div(self) -> bool:

@@ -8,8 +8,8 @@ in (`in_dtype`), so this module only prints, with numpy's semantics: float16 is 
 maximum/minimum propagate NaN, comparisons are ordered except `ne`; integer division by zero
 gives 0 as in numpy (never LLVM's undefined behaviour); floor division and remainder follow
 numpy's `npy_divmod`; shifts past the width give 0 (or -1), as numpy's `npy_lshift`. Float32
-exp/exp2/expm1/log/log2/log1p/tanh/erf/erfc are the vectorizable polynomials of
-`codegen.vecmath`; the other transcendentals and float64 ones call libm. No fast-math flags:
+exp/exp2/expm1/log/log2/log1p/tanh/erf/erfc/sin/cos/tan/atan/atan2/pow are the vectorizable
+polynomials of `codegen.vecmath` (exp and tanh computed in float32 itself); the other transcendentals and float64 ones call libm. No fast-math flags:
 results match eager to rounding. Imports only `ir` and llvmlite.
 """
 
@@ -388,10 +388,10 @@ class LLVMBuilder:
         if t == F16:
             r = self._wide_math(name, D.float32, *[b.fpext(x, F32) for x in xs])
             return b.fptrunc(r, F16)
-        if t == F32 and name == "tanh":
-            return self.vm.tanh_f32(xs[0])
+        if t == F32 and name in ("tanh", "exp"):
+            return getattr(self.vm, name + "_f32")(xs[0])
         if t == F32 and name in VEC_FUNCTIONS:
-            return b.fptrunc(getattr(self.vm, name)(b.fpext(xs[0], F64)), F32)
+            return b.fptrunc(getattr(self.vm, name)(*[b.fpext(x, F64) for x in xs]), F32)
         if name == "pow":
             return self._intr("pow", t, *xs)
         if name == "erfinv":

@@ -4,7 +4,8 @@ Kernels are ctypes calls, which release the GIL, so plain Python threads run chu
 kernel in parallel (CODEGEN.md, "Threads": 1.7-1.9x on 2 cores). A dispatch costs tens of
 microseconds, so only kernels of at least `MIN_PARALLEL` elements with at least two outer
 iterations are split; smaller ones run inline on the calling thread. `WICK_NUM_THREADS`
-overrides the thread count (default: the CPUs this process may use). Imports nothing of ours.
+overrides the thread count (default: the CPUs this process may use, looked up once).
+Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -17,16 +18,19 @@ MIN_PARALLEL = 1 << 16
 
 _pool: list = []
 _lock = threading.Lock()
+_cpus: list = []
 
 
 def num_threads() -> int:
     env = os.environ.get("WICK_NUM_THREADS")
     if env:
         return max(1, int(env))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
+    if not _cpus:
+        try:
+            _cpus.append(max(1, len(os.sched_getaffinity(0))))
+        except AttributeError:
+            _cpus.append(os.cpu_count() or 1)
+    return _cpus[0]
 
 
 def _executor(n: int) -> ThreadPoolExecutor:
@@ -40,8 +44,11 @@ def _executor(n: int) -> ThreadPoolExecutor:
 def run(cfunc, ptrs: list, n_outer: int, work: int) -> None:
     """Call `cfunc(*ptrs, lo, hi)` over [0, n_outer), split into chunks when `work` (elements
     touched) is large enough."""
+    if n_outer < 2 or work < MIN_PARALLEL:
+        cfunc(*ptrs, 0, n_outer)
+        return
     n = num_threads()
-    if n < 2 or n_outer < 2 or work < MIN_PARALLEL:
+    if n < 2:
         cfunc(*ptrs, 0, n_outer)
         return
     n = min(n, n_outer)

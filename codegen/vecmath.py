@@ -1,4 +1,5 @@
-"""Branch-free vector math emitted as LLVM IR: exp, exp2, expm1, log, log2, log1p, tanh, erf, erfc.
+"""Branch-free vector math emitted as LLVM IR: exp, exp2, expm1, log, log2, log1p, tanh, erf,
+erfc, sin, cos, tan, atan, atan2 and pow.
 
 A libm call blocks loop vectorization and llvmlite's LLVM has no vector math library
 (CODEGEN.md, "Transcendentals"), so float32 (and float16) kernels compute these functions as
@@ -10,7 +11,12 @@ takes and returns a `double` value of an `ll.IRBuilder`; the caller converts. fl
 call libm instead (correctly rounded to within 1 ulp, but scalar). The erf/erfc polynomials
 are Chebyshev fits (near-minimax) of erf(x)/x in x**2 on [0, 1] and of erfcx(x) = exp(x**2) *
 erfc(x) on [1, 3] and [3, 10.5], made with numpy from scipy's double references; exp and log
-use their Taylor and atanh series. Imports llvmlite only.
+use their Taylor and atanh series. sin, cos and tan reduce |x| modulo pi/2 exactly enough for
+every float32: Cody-Waite with a three-part pi/2 below 2**25, and above it a Payne-Hanek step
+that multiplies the 24-bit mantissa by four 24-bit chunks of 2/pi picked by the exponent from
+a constant table (a gather: still branch-free), then Taylor polynomials on [-pi/4, pi/4].
+atan reduces by 1/x and by pi/4 + atan((t - 1)/(t + 1)); atan2 and pow build on atan, exp
+and log with C99's special cases selected explicitly. Imports llvmlite only.
 """
 
 from __future__ import annotations
@@ -61,6 +67,39 @@ TANH_SMALL_F32 = (0.9999999978772498, -0.3333330386232005, 0.13332352981795864,
 LN2_HI_F32 = 0.693145751953125          # 16 significant bits: n * LN2_HI_F32 is exact
 LN2_LO_F32 = 1.428606765330187e-06
 F32, I32 = ll.FloatType(), ll.IntType(32)
+
+# pi/2 in three parts for Cody-Waite: 28 + 28 significant bits, then the rest (n < 2**25)
+PIO2 = math.pi / 2
+PIO2_1 = 1.5707963258028030396
+PIO2_2 = 9.920935808982456e-10
+PIO2_3 = -1.2177051777973966e-18
+TAN_PI_8 = 0.41421356237309503
+
+
+def _two_over_pi_table() -> list:
+    """For exponents E = 2..105 of x = M * 2**E (M a 24-bit integer): four doubles T_j, the
+    24-bit chunks of 2/pi starting at its bit E - 1, scaled so that M * (T_0 + ... + T_3) is
+    x * 2/pi modulo 4 (the bits above contribute multiples of 4); each M * T_j is exact."""
+    prec = 420
+
+    def atan_inv(n):   # arctan(1/n) * 2**prec
+        s, t, k, sign = 0, (1 << prec) // n, 1, 1
+        while t:
+            s, t, k, sign = s + sign * (t // k), t // (n * n), k + 2, -sign
+        return s
+
+    pi = 4 * (4 * atan_inv(5) - atan_inv(239))   # pi * 2**prec
+    bits = (2 << (2 * prec)) // pi                # 2/pi * 2**prec
+    out = []
+    for e in range(2, 106):
+        for j in range(4):
+            last = e - 1 + 24 * j + 23
+            chunk = (bits >> (prec - last)) & 0xFFFFFF
+            out.append(math.ldexp(chunk, -22 - 24 * j))
+    return out
+
+
+TWO_OVER_PI = _two_over_pi_table()
 
 
 def _c(v: float) -> ll.Constant:
@@ -229,6 +268,153 @@ class VecMath:
         y = self.select(self.cmp("<", x, 0.0), b.fsub(_c(2.0), pos), pos)
         return self.select(self.isnan(x), x, y)
 
+    # ---- sin, cos, tan (float32 arguments, computed in double)
+
+    def signbit(self, x):
+        return self.b.icmp_signed("<", self.b.bitcast(x, I64), ll.Constant(I64, 0))
+
+    def _reduce_pio2(self, x):
+        """(r, q) with |x| = (4k + q) * pi/2 + r, |r| <= pi/4 (a hair more at ties), q an i64
+        in 0..3, for x a float32 value held in a double; r relative error ~1e-16."""
+        b = self.b
+        a = self._intr("fabs", x)
+        n = self._intr("roundeven", b.fmul(a, _c(2 / math.pi)))
+        r = self._intr("fma", b.fneg(n), _c(PIO2_1), a)
+        r = self._intr("fma", b.fneg(n), _c(PIO2_2), r)
+        r = self._intr("fma", b.fneg(n), _c(PIO2_3), r)
+        # Payne-Hanek for |x| >= 2**25 (exponent field >= 152)
+        bits = b.bitcast(b.fptrunc(a, F32), I32)
+        ex = b.lshr(bits, ll.Constant(I32, 23))
+        m = b.uitofp(b.or_(b.and_(bits, ll.Constant(I32, 0x7FFFFF)), ll.Constant(I32, 0x800000)),
+                     F64)
+        idx = b.sub(ex, ll.Constant(I32, 152))
+        idx = b.select(b.icmp_signed("<", idx, ll.Constant(I32, 0)), ll.Constant(I32, 0), idx)
+        idx = b.select(b.icmp_signed(">", idx, ll.Constant(I32, 103)), ll.Constant(I32, 103), idx)
+        idx = b.zext(b.shl(idx, ll.Constant(I32, 2)), I64)
+        tab = self._table()
+        ts = [b.load(b.gep(tab, [b.add(idx, ll.Constant(I64, j))], inbounds=True,
+                           source_etype=F64), typ=F64) for j in range(4)]
+
+        def mod4(v):
+            return b.fsub(v, b.fmul(self._intr("floor", b.fmul(v, _c(0.25))), _c(4.0)))
+
+        r01 = mod4(b.fadd(mod4(b.fmul(m, ts[0])), b.fmul(m, ts[1])))   # exact
+        p2, p3 = b.fmul(m, ts[2]), b.fmul(m, ts[3])
+        nb = self._intr("roundeven", b.fadd(r01, p2))
+        f = b.fadd(b.fadd(b.fsub(r01, nb), p2), p3)
+        big = b.icmp_unsigned(">=", ex, ll.Constant(I32, 152))
+        r = self.select(big, b.fmul(f, _c(PIO2)), r)
+        n = self.select(big, nb, n)
+        q = b.and_(b.fptosi(n, I64), ll.Constant(I64, 3))
+        return r, q
+
+    def _table(self):
+        g = self.module.globals.get("wick_two_over_pi")
+        if g is None:
+            ty = ll.ArrayType(F64, len(TWO_OVER_PI))
+            g = ll.GlobalVariable(self.module, ty, "wick_two_over_pi")
+            g.global_constant = True
+            g.linkage = "internal"
+            g.initializer = ll.Constant(ty, TWO_OVER_PI)
+        return g
+
+    def _sincos_poly(self, r):
+        b = self.b
+        z = b.fmul(r, r)
+        s = self._intr("fma", b.fmul(r, z), self.horner(
+            z, [(-1) ** (k + 1) / math.factorial(2 * k + 3) for k in range(7)]), r)
+        c = self.horner(z, [(-1) ** k / math.factorial(2 * k) for k in range(9)])
+        return s, c
+
+    def _bit(self, q, k):
+        return self.b.icmp_unsigned("!=", self.b.and_(q, ll.Constant(I64, k)),
+                                    ll.Constant(I64, 0))
+
+    def _trig_special(self, x, y):
+        """NaN for inf and NaN arguments."""
+        bad = self.b.fcmp_unordered("ueq", self._intr("fabs", x), _c(INF))
+        return self.select(bad, _c(NAN), y)
+
+    def sin(self, x):
+        b = self.b
+        r, q = self._reduce_pio2(x)
+        s, c = self._sincos_poly(r)
+        v = self.select(self._bit(q, 1), c, s)
+        v = self.select(self._bit(q, 2), b.fneg(v), v)
+        v = self.select(self.signbit(x), b.fneg(v), v)
+        return self._trig_special(x, v)
+
+    def cos(self, x):
+        b = self.b
+        r, q = self._reduce_pio2(x)
+        s, c = self._sincos_poly(r)
+        v = self.select(self._bit(q, 1), s, c)
+        v = self.select(self._bit(b.add(q, ll.Constant(I64, 1)), 2), b.fneg(v), v)
+        return self._trig_special(x, v)
+
+    def tan(self, x):
+        b = self.b
+        r, q = self._reduce_pio2(x)
+        s, c = self._sincos_poly(r)
+        v = self.select(self._bit(q, 1), b.fneg(b.fdiv(c, s)), b.fdiv(s, c))
+        v = self.select(self.signbit(x), b.fneg(v), v)
+        return self._trig_special(x, v)
+
+    # ---- atan, atan2, pow
+
+    def _atan01(self, t):
+        """atan(t) for t in [0, 1] (t > tan(pi/8) goes through pi/4 + atan((t-1)/(t+1)))."""
+        b = self.b
+        mid = self.cmp(">", t, TAN_PI_8)
+        u = self.select(mid, b.fdiv(b.fsub(t, _c(1.0)), b.fadd(t, _c(1.0))), t)
+        z = b.fmul(u, u)
+        p = self._intr("fma", b.fmul(u, z), self.horner(
+            z, [(-1) ** (k + 1) / (2 * k + 3) for k in range(13)]), u)
+        return self.select(mid, b.fadd(p, _c(math.pi / 4)), p)
+
+    def atan(self, x):
+        b = self.b
+        a = self._intr("fabs", x)
+        inv = self.cmp(">", a, 1.0)
+        v = self._atan01(self.select(inv, b.fdiv(_c(1.0), a), a))
+        v = self.select(inv, b.fsub(_c(PIO2), v), v)
+        v = self._intr("copysign", v, x)
+        return self.select(self.isnan(x), x, v)
+
+    def atan2(self, y, x):
+        b = self.b
+        ax, ay = self._intr("fabs", x), self._intr("fabs", y)
+        swap = self.cmp(">", ay, ax)
+        t = b.fdiv(self.select(swap, ax, ay), self.select(swap, ay, ax))
+        t = self.select(self.cmp("==", ax, ay), _c(1.0), t)                # both inf
+        t = self.select(self.cmp("==", self.select(swap, ay, ax), 0.0), _c(0.0), t)  # both 0
+        v = self._atan01(t)
+        v = self.select(swap, b.fsub(_c(PIO2), v), v)
+        v = self.select(self.signbit(x), b.fsub(_c(math.pi), v), v)
+        v = self._intr("copysign", v, y)
+        return self.select(b.or_(self.isnan(x), self.isnan(y)), _c(NAN), v)
+
+    def pow(self, x, y):
+        """exp(y * log|x|) (in double: exact enough for float32), the sign from odd integer y,
+        NaN for negative x and non-integral y, and C99's special cases (pow(x, 0) = 1,
+        pow(1, y) = 1, pow(-1, +-inf) = 1)."""
+        b = self.b
+        a = self._intr("fabs", x)
+        v = self.exp(b.fmul(y, self.log(a)))
+        fl = self._intr("floor", y)
+        integral = self.cmp("==", fl, y)
+        odd = b.and_(integral, self.cmp("!=", b.fmul(self._intr("floor", b.fmul(y, _c(0.5))),
+                                                      _c(2.0)), y))
+        neg = self.signbit(x)
+        v = self.select(b.and_(neg, odd), b.fneg(v), v)
+        nonint = b.xor(integral, ll.Constant(I1, 1))
+        finite = b.and_(self.cmp(">", a, 0.0), self.cmp("<", a, INF))   # 0 and inf: exp does it
+        v = self.select(b.and_(b.and_(neg, nonint), finite), _c(NAN), v)
+        v = self.select(b.and_(self.cmp("==", a, 1.0), self.cmp("==", self._intr("fabs", y),
+                                                               INF)), _c(1.0), v)
+        v = self.select(self.cmp("==", x, 1.0), _c(1.0), v)
+        return self.select(self.cmp("==", y, 0.0), _c(1.0), v)
+
     # ---- float32-native tanh (the GELU-tanh path: twice the lanes of double)
 
     def _f(self, v):
@@ -240,6 +426,29 @@ class VecMath:
             fn = ll.Function(self.module, ll.FunctionType(F32, [F32] * len(args)),
                              f"llvm.{name}.f32")
         return self.b.call(fn, list(args))
+
+    def exp_f32(self, x):
+        """float32 exp within 1 ulp, computed in float32 (twice the lanes of double): Cody-Waite
+        reduction n = round(x / ln2), r = x - n ln2 (|r| <= 0.347), Taylor degree 7, times
+        2**n as two normal factors 2**h * 2**(n - h) (so subnormal results round once and n up
+        to 128 overflows to inf); x clamped to [-104, 89], NaN passed through."""
+        b, f = self.b, self._f
+        xc = b.select(b.fcmp_ordered("<", x, f(-104.0)), f(-104.0), x)
+        xc = b.select(b.fcmp_ordered(">", xc, f(89.0)), f(89.0), xc)
+        n = self._intr32("roundeven", b.fmul(xc, f(LOG2E)))
+        r = self._intr32("fma", n, f(-LN2_HI_F32), xc)
+        r = self._intr32("fma", n, f(-LN2_LO_F32), r)
+        p = f(1 / math.factorial(7))
+        for k in range(6, -1, -1):
+            p = self._intr32("fma", p, r, f(1 / math.factorial(k)))
+        ni = b.fptosi(n, I32)
+        h = b.ashr(ni, ll.Constant(I32, 1))
+
+        def pow2(k):
+            return b.bitcast(b.shl(b.add(k, ll.Constant(I32, 127)), ll.Constant(I32, 23)), F32)
+
+        y = b.fmul(b.fmul(p, pow2(h)), pow2(b.sub(ni, h)))
+        return b.select(b.fcmp_unordered("uno", x, x), x, y)
 
     def tanh_f32(self, x):
         """float32 tanh within 2 ulp, computed in float32: |x| < 0.55: x * P(x**2); else
@@ -268,4 +477,5 @@ class VecMath:
         return self._intr32("copysign", y, x)   # NaN in, NaN out; -0.0 stays -0.0
 
 
-FUNCTIONS = ("exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "erf", "erfc")
+FUNCTIONS = ("exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "erf", "erfc", "sin", "cos",
+             "tan", "atan", "atan2", "pow")

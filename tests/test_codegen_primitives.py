@@ -150,7 +150,8 @@ def test_casts_between_every_real_dtype():
 
 VECMATH = [("exp", np.exp), ("exp2", np.exp2), ("expm1", np.expm1), ("log", np.log),
            ("log2", np.log2), ("log1p", np.log1p), ("tanh", np.tanh), ("erf", sp.erf),
-           ("erfc", sp.erfc)]
+           ("erfc", sp.erfc), ("sin", np.sin), ("cos", np.cos), ("tan", np.tan),
+           ("atan", np.arctan)]
 
 
 def _ulps(got, ref, dtype):
