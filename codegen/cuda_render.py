@@ -204,6 +204,9 @@ class _Renderer:
             if st.op == "load":
                 i = st.attrs["input"]
                 expr = load_expr(k.inputs[i].dtype, load(i))
+            elif st.op == "load_out":   # stored by an earlier phase, read by the same thread
+                i = st.attrs["output"]
+                expr = load_expr(k.outputs[i].dtype, load(("out", i)))
             elif st.op == "acc":
                 expr = f"acc{st.attrs['acc']}"
             else:
@@ -213,6 +216,10 @@ class _Renderer:
                 expr = self.cb.emit(st.op, st.out.dtype, in_dt, vals, st.attrs)
             out.append(f"{ind}const {t} {name} = {expr};")
         return out
+
+    def buf(self, i):
+        """Input `i`, or output `j` for `i == ("out", j)` (a `load_out`)."""
+        return self.k.outputs[i[1]] if isinstance(i, tuple) else self.k.inputs[i]
 
     def value(self, a, suffix: str = "") -> str:
         if isinstance(a, Var):
@@ -413,8 +420,7 @@ class _Renderer:
             lines.append(f"{ind}for ({t} r = {start}; r < {rn}; r += {step}) {{")
             inner = ind + "  "
             lines += self.decompose("r", k.rloops, inner)
-            lines += self.body(ph.body, inner,
-                               lambda i: ref(k.inputs[i], roffs[k.inputs[i].name]))
+            lines += self.body(ph.body, inner, lambda i: ref(self.buf(i), roffs[self.buf(i).name]))
             for a, comb, v in ph.accs:
                 new = self.combine(a, comb, f"acc{a}", self.value(v))
                 lines.append(f"{inner}acc{a} = {new};")
@@ -445,7 +451,7 @@ class _Renderer:
         offs = {b.name: self.offset(b, self.nout, len(k.rloops)) for b in k.inputs + k.outputs}
 
         def load(i):
-            return f"{k.inputs[i].name}[{offs[k.inputs[i].name]}]"
+            return f"{self.buf(i).name}[{offs[self.buf(i).name]}]"
 
         for p, ph in enumerate(k.phases):
             last = p == len(k.phases) - 1

@@ -10,8 +10,11 @@ loops, evaluating its SSA body (built by running each op's registry `scalar` for
 stores per-row values (reduction results and what is computed from them). A pointwise kernel
 is one phase with no reduction loops. Softmax is three phases (max; sum of exp; normalise),
 layernorm three (sum; sum of squared deviations; normalise): values needed by several phases
-are recomputed from the loads (rows stay in cache). Loops contiguous for every buffer are
-collapsed; the innermost loop is the vector loop. All decisions are made here; renderers
+are recomputed from the loads (rows stay in cache), except expensive ones (a
+transcendental: softmax's exp), which the last earlier phase computing them also stores into
+a full-shape output of their dtype and later phases read back (`load_out`, see
+`reuse_through_outputs`). Loops contiguous for every buffer are collapsed; the innermost loop
+is the vector loop. All decisions are made here; renderers
 (`codegen/render.py`) only print. Imports only `ir` and numpy.
 """
 
@@ -131,6 +134,9 @@ class Kernel:
             return f"{st.out} = load {buf.name}[{self._index(buf)}]  {short(buf.dtype)}"
         if st.op == "acc":
             return f"{st.out} = acc{st.attrs['acc']}  {short(st.out.dtype)}"
+        if st.op == "load_out":
+            buf = self.outputs[st.attrs["output"]]
+            return f"{st.out} = load {buf.name}[{self._index(buf)}]  {short(buf.dtype)}"
         return st.format()
 
     def format(self) -> str:
@@ -392,8 +398,87 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     outer = [(f"i{d}", n) for d, n in enumerate(osz)]
     rloops = [(f"r{d}", n) for d, n in enumerate(rsz)]
     del kshape
-    return Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
-                  [(a[0], a[1]) for a in accs], epilogue, epi_stores)
+    kernel = Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
+                    [(a[0], a[1]) for a in accs], epilogue, epi_stores)
+    reuse_through_outputs(kernel)
+    return kernel
+
+
+# primitives worth storing once rather than computing again in a later phase
+EXPENSIVE = frozenset((
+    "exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "atan2", "hypot",
+    "pow"))
+
+
+def _key(st: Stmt, keys: dict):
+    """A structural key of statement `st` (equal keys compute equal values in a row)."""
+    def arg(a):
+        if isinstance(a, Var):
+            return keys.get(a, ("?", a.name))
+        if isinstance(a, Const):
+            return ("c", repr(a.value), a.dtype.name)
+        return ("p", repr(a))
+    attrs = tuple(sorted((k, v.name if isinstance(v, DType) else repr(v))
+                         for k, v in st.attrs.items()))
+    return (st.op, st.out.dtype.name, attrs) + tuple(arg(a) for a in st.args)
+
+
+def reuse_through_outputs(k: Kernel) -> None:
+    """Store an expensive value once, read it back later: where a phase recomputes a value
+    containing a transcendental that an earlier phase computed (softmax: exp(x - max) in the
+    sum phase and again in the normalise phase), the earlier phase also stores it into an
+    output of the same dtype that the later phase writes at the same index, and the later phase
+    reads it back (`load_out`) instead of recomputing it. Exact: the value is stored and read
+    back in its own dtype, and each element is read back by the thread that wrote it (same
+    offsets; an output's elements are distinct over the reduction loops)."""
+    if not k.rloops or len(k.phases) < 2:
+        return
+    keys: dict = {}
+    defs: list = []      # per phase: key -> Var defined in that phase
+    costly: set = set()  # Vars whose computation contains an expensive primitive
+    for ph in k.phases:
+        mine = {}
+        for st in ph.body:
+            keys[st.out] = _key(st, keys)
+            mine.setdefault(keys[st.out], st.out)
+            if st.op in EXPENSIVE or any(a in costly for a in st.args if isinstance(a, Var)):
+                costly.add(st.out)
+        defs.append(mine)
+    used_outputs: set = set()
+    for p, ph in enumerate(k.phases):
+        if p == 0 or not ph.stores:
+            continue
+        changed = False
+        for st in reversed(list(ph.body)):
+            if st.out not in costly or st.op == "load_out":
+                continue
+            q = next((q for q in range(p - 1, -1, -1) if keys[st.out] in defs[q]), None)
+            if q is None:
+                continue
+            slot = next((i for i, _ in ph.stores if i not in used_outputs and
+                         k.outputs[i].dtype is st.out.dtype and
+                         all(s != 0 for s in k.outputs[i].strides)), None)
+            if slot is None:
+                continue
+            used_outputs.add(slot)
+            k.phases[q].stores.append((slot, defs[q][keys[st.out]]))
+            st.op, st.args, st.attrs = "load_out", (), {"output": slot}
+            changed = True
+        if changed:
+            _drop_dead(ph)
+
+
+def _drop_dead(ph: Phase) -> None:
+    """Remove statements of `ph` whose values nothing uses."""
+    live = {v for _, _, v in ph.accs if isinstance(v, Var)}
+    live |= {v for _, v in ph.stores if isinstance(v, Var)}
+    keep = []
+    for st in reversed(ph.body):
+        if st.out in live:
+            keep.append(st)
+            live.update(a for a in st.args if isinstance(a, Var))
+    ph.body = keep[::-1]
 
 
 def _out_buffer(i: int, n: Node, shape: tuple, rdims=()) -> Buffer:

@@ -9,7 +9,8 @@ maximum/minimum propagate NaN, comparisons are ordered except `ne`; integer divi
 gives 0 as in numpy (never LLVM's undefined behaviour); floor division and remainder follow
 numpy's `npy_divmod`; shifts past the width give 0 (or -1), as numpy's `npy_lshift`. Float32
 exp/exp2/expm1/log/log2/log1p/tanh/erf/erfc/sin/cos/tan/atan/atan2/pow are the vectorizable
-polynomials of `codegen.vecmath` (exp and tanh computed in float32 itself); the other transcendentals and float64 ones call libm. No fast-math flags:
+polynomials of `codegen.vecmath` (exp and tanh computed in float32 itself); the other
+transcendentals and float64 ones call libm. No fast-math flags:
 results match eager to rounding. Imports only `ir` and llvmlite.
 """
 

@@ -6,8 +6,9 @@ it; with no parallel loop the body runs once when lo < hi), the other sizes and 
 are constants, so the innermost stride-1 loop is left to LLVM's loop vectorizer. Reduction
 accumulators live in allocas (promoted to registers by SROA) and their updates carry the
 `reassoc` fast-math flag, the one flag that lets a float reduction vectorize; nothing else
-gets fast-math flags. All decisions were made on the Kernel; this module only prints.
-Imports only `ir` and llvmlite.
+gets fast-math flags. An output read back by a later phase (`load_out`) is still `noalias`
+(no other argument aliases it; it is never marked write-only). All decisions were made on the
+Kernel; this module only prints. Imports only `ir` and llvmlite.
 """
 
 from __future__ import annotations
@@ -151,6 +152,16 @@ class _Renderer:
                 i = st.attrs["input"]
                 dt = k.inputs[i].dtype
                 ptr = b.gep(self.args[i], [offsets[i]], inbounds=True,
+                            source_etype=memtype(dt))
+                v = b.load(ptr, typ=memtype(dt))
+                env[st.out] = b.icmp_unsigned("!=", v, ll.Constant(I8, 0)) \
+                    if dt is D.bool_ else v
+                continue
+            if st.op == "load_out":   # a value an earlier phase stored (same offsets)
+                i = st.attrs["output"]
+                j = nin + i
+                dt = k.outputs[i].dtype
+                ptr = b.gep(self.args[j], [offsets[j]], inbounds=True,
                             source_etype=memtype(dt))
                 v = b.load(ptr, typ=memtype(dt))
                 env[st.out] = b.icmp_unsigned("!=", v, ll.Constant(I8, 0)) \

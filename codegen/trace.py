@@ -53,8 +53,9 @@ class Const:
 
 @dataclass(eq=False)
 class Stmt:
-    """`out = op(*args, **attrs)`: `op` is a scalar primitive, "load" (attrs: input index) or
-    "acc" (the current value of reduction accumulator attrs["acc"])."""
+    """`out = op(*args, **attrs)`: `op` is a scalar primitive, "load" (attrs: input index),
+    "load_out" (attrs: output index; a value an earlier phase stored there at the same index)
+    or "acc" (the current value of reduction accumulator attrs["acc"])."""
 
     out: Var
     op: str

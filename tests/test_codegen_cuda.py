@@ -232,6 +232,9 @@ def structure_graphs():
                reduction_graph("sum", D.float32, (64, 4096), 0),               # columns
                reduction_graph("sum", D.int64, (5, 6, 7), (0, 2), True),       # 2 r-loops
                reduction_graph("sum", D.float32, (100, 3), -1)]                # short rows
+    g = ir.Graph("softmax_split")          # one huge row: exp stored, read back (load_out)
+    g.output((c(g, "softmax", ph(g, "x", (1 << 17,)), 0),))
+    graphs.append(g)
     g = ir.Graph("full_centered")          # a full reduction read back by the full shape
     x = ph(g, "x", (1 << 16, 2))
     g.output((c(g, "sub", x, c(g, "mean", x, None, keepdim=True)),))
@@ -311,6 +314,9 @@ def test_schedules():
     assert [s for s, _ in sched["sum_float32_6x50_-1"]] == ["block_rows"]
     assert [s for s, _ in sched["sum_float32_131072_None"]] == ["split"]
     assert [s for s, _ in sched["amax_float64_3x131072_None"]] == ["split"]
+    s, k = sched["softmax_split"][0]
+    assert s == "split" and "load_out" in [st.op for st in k.phases[2].body]
+    assert "load_out" in [st.op for st in sched["softmax"][0][1].phases[2].body]
     assert [s for s, _ in sched["sum_float32_64x4096_0"]] == ["thread_rows"]     # columns
     assert [s for s, _ in sched["sum_float32_100x3_-1"]] == ["thread_rows"]      # short rows
     full = [s for s, _ in sched["full_centered"]]
