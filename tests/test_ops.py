@@ -259,8 +259,12 @@ def _gradcheck_params():
         if not _differentiable(op):
             continue
         why = NOT_GRADCHECKED.get(op.name)
-        params.append(pytest.param(op, id=op.name, marks=[pytest.mark.skip(reason=why)]
-                                   if why else []))
+        if why is None:
+            params.append(pytest.param(op, id=op.name))
+        elif "NotImplementedError" in why:  # a missing derivative: tracked, fails once written
+            params.append(pytest.param(op, id=op.name, marks=[pytest.mark.xfail(
+                strict=True, raises=NotImplementedError, reason=why)]))
+        # the rest are not differentiable, or are gradchecked elsewhere (see the reasons)
     return params
 
 
