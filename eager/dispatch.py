@@ -17,6 +17,7 @@ mode. A formula that is one scalar primitive (add, exp...) runs as numpy's C fun
 
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 
@@ -28,6 +29,7 @@ from ir.execute import opmath, run_kernel
 from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
+from .autograd import BackwardNode  # imported by eager before this module
 from .tensor import Tensor
 
 VIEW_KINDS = ("view",)
@@ -45,6 +47,20 @@ NO_OUT = frozenset({
 })
 _ND = np.ndarray
 _grad_enabled = grad_mode.is_grad_enabled
+_SCALARS = (bool, int, float, complex)
+# The fast paths call numpy's kernels from here: IEEE results (1/0 = inf) without numpy's
+# RuntimeWarnings, as PyTorch and ir.execute (which runs every other kernel) do.
+warnings.filterwarnings("ignore", r"(divide by zero|invalid value|overflow|underflow) encountered",
+                        RuntimeWarning, r"eager\.dispatch$")
+_CACHES: list = []  # every cache of checks' outcomes: dtype rules read the default dtype
+
+
+def _clear_caches() -> None:
+    for c in _CACHES:
+        c.clear()
+
+
+D.DEFAULT_DTYPE_LISTENERS.append(_clear_caches)
 
 
 def _operand(op: OpDef, name: str, x):
@@ -91,22 +107,75 @@ def _same_device(inputs: tuple, metas: tuple):
                        f"devices, {first} and {other}!")
 
 
+# op._checked: {call key: (canonical attrs, (compute dtype, result dtype) or None)}
+_MAX_CHECKED = 512  # keys per op (Python-number operands are part of the key)
+
+
+def _call_key(inputs: tuple, attrs: dict):
+    """What the checks of a call on CPU tensors and numbers depend on (shapes, dtypes, number
+    types and values, attributes), or None (other operands, other devices)."""
+    key = [tuple(attrs.items())] if attrs else []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            a = x._data
+            if type(a) is not _ND:
+                return None
+            key.append(a.shape)
+            key.append(a.dtype)
+        elif type(x) in _SCALARS:
+            key.append(type(x))
+            key.append(x)
+        else:
+            return None
+    return tuple(key)
+
+
+def _check(op: OpDef, inputs: tuple, attrs: dict):
+    """The checks of `apply`: (inputs, canonical attrs, (compute, result) dtypes or None for
+    a composite); raises for bad operands, devices, shapes and dtypes."""
+    inputs = tuple(_operand(op, op.operand_name(i), x) for i, x in enumerate(inputs))
+    metas = tuple(_meta(x._data) if isinstance(x, Tensor) else x for x in inputs)
+    inputs, metas = _same_device(inputs, metas)
+    attrs = op.canonical_attrs(metas, attrs)
+    if op.decomp is not None:
+        return inputs, attrs, None
+    if not op.dynamic_shape:  # shape known only after running: the data gives it
+        op.meta(metas, attrs)  # raises on bad shapes / dtypes, before any work
+    return inputs, attrs, op.dtypes(metas, attrs)
+
+
 def apply(op: OpDef, inputs: tuple, attrs: dict):
     """Run `op` eagerly on Tensors / Python numbers with canonical-able `attrs`.
 
     Raises TypeError for operands that are not tensors (or numbers where the op takes them),
     RuntimeError for tensors on different devices, shapes that do not fit (the op's shape
     rule) and dtypes the op does not support (its dtype rule); nothing runs before the checks.
+    The checks' outcome on CPU operands is remembered per shapes, dtypes, numbers and
+    attributes (they depend on nothing else; errors are raised every time).
     """
-    inputs = tuple(_operand(op, op.operand_name(i), x) for i, x in enumerate(inputs))
-    metas = tuple(_meta(x._data) if isinstance(x, Tensor) else x for x in inputs)
-    inputs, metas = _same_device(inputs, metas)
-    attrs = op.canonical_attrs(metas, attrs)
-    if op.decomp is not None:
+    cache = op.__dict__.get("_checked")
+    if cache is None:
+        cache = op._checked = {}
+        _CACHES.append(cache)
+    key = _call_key(inputs, attrs)
+    e = None
+    if key is not None:
+        try:
+            e = cache.get(key)
+        except TypeError:  # an unhashable attribute: check every time
+            key = None
+    if e is None:
+        inputs, attrs, dts = _check(op, inputs, attrs)
+        if key is not None:
+            if len(cache) >= _MAX_CHECKED:
+                cache.clear()
+            cache[key] = (attrs, dts)
+    else:
+        attrs, dts = e
+        attrs = dict(attrs)
+    if dts is None:
         return op.decomp(F, *inputs, **attrs)
-    if not op.dynamic_shape:  # shape known only after running: the data gives it
-        op.meta(metas, attrs)  # raises on bad shapes / dtypes, before any work
-    compute, out_dtype = op.dtypes(metas, attrs)
+    compute, out_dtype = dts
     arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
     xp = np
     for a in arrays:
@@ -122,10 +191,8 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
             out._vc = base._vc
             out._base = base._base if base._base is not None else base
     if (op.backward is not None and out_dtype.category >= D.FLOATING
-            and grad_mode.is_grad_enabled()
+            and _grad_enabled()
             and any(isinstance(x, Tensor) and x.requires_grad for x in inputs)):
-        from .autograd import BackwardNode
-
         out.requires_grad = True
         out.grad_fn = BackwardNode(op, inputs, attrs, out)
     if POST_HOOKS:
@@ -155,19 +222,24 @@ def _default_attrs(op: OpDef) -> dict:
     return {n: p.default for n, p in list(op.signature.parameters.items())[op.nin:]}
 
 
-def _kernel(op: OpDef):
+def _impl_is_scalar(op: OpDef, compute=None) -> bool:
+    """Whether op's eager kernel is its scalar formula (for `compute` dtype when given): the
+    formula derived one, or an `impl` marked `float_is_scalar` (an integer check in front of
+    the formula) on floating and complex dtypes."""
+    if "_impl_from_scalar" in getattr(op.impl, "__qualname__", ""):
+        return op.scalar is not None
+    return (op.scalar is not None and compute is not None and compute.category >= D.FLOATING
+            and getattr(op.impl, "float_is_scalar", False))
+
+
+def _kernel(op: OpDef, compute=None):
     """`f(*arrays)` running op's kernel on numpy with default attributes."""
     attrs = _default_attrs(op)
-    impl = op.impl
-    if op.scalar is not None and "_impl_from_scalar" in getattr(impl, "__qualname__", ""):
+    if _impl_is_scalar(op, compute):
         from ir.scalar import ArrayBuilder
 
-        scalar, b = op.scalar, ArrayBuilder(np)
-        if op.nin == 1:
-            return (lambda x: scalar(b, x, **attrs)) if attrs else (lambda x: scalar(b, x))
-        return (lambda x, y: scalar(b, x, y, **attrs)) if attrs else \
-            (lambda x, y: scalar(b, x, y))
-    return lambda *xs: impl(np, *xs, **attrs)
+        return functools.partial(op.scalar, ArrayBuilder(np), **attrs)
+    return functools.partial(op.impl, np, **attrs)
 
 
 # ArrayBuilder primitives whose body is exactly a Python operator: the operator module's C
@@ -188,12 +260,13 @@ def _same_body(fn, src: str, params: str) -> bool:
     return a is not None and a.co_code == b.co_code and a.co_names == b.co_names
 
 
-def _direct_kernel(op: OpDef):
-    """A C-level callable equal to op's formula when the formula is one scalar primitive
-    applied to the operands in order (add, exp, ...), else None."""
+def direct_kernel(op: OpDef, compute=None):
+    """A C-level callable equal to op's kernel (for `compute` dtype when given) when its
+    formula is one scalar primitive applied to the operands in order (add, exp, ...), else
+    None. Also used by autograd's backward plans."""
     from ir.scalar import PRIMITIVES, ArrayBuilder
 
-    if op.scalar is None or "_impl_from_scalar" not in getattr(op.impl, "__qualname__", ""):
+    if not _impl_is_scalar(op, compute):
         return None
     marks = tuple(object() for _ in range(op.nin))
 
@@ -220,35 +293,140 @@ def _direct_kernel(op: OpDef):
     return fn if isinstance(fn, np.ufunc) else None
 
 
-_SCALARS = (bool, int, float, complex)
 _tnew = Tensor.__new__
-_CACHES: list = []  # every fast path's dtype cache: dtype rules read the default dtype
+
+# The fast paths' source: one template, specialised by arity and by whether the function takes
+# only its operands (dunders: Python passes exactly those) or also other arguments (functions
+# and methods: anything else goes the general way). `{params}` names the operands in the
+# caller's order (a reflected dunder gets `y, x`); the kernel always sees `x, y`.
+_FAST_SRC = {1: """
+def fast({params}{extra}):
+    {guard}
+    if type(x) is not tensor:
+        return fallback(x)
+    xd = x._data
+    if type(xd) is not nd or hooks:
+        return fallback(x)
+    rec = x.requires_grad and grad_on()
+    dt = xd.dtype
+    e = cache.get(dt)
+    if e is None:
+        e = entry(dt, (_meta(xd),), False)
+    if not e:
+        return fallback(x)
+    cnp, onp, kern = e
+    if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
+        return fallback(x)
+    if dt is not cnp:
+        xd = xd.astype(cnp)
+    r = kern(xd)
+    if type(r) is not nd:
+        r = asarray(r)
+    if r.dtype is not onp and r.dtype != onp:
+        r = r.astype(onp)
+    t = tnew(tensor)
+    t._data = r
+    t.requires_grad = t._retains_grad = False
+    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+    t._vc = [0]
+    if rec and backward is not None:
+        t.requires_grad = True
+        t.grad_fn = Node(op, (x,), dict(defaults), t)
+    return t
+""", 2: """
+def fast({params}{extra}):
+    {guard}
+    tx, ty = type(x), type(y)
+    if tx is tensor:
+        xd = x._data
+        if ty is tensor:
+            yd = y._data
+            if type(xd) is not nd or type(yd) is not nd or hooks:
+                return fallback({params})
+            dx, dy = xd.dtype, yd.dtype
+            # mixed dtypes: a zero-dim operand only counts by category (result_type)
+            key = dx if dx is dy else (dx, dy, not xd.ndim, not yd.ndim)
+            rec = (x.requires_grad or y.requires_grad) and grad_on()
+        elif ty in scalars and scalar_ok:
+            if type(xd) is not nd or hooks:
+                return fallback({params})
+            yd = y
+            key = (xd.dtype, ty)
+            rec = x.requires_grad and grad_on()
+        else:
+            return fallback({params})
+    elif ty is tensor and tx in scalars and scalar_ok:
+        xd, yd = x, y._data
+        if type(yd) is not nd or hooks:
+            return fallback({params})
+        key = (tx, yd.dtype)
+        rec = y.requires_grad and grad_on()
+    else:
+        return fallback({params})
+    e = cache.get(key)
+    if e is None:
+        e = entry(key, (x if tx is not tensor else _meta(xd),
+                        y if ty is not tensor else _meta(yd)), tx is not ty)
+    if not e:
+        return fallback({params})
+    cnp, onp, kern = e
+    if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
+        return fallback({params})
+    if tx is tensor and xd.dtype is not cnp:
+        xd = xd.astype(cnp)
+    if ty is tensor and yd.dtype is not cnp:
+        yd = yd.astype(cnp)
+    try:
+        r = kern(xd, yd)
+    except (ValueError, TypeError, OverflowError):  # the general path raises it properly
+        return fallback({params})
+    if type(r) is not nd:
+        r = asarray(r)
+    if r.dtype is not onp and r.dtype != onp:
+        r = r.astype(onp)
+    t = tnew(tensor)
+    t._data = r
+    t.requires_grad = t._retains_grad = False
+    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+    t._vc = [0]
+    if rec and backward is not None:
+        t.requires_grad = True
+        t.grad_fn = Node(op, (x, y), dict(defaults), t)
+    return t
+"""}
+_FAST_CODE: dict = {}
 
 
-def _clear_caches() -> None:
-    for c in _CACHES:
-        c.clear()
+def _fast_code(nin: int, exact: bool, reflected: bool):
+    key = (nin, exact, reflected)
+    code = _FAST_CODE.get(key)
+    if code is None:
+        params = "x" if nin == 1 else ("y, x" if reflected else "x, y")
+        extra = "" if exact else ", *rest, **kw"
+        guard = "pass" if exact else f"if rest or kw:\n        return fallback({params}, " \
+            "*rest, **kw)"
+        src = _FAST_SRC[nin].format(params=params, extra=extra, guard=guard)
+        code = _FAST_CODE[key] = compile(src, f"<eager fast path, {nin} operand(s)>", "exec")
+    return code
 
 
-D.DEFAULT_DTYPE_LISTENERS.append(_clear_caches)
-
-
-def _make_fast(op: OpDef, fallback):
+def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False):
     """`op` as a function with a fast path for elementwise calls on CPU tensors (and Python
     numbers); anything else, or any failure, calls `fallback` with the same arguments: other
-    devices, autograd, hooks (forward AD, inference mode), narrow-int scalars, keyword
-    arguments, errors (the general path raises them with PyTorch's message). Broadcasting is
-    numpy's, which is PyTorch's."""
+    devices, autograd of non-float results, hooks (forward AD, inference mode), narrow-int
+    scalars, keyword arguments, errors (the general path raises them with PyTorch's message).
+    Broadcasting is numpy's, which is PyTorch's. `exact`: the function takes only the
+    operands (a dunder); `reflected`: it takes them in the order (other, self)."""
     cache: dict = {}
     _CACHES.append(cache)
-    generic = _kernel(op)
-    direct = _direct_kernel(op) or generic
-    scalar_ok = op.scalar_ok
-    hooks, nd, tensor, tnew, grad_on = POST_HOOKS, _ND, Tensor, _tnew, _grad_enabled
-
     defaults = _default_attrs(op)
-    backward = op.backward
-    from .autograd import BackwardNode as Node
+    kernels: dict = {}
+
+    def kernel(compute):
+        k = kernels.get(compute)
+        if k is None:
+            k = kernels[compute] = direct_kernel(op, compute) or _kernel(op, compute)
+        return k
 
     def entry(key, metas, with_scalar):
         try:  # an attrs rule that only validates the defaults keeps the fast path
@@ -263,110 +441,17 @@ def _make_fast(op: OpDef, fallback):
         if with_scalar and cd.category == D.INTEGER and cd is not D.int64:
             e = False  # Python ints wrap to narrow integers: the general path does it
         else:
-            e = (cd.np, out_dtype.np, generic if with_scalar else direct)
+            e = (cd.np, out_dtype.np, kernel(cd))
         cache[key] = e
         return e
 
-    if op.nin == 1:
-        def fast(x, *rest, **kw):
-            if rest or kw or type(x) is not tensor:
-                return fallback(x, *rest, **kw)
-            xd = x._data
-            if type(xd) is not nd or hooks:
-                return fallback(x)
-            rec = x.requires_grad and grad_on()
-            dt = xd.dtype
-            e = cache.get(dt)
-            if e is None:
-                e = entry(dt, (_meta(xd),), False)
-            if not e:
-                return fallback(x)
-            cnp, onp, kern = e
-            if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
-                return fallback(x)
-            if dt is not cnp:
-                xd = xd.astype(cnp)
-            r = kern(xd)
-            if type(r) is not nd:
-                r = np.asarray(r)
-            if r.dtype is not onp and r.dtype != onp:
-                r = r.astype(onp)
-            t = tnew(tensor)
-            t._data = r
-            t.requires_grad = t._retains_grad = False
-            t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-            t._vc = [0]
-            if rec and backward is not None:
-                t.requires_grad = True
-                t.grad_fn = Node(op, (x,), dict(defaults), t)
-            return t
-
-        return fast
-
-    def fast(x, y, *rest, **kw):
-        if rest or kw:
-            return fallback(x, y, *rest, **kw)
-        tx, ty = type(x), type(y)
-        if tx is tensor:
-            xd = x._data
-            if ty is tensor:
-                yd = y._data
-                if type(xd) is not nd or type(yd) is not nd or hooks:
-                    return fallback(x, y)
-                dx, dy = xd.dtype, yd.dtype
-                # mixed dtypes: a zero-dim operand only counts by category (result_type)
-                key = dx if dx is dy else (dx, dy, not xd.ndim, not yd.ndim)
-                scal = False
-            elif ty in _SCALARS and scalar_ok:
-                if type(xd) is not nd or hooks:
-                    return fallback(x, y)
-                yd = y
-                key = (xd.dtype, ty)
-                scal = True
-            else:
-                return fallback(x, y)
-        elif ty is tensor and tx in _SCALARS and scalar_ok:
-            xd, yd = x, y._data
-            if type(yd) is not nd or hooks:
-                return fallback(x, y)
-            key = (tx, yd.dtype)
-            scal = True
-        else:
-            return fallback(x, y)
-        e = cache.get(key)
-        if e is None:
-            e = entry(key, (x if tx is not tensor else _meta(xd),
-                            y if ty is not tensor else _meta(yd)), scal)
-        if not e:
-            return fallback(x, y)
-        cnp, onp, kern = e
-        rec = grad_on() and ((tx is tensor and x.requires_grad) or
-                             (ty is tensor and y.requires_grad))
-        if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
-            return fallback(x, y)
-        if tx is tensor and xd.dtype is not cnp:
-            xd = xd.astype(cnp)
-        if ty is tensor and yd.dtype is not cnp:
-            yd = yd.astype(cnp)
-        try:
-            r = kern(xd, yd)
-        except (ValueError, TypeError, OverflowError):  # the general path raises it properly
-            return fallback(x, y)
-        if type(r) is not nd:
-            r = np.asarray(r)
-        if r.dtype is not onp and r.dtype != onp:
-            r = r.astype(onp)
-        t = tnew(tensor)
-        t._data = r
-        t.requires_grad = t._retains_grad = False
-        t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-        t._vc = [0]
-        if rec and backward is not None:
-            t.requires_grad = True
-            t.grad_fn = Node(op, (x, y), dict(defaults), t)
-        return t
-
-    return fast
+    env = {"fallback": fallback, "tensor": Tensor, "nd": _ND, "hooks": POST_HOOKS,
+           "grad_on": _grad_enabled, "cache": cache, "entry": entry, "_meta": _meta,
+           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "Node": BackwardNode,
+           "op": op, "defaults": defaults, "scalars": _SCALARS, "scalar_ok": op.scalar_ok,
+           "__name__": __name__}
+    exec(_fast_code(op.nin, exact, reflected), env)  # noqa: S102  (the fixed template above)
+    return env["fast"]
 
 
 def _on_inference(mode: bool) -> None:
@@ -495,7 +580,7 @@ def _make_dunder(op: OpDef, dunder: str):
         def unary(self):
             return general(self)
 
-        method = _make_fast(op, unary) if fast else unary
+        method = _make_fast(op, unary, exact=True) if fast else unary
         method.__name__ = dunder
         method.__wick_op__ = op
         method.__wick_reflected__ = False
@@ -508,14 +593,8 @@ def _make_dunder(op: OpDef, dunder: str):
         return general(other, self) if reflected else general(self, other)
 
     method = slow
-    if fast and not reflected:
-        method = _make_fast(op, slow)
-    elif fast:
-        swapped = _make_fast(op, lambda other, self: slow(self, other))
-
-        def method(self, other):
-            return swapped(other, self)
-
+    if fast:
+        method = _make_fast(op, slow, exact=True, reflected=reflected)
     method.__name__ = dunder
     method.__wick_op__ = op
     method.__wick_reflected__ = reflected

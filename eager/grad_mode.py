@@ -14,12 +14,22 @@ import functools
 import inspect
 import threading
 
-_state = threading.local()
+
+class _State(threading.local):
+    """Per-thread modes; the class attributes are every new thread's defaults (reading them
+    costs no AttributeError, unlike `getattr(local, name, default)`: this is on every op's
+    path)."""
+
+    enabled = True
+    inference = False
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:
     """True when ops record autograd history (PyTorch's `torch.is_grad_enabled`)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(mode: bool) -> None:
@@ -28,7 +38,7 @@ def _set(mode: bool) -> None:
 
 def is_inference_mode_enabled() -> bool:
     """True inside `inference_mode()` (PyTorch's `torch.is_inference_mode_enabled`)."""
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 # Called with True on entering the outermost enabled inference_mode and False on leaving it:

@@ -129,7 +129,9 @@ class OpDef:
     - `shape(*shapes, **attrs)`: output shape from input shapes (elementwise: broadcasting).
     - `attrs_rule(metas, attrs)`: canonicalises attributes (dims wrapped, -1 sizes inferred).
     - `scalar(b, *xs, **attrs)`: the per-element formula over a scalar builder (`ir/scalar.py`).
-    - `impl(xp, *arrays, **attrs)`: eager kernel; elementwise ops derive it from `scalar`.
+    - `impl(xp, *arrays, **attrs)`: eager kernel; elementwise ops derive it from `scalar`, or
+      give a faster one with the same results (the `scalar` stays for codegen); an impl with
+      `float_is_scalar = True` is the formula on floating dtypes (eager then calls it directly).
     - `backward(F, g, out, *xs, **attrs)`: a tuple with one gradient (or None) per operand,
       written with the registry ops in namespace `F`; may return broadcast-shaped gradients.
     - `decomp(F, *xs, **attrs)`: composites are defined by other ops and need nothing else.
@@ -182,6 +184,7 @@ class OpDef:
         self.input_names = self.params[: self.nin]
         self._varargs = next((p.name for p in self.signature.parameters.values()
                               if p.kind is p.VAR_POSITIONAL), None)
+        self._fast_bind = None if self.variadic or self._varargs is not None else _binder(self)
 
     def operand_name(self, i: int) -> str:
         """The parameter name of operand `i`, for error messages."""
@@ -200,6 +203,22 @@ class OpDef:
 
     def bind(self, args: tuple, kwargs: dict):
         """Bind a call's arguments: (operands tuple, attrs dict with every default filled)."""
+        fast = self._fast_bind
+        if fast is not None:
+            npos, names, defaults = fast
+            nin, n = self.nin, len(args)
+            if nin <= n <= npos:  # operands positional, known attributes: no inspect.bind
+                attrs = dict(defaults)
+                for i in range(nin, n):
+                    attrs[names[i]] = args[i]
+                for k, v in kwargs.items():
+                    if k not in attrs or names.index(k) < n:
+                        break
+                    attrs[k] = v
+                else:
+                    if _REQUIRED not in attrs.values():
+                        return (args if n == nin and type(args) is tuple
+                                else tuple(args[:nin])), attrs
         var = self._varargs
         if var is not None and var in kwargs:  # `reshape(x, shape=(2, 3))` as in PyTorch
             kwargs = dict(kwargs)
@@ -280,6 +299,21 @@ class OpDef:
         else:
             shape = broadcast_shapes(*shapes)
         return TensorMeta(tuple(shape), out_dtype, tensors[0].device)
+
+
+_REQUIRED = object()  # an attribute without a default (inspect.bind reports it missing)
+
+
+def _binder(op: OpDef):
+    """(number of positional parameters, parameter names, attribute defaults) for `bind`'s
+    fast path; None when some parameter is positional-only (inspect.bind handles those)."""
+    params = list(op.signature.parameters.values())
+    if any(p.kind is p.POSITIONAL_ONLY or p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    npos = sum(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+    defaults = {p.name: _REQUIRED if p.default is p.empty else p.default
+                for p in params[op.nin:]}
+    return npos, [p.name for p in params], defaults
 
 
 REGISTRY: dict[str, OpDef] = {}

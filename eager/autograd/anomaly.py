@@ -20,17 +20,27 @@ import warnings
 
 import numpy as np
 
-_state = threading.local()
+
+class _State(threading.local):
+    """Per-thread anomaly mode; class attributes are the defaults (no AttributeError raised
+    and caught on every backward pass, as `getattr(local, name, default)` does)."""
+
+    enabled = False
+    check_nan = True
+
+
+_state = _State()
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../eager
 _IR = os.path.join(os.path.dirname(_HERE), "ir")
+_GENERATED = ("<eager fast path", "<backward plan")  # code eager generates (dispatch, plans)
 
 
 def is_anomaly_enabled() -> bool:
-    return getattr(_state, "enabled", False)
+    return _state.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return getattr(_state, "check_nan", True)
+    return _state.check_nan
 
 
 def _set(enabled: bool, check_nan: bool) -> None:
@@ -109,6 +119,8 @@ class ForwardTrace:
 
 
 def _internal(filename: str) -> bool:
+    if filename.startswith(_GENERATED):
+        return True
     path = os.path.abspath(filename)
     return path.startswith((_HERE + os.sep, _IR + os.sep)) or "contextlib" in path
 

@@ -112,16 +112,27 @@ def _force(g):
     return g
 
 
+_NS: list = []
+
+
+def _namespaces() -> list:
+    """[lazy.LF, dispatch.F]: the namespaces rules run through (without / with create_graph);
+    imported on first use (dispatch imports this package)."""
+    if not _NS:
+        from ..dispatch import F as RECORDING
+        from .lazy import LF
+
+        _NS.extend((LF, RECORDING))
+    return _NS
+
+
 def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=None,
                  accumulate: bool = True) -> dict:
     """Propagate gradients from `roots` [((node, nr), grad)] through the graph.
 
     `capture` maps (node, nr) edges to result slots: `grad()` gets their gradients there, and
     only nodes leading to them run. With `accumulate`, leaves' `.grad` receive their sums."""
-    from ..dispatch import F as RECORDING
-    from .lazy import LF
-
-    F = RECORDING if create_graph else LF
+    F = _namespaces()[create_graph]
     root_nodes = [e[0] for e, _ in roots]
     deps = _dependencies(root_nodes)
     buffers: dict = {}
@@ -181,6 +192,7 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
                 deps[nxt] = d
                 if d == 0:
                     ready.append(nxt)
+            grads = gx = None  # a leaf may then take its gradient's array without a copy
             if not retain_graph:
                 node.release()
     return captured
@@ -212,14 +224,16 @@ def _root_grads(tensors: list, grads, what: str = "backward") -> list:
             if not t.requires_grad:
                 out.append(None)
                 continue
-            if t.numel() != 1:
+            arr = t._data
+            if arr.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not t.dtype.is_floating_point:
+            if arr.dtype.kind != "f" and not t.dtype.is_floating_point:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got eager.{t.dtype.name}")
-            arr = t._data
             g = Tensor._make(np.ones(arr.shape, arr.dtype) if type(arr) is np.ndarray
                              else arr * 0 + 1)
+            out.append(g)  # t's own shape and dtype: nothing more to check
+            continue
         elif not isinstance(g, Tensor):
             g = Tensor(g, dtype=t.dtype)
         if tuple(g.shape) != tuple(t.shape):

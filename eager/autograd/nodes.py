@@ -24,6 +24,7 @@ from ir.opdef import OpDef, sum_to_shape
 from ..tensor import Tensor
 from . import plans
 from .hooks import NodeHooks, TensorAutogradMeta
+from .lazy import dtype_of, shape_of
 
 NO_EDGE = (None, 0)
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -260,8 +261,6 @@ def finish_grads(F, inputs, grads, edges, g) -> list:
     """Rule results made into one gradient per edge: None where no edge; numbers (a rule's
     zero) become zero tensors; broadcast gradients summed back to the operand's shape; cast to
     the operand's dtype (a complex gradient of a real operand keeps its real part)."""
-    from .lazy import dtype_of, shape_of
-
     out = []
     for x, gx, (nxt, _) in zip(inputs, grads, edges):
         if nxt is None or gx is None:

@@ -31,6 +31,7 @@ _UNTRACEABLE: set = set()  # op names whose rules read data
 PLANS: dict = {}
 MAX_PLANS = 4096
 _NUMBERS = (bool, int, float, complex)
+_SAME_WHEN_SHAPE_KEPT = frozenset({"reshape", "view", "expand", "broadcast_to"})
 
 
 class Untraceable(Exception):
@@ -111,6 +112,9 @@ class _Tracer:
         if op.dynamic_shape:
             raise Untraceable
         meta = op.meta(metas, attrs)
+        if op.name in _SAME_WHEN_SHAPE_KEPT and isinstance(inputs[0], Sym) and \
+                meta.shape == inputs[0].meta.shape and meta.dtype == inputs[0].meta.dtype:
+            return inputs[0]  # reshape to its own shape: the array itself (no view to copy)
         compute, out_dtype = op.dtypes(metas, attrs)
         cd = opmath(op, compute)
         args, used = [], []
@@ -127,7 +131,10 @@ class _Tracer:
                 args.append(self.const(x))
             else:
                 raise Untraceable
-        if op.kind == "elementwise" and op.scalar is not None and \
+        direct = _direct(op, cd, attrs) if op.kind == "elementwise" else None
+        if direct is not None:  # one C function (operator.mul, np.exp): no Python frame
+            call = f"{self.const(direct)}({', '.join(args)})"
+        elif op.kind == "elementwise" and op.scalar is not None and \
                 "_impl_from_scalar" in getattr(op.impl, "__qualname__", ""):
             fn = self.const(op.scalar)
             call = f"{fn}(B, {', '.join(args)}{self._kw(attrs)})"
@@ -144,6 +151,24 @@ class _Tracer:
         if not attrs:
             return ""
         return ", **" + self.const(dict(attrs))
+
+
+_DIRECT: dict = {}
+
+
+def _direct(op: OpDef, compute, attrs: dict):
+    """eager's C-level kernel of `op` on `compute` dtype with default `attrs` (see
+    `dispatch.direct_kernel`), or None."""
+    from ..dispatch import _default_attrs, direct_kernel
+
+    key = (op.name, compute)
+    if key not in _DIRECT:
+        _DIRECT[key] = (direct_kernel(op, compute), _default_attrs(op))
+    fn, defaults = _DIRECT[key]
+    if fn is None or attrs.keys() != defaults.keys() or any(
+            type(v) is not type(defaults[k]) or v != defaults[k] for k, v in attrs.items()):
+        return None
+    return fn
 
 
 class _TraceNamespace:
@@ -164,29 +189,29 @@ class _TraceNamespace:
         return call
 
 
-def _spec(x):
-    if isinstance(x, Tensor):
-        a = x._data
-        if type(a) is not np.ndarray:
-            raise Untraceable
-        return (a.shape, a.dtype)
-    return ("n", type(x), x)
-
-
 def node_key(node, g):
-    """The plan key of a BackwardNode call, or None when it cannot have a plan."""
+    """The plan key of a BackwardNode call, or None when it cannot have a plan: the op, the
+    default dtype, the attributes, each operand's (shape, dtype) or ("n", type, value) for a
+    Python number, the gradient's and the output's shape and dtype, which edges exist."""
     op = node.op
     if op.name in _UNTRACEABLE:
         return None
-    try:
-        key = (op.name, D.get_default_dtype(), tuple(node.attrs.items()),
-               tuple(_spec(x) for x in node.saved),
-               _spec(g), node.out_data.shape, node.out_data.dtype,
-               tuple(e[0] is not None for e in node.next_functions))
-        hash(key)
-    except (Untraceable, TypeError):
-        return None
-    return key
+    ga, oa = g._data, node.out_data
+    key = [op.name, D.get_default_dtype(), ga.shape, ga.dtype, oa.shape, oa.dtype]
+    if node.attrs:
+        key.append(tuple(node.attrs.items()))
+    for x in node.saved:
+        if isinstance(x, Tensor):
+            a = x._data
+            if type(a) is not np.ndarray:
+                return None
+            key.append(a.shape)
+            key.append(a.dtype)
+        else:
+            key.append(("n", type(x), x))
+    for nxt, _ in node.next_functions:
+        key.append(nxt is not None)
+    return tuple(key)
 
 
 def build(node, g):
@@ -258,7 +283,10 @@ def run(node, g) -> list | None:
     key = node_key(node, g)
     if key is None:
         return None
-    fn = PLANS.get(key)
+    try:
+        fn = PLANS.get(key)
+    except TypeError:  # an unhashable attribute
+        return None
     if fn is None:
         if key in PLANS:
             return None
@@ -268,20 +296,18 @@ def run(node, g) -> list | None:
         PLANS[key] = fn
         if fn is None:
             return None
-    arrays = [x._data if isinstance(x, Tensor) else x for x in node.saved]
-    res = fn(g._data, node.out_data, *arrays)
+    res = fn(g._data, node.out_data,
+             *[x._data if isinstance(x, Tensor) else x for x in node.saved])
     return [None if r is None else _wrap(r) for r in res]
 
 
+_tnew = Tensor.__new__
+
+
 def _wrap(arr) -> Tensor:
-    t = Tensor.__new__(Tensor)
+    t = _tnew(Tensor)
     t._data = arr
-    t.requires_grad = False
-    t.grad = None
-    t.grad_fn = None
+    t.requires_grad = t._retains_grad = False
+    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
     t._vc = [0]
-    t._base = None
-    t._backward_hooks = None
-    t._retains_grad = False
-    t._fw_grad = None
     return t

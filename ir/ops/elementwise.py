@@ -161,6 +161,7 @@ def _int_checked(scalar):
             raise RuntimeError("ZeroDivisionError")
         return scalar(ArrayBuilder(xp), x, y, **attrs)
 
+    impl.float_is_scalar = True  # on floating dtypes it is the formula: eager may skip the check
     return impl
 
 
@@ -556,9 +557,51 @@ binary("bitwise_left_shift", _lshift, None, _shift_ref(np.left_shift, True), rej
 binary("bitwise_right_shift", _rshift, None, _shift_ref(np.right_shift, False),
        reject=BOOL_FLOAT, dunders=("__rshift__", "__rrshift__"))
 
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _held(v, dt):
+    """`v` as a zero-dim array of dtype `dt` when that holds it exactly, else None."""
+    try:
+        a = np.array(v, dt)
+    except (OverflowError, ValueError):
+        return None
+    return a if a == v else None
+
+
+def _where_impl(xp, c, x, y):
+    """`xp.where(c, x, y)` bit for bit. On numpy arrays of one real dtype (a Python number
+    operand that the dtype holds exactly) the bits of x or y are selected through a mask made
+    from c: no branch per element, which makes numpy's where ~10x slower on a random mask."""
+    if xp is not np or type(c) is not np.ndarray or c.dtype != np.bool_:
+        return xp.where(c, x, y)
+    dt = x.dtype if type(x) is np.ndarray else y.dtype if type(y) is np.ndarray else None
+    u = _UINT.get(getattr(dt, "itemsize", 0))
+    if u is None or dt.kind not in "fiub":
+        return np.where(c, x, y)
+    ops = []
+    for v in (x, y):
+        if type(v) is np.ndarray:
+            if v.dtype != dt:
+                return np.where(c, x, y)
+        elif type(v) is float and dt.kind == "f" or type(v) is int and dt.kind in "fiu":
+            v = _held(v, dt)  # a weak scalar of the array's kind: kept when held exactly
+            if v is None:
+                return np.where(c, x, y)
+        else:
+            return np.where(c, x, y)
+        ops.append(v.view(u))
+    xb, yb = ops
+    m = c.astype(u)
+    np.negative(m, out=m)  # all bits set where c
+    r = np.bitwise_and(np.bitwise_xor(xb, yb), m)
+    np.bitwise_xor(r, yb, out=r)  # (x ^ y) & m ^ y: x where c, else y
+    return r.view(dt)
+
+
 register(OpDef(
     "where", "elementwise", "condition, input, other", 3,
-    scalar=lambda b, c, x, y: b.where(c, x, y),
+    scalar=lambda b, c, x, y: b.where(c, x, y), impl=_where_impl,
     backward=lambda F, g, out, c, x, y: (
         None, _grad(x, F.where(c, g, 0.0)), _grad(y, F.where(c, 0.0, g))
     ),

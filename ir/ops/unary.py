@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, register
+from ..scalar import ArrayBuilder
 from .elementwise import (
     BOOL,
     COMPLEX,
@@ -67,7 +68,18 @@ def _sgn_scalar(b, x):
     return b.where(b.eq(r, 0), b.mul(x, 0), b.div(x, r))
 
 
-unary("sign", _sign_scalar, _zero_grad, _sign_ref, kind="default")
+def _sign_impl(xp, x):
+    """`_sign_scalar` in one pass and a read: sign(nan) is nan in numpy, and max propagates
+    NaN, so NaNs exist only when the max of the signs is NaN; only then are they zeroed."""
+    if x.dtype.kind != "f":
+        return x.copy() if x.dtype == np.bool_ else xp.sign(x)
+    r = xp.sign(x)
+    if r.size and xp.isnan(r.max()):
+        r[xp.isnan(r)] = 0  # PyTorch: sign(nan) = 0
+    return r
+
+
+unary("sign", _sign_scalar, _zero_grad, _sign_ref, kind="default", impl=_sign_impl)
 unary("sgn", _sgn_scalar, _zero_grad, _sign_ref, kind="default", reject=())
 
 
@@ -123,8 +135,30 @@ _U("acosh", lambda b, x: b.acosh(x), lambda F, x, out: F.rsqrt(F.sub(F.mul(x, x)
    np.arccosh, (1.2, 4.0), ("arccosh",))
 _U("atanh", lambda b, x: b.atanh(x), lambda F, x, out: F.reciprocal(_one_minus_sq(F, x)),
    np.arctanh, (-0.9, 0.9), ("arctanh",))
-_U("sigmoid", lambda b, x: b.div(1.0, b.add(b.exp(b.neg(x)), 1.0)),
-   lambda F, x, out: F.mul(out, F.sub(1.0, out)), lambda x: 1 / (1 + np.exp(-x)))
+
+
+def _sigmoid_scalar(b, x):
+    return b.div(1.0, b.add(b.exp(b.neg(x)), 1.0))
+
+
+_EXPIT = []
+
+
+def _sigmoid_impl(xp, x):
+    """One pass on float32/float64 numpy arrays: scipy's `expit` ufunc computes 1 / (1 + e^-x)
+    to within an ulp, as PyTorch's kernel does (inf -> 1, -inf -> 0, nan -> nan); four passes
+    of the formula otherwise (complex, cupy)."""
+    if xp is np and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        if not _EXPIT:
+            from scipy.special import expit
+
+            _EXPIT.append(expit)
+        return _EXPIT[0](x)
+    return _sigmoid_scalar(ArrayBuilder(xp), x)
+
+
+_U("sigmoid", _sigmoid_scalar, lambda F, x, out: F.mul(out, F.sub(1.0, out)),
+   lambda x: 1 / (1 + np.exp(-x)), impl=_sigmoid_impl)
 _U("erf", lambda b, x: b.erf(x),
    lambda F, x, out: F.mul(F.exp(F.neg(F.mul(x, x))), TWO_OVER_SQRT_PI), _special("erf"), reject=NO_COMPLEX)
 _U("erfc", lambda b, x: b.erfc(x),
