@@ -636,7 +636,34 @@ def _clamp_attrs(inputs, attrs):
     return attrs
 
 
+def _clamp_numbers_backward(F, g, out, x, min, max):
+    return (F.where(F.logical_and(F.ge(x, min), F.le(x, max)), g, 0.0),)
+
+
+# both bounds numbers and the input's dtype kept: one pass (numpy.clip's semantics equal
+# minimum(maximum(x, min), max): NaN propagates, min > max gives max, as torch.clamp)
+def _clamp_promotion(operands, attrs):
+    """torch.clamp promotes over the input and both bounds; bool and complex are refused."""
+    r = D.result_type(*operands, attrs["min"], attrs["max"])
+    if r.category in (D.BOOL, D.COMPLEX):
+        raise RuntimeError(f"\"clamp\" not implemented for '{r.name}'")
+    return r, r
+
+
+register(OpDef(
+    "_clamp", "elementwise", "input, min, max", 1, _clamp_promotion,
+    scalar=lambda b, x, min, max: b.minimum(b.maximum(x, min), max),
+    impl=lambda xp, x, min, max: xp.clip(x, min, max),
+    backward=_clamp_numbers_backward, ref=lambda x, min, max: np.minimum(np.maximum(x, min), max),
+    method=False, inplace=False, samples=({"min": -0.5, "max": 0.5}, {"min": 1, "max": 0}),
+))
+
+
 def _clamp_decomp(F, x, min=None, max=None):
+    if (is_number(min) and is_number(max) and not isinstance(min, bool)
+            and not isinstance(max, bool) and x.dtype.category != D.BOOL
+            and D.result_type((x.dtype, x.ndim), min, max) is x.dtype):
+        return F._clamp(x, min, max)
     if min is not None:
         x = F.clamp_min(x, min)
     return x if max is None else F.clamp_max(x, max)
