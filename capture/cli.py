@@ -70,8 +70,9 @@ def dump_function(cf, stages, out, fmt: str = "text") -> None:
         print(_header("bytecode"), file=out)
         print(dis.Bytecode(code).dis(), file=out)
     for i, e in enumerate(cf.entries):
-        print(_header(f"entry {i}: {'graph' if e.mode == 'graph' else 'runs eagerly'}"),
-              file=out)
+        kind = {"graph": "one compiled graph", "resume": "a graph, then a graph break that "
+                "resumes"}.get(e.mode, "runs eagerly")
+        print(_header(f"cache entry {i}: {kind}", "~"), file=out)
         if e.recompile_reason:
             print(f"recompiled because: {e.recompile_reason}", file=out)
         if "guards" in stages:
