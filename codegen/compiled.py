@@ -52,19 +52,8 @@ class CompiledGraph:
         self.partition = partition(graph)
         self.kernels: list[Kernel] = []
         self.steps: list = []
-        slot = {n: i for i, n in enumerate(graph.placeholders)}
-        for n in graph.nodes:
-            if n.op == "call_function":
-                slot[n] = len(slot)
+        slot, self._placeholders, self._output, keep = _slot_plan(graph)
         self._nslots = len(slot)
-        self._placeholders = [
-            (p.name, tuple(p.meta["val"].shape), p.meta["val"].dtype.np)
-            if p.meta.get("val") is not None else (p.name, None, None)
-            for p in graph.placeholders
-        ]
-        out_vals = graph.output_node.args[0]
-        self._output = _output_plan(out_vals, slot)
-        keep = {slot[n] for n in _nodes_in(out_vals)}
 
         plans = []  # (step object, slots read, factory(free) -> runner)
         self.fallbacks: list = []
@@ -86,13 +75,8 @@ class CompiledGraph:
                 plans.append((step, [slot[n] for n in step.node.all_input_nodes],
                               _library_factory(step.node, slot)))
 
-        last: dict = {}
-        for i, (_, reads, _) in enumerate(plans):
-            for s in reads:
-                last[s] = i
         self._runners = []
-        for i, (obj, _, factory) in enumerate(plans):
-            free = tuple(s for s, j in last.items() if j == i and s not in keep)
+        for (obj, _, factory), free in zip(plans, _free_lists([r for _, r, _ in plans], keep)):
             self.steps.append(obj)
             self._runners.append(factory(free))
         self._pad = [None] * (self._nslots - len(self._placeholders))
@@ -100,8 +84,7 @@ class CompiledGraph:
 
     def _compile_kernel(self, group: FusionGroup, strides_of=None, name=None) -> Kernel:
         if name is None:
-            names = list(dict.fromkeys(n.target.name for n in group.nodes))
-            name = f"k{len(self.kernels)}_" + "_".join(names[:3])
+            name = kernel_name(group, len(self.kernels))
         kernel = lower_group(group, name, strides_of)
         kernel.group = group
         argc = len(kernel.inputs) + len(kernel.outputs) + kernel.checks_div
@@ -117,17 +100,12 @@ class CompiledGraph:
         return self._compile_kernel(kernel.group, strides.get, kernel.name + "_v")
 
     def __call__(self, *arrays) -> tuple:
-        if len(arrays) != len(self._placeholders):
-            names = ", ".join(p[0] for p in self._placeholders)
-            raise TypeError(f"graph expects {len(self._placeholders)} inputs ({names}), "
-                            f"got {len(arrays)}")
+        check_arity(arrays, self._placeholders)
         env = [None] * self._nslots
         for i, (a, (name, shape, dtype)) in enumerate(zip(arrays, self._placeholders)):
             if not isinstance(a, np.ndarray):
                 a = np.asarray(a)
-            if shape is not None and (a.shape != shape or a.dtype != dtype):
-                raise TypeError(f"graph input {name!r} expects an array of shape {shape} and "
-                                f"dtype {dtype}, got shape {a.shape} and dtype {a.dtype}")
+            check_input(a, name, shape, dtype)
             env[i] = a
         for run in self._runners:
             run(env)
@@ -206,6 +184,66 @@ def _output_plan(values, slot) -> tuple:
     return tuple((True, slot[v]) if isinstance(v, Node) else (False, v) for v in values)
 
 
+def _slot_plan(graph) -> tuple:
+    """(slot: {node: index in the flat value list} for placeholders then call_function nodes,
+    placeholders: [(name, shape, numpy dtype)] (None, None without a "val"), the output plan,
+    the slots of the outputs: never freed)."""
+    slot = {n: i for i, n in enumerate(graph.placeholders)}
+    for n in graph.nodes:
+        if n.op == "call_function":
+            slot[n] = len(slot)
+    placeholders = [
+        (p.name, tuple(p.meta["val"].shape), p.meta["val"].dtype.np)
+        if p.meta.get("val") is not None else (p.name, None, None)
+        for p in graph.placeholders
+    ]
+    out_vals = graph.output_node.args[0]
+    return slot, placeholders, _output_plan(out_vals, slot), {slot[n] for n in _nodes_in(out_vals)}
+
+
+def _free_lists(reads: list, keep) -> list:
+    """For each step of a plan, given the slots each step reads: the slots it reads last (not
+    in `keep`), which its runner drops after it runs."""
+    last: dict = {}
+    for i, slots in enumerate(reads):
+        for s in slots:
+            last[s] = i
+    return [tuple(s for s, j in last.items() if j == i and s not in keep)
+            for i in range(len(reads))]
+
+
+def kernel_name(group: FusionGroup, index: int) -> str:
+    """`k{index}_` and the names of the group's first three distinct ops."""
+    names = list(dict.fromkeys(n.target.name for n in group.nodes))
+    return f"k{index}_" + "_".join(names[:3])
+
+
+def element_strides(nodes, arrays) -> dict | None:
+    """{input node: its array's strides in elements}, or None when a stride is not a whole
+    number of elements (the kernel cannot read it in place)."""
+    strides = {}
+    for n, a in zip(nodes, arrays):
+        if any(s % a.itemsize for s in a.strides):
+            return None
+        strides[n] = tuple(s // a.itemsize for s in a.strides)
+    return strides
+
+
+def check_arity(arrays, placeholders) -> None:
+    """TypeError unless there is one input per placeholder."""
+    if len(arrays) != len(placeholders):
+        names = ", ".join(p[0] for p in placeholders)
+        raise TypeError(f"graph expects {len(placeholders)} inputs ({names}), "
+                        f"got {len(arrays)}")
+
+
+def check_input(a, name: str, shape, dtype) -> None:
+    """TypeError when input `a` of placeholder `name` has another shape or dtype."""
+    if shape is not None and (a.shape != shape or a.dtype != dtype):
+        raise TypeError(f"graph input {name!r} expects an array of shape {shape} and "
+                        f"dtype {dtype}, got shape {a.shape} and dtype {a.dtype}")
+
+
 def _result_fn(output: tuple):
     """env -> the output tuple, with the cheapest callable for the common shapes."""
     if output and all(is_slot for is_slot, _ in output):
@@ -250,11 +288,9 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
         key = tuple(a.strides for a in arrs)
         k = variants.get(key)
         if k is None:
-            strides = {}
-            for n, a in zip(in_nodes, arrs):
-                if any(s % a.itemsize for s in a.strides):
-                    return None
-                strides[n] = tuple(s // a.itemsize for s in a.strides)
+            strides = element_strides(in_nodes, arrs)
+            if strides is None:
+                return None
             k = variants[key] = cg.specialise(kernel, strides)
         return k
 

@@ -29,7 +29,7 @@ import math
 from ir import dtypes as D
 from ir.dtypes import DType
 
-from .trace import convert_number
+from .trace import PrimitiveRenderer, convert_number, is_unsigned
 
 _CTYPE = {
     ("b", 1): "bool", ("i", 1): "signed char", ("u", 1): "unsigned char",
@@ -184,11 +184,7 @@ def _is_float(dt: DType) -> bool:
     return dt.is_floating_point
 
 
-def _is_unsigned(dt: DType) -> bool:
-    return dt.np.kind in "ub"
-
-
-class CudaBuilder:
+class CudaBuilder(PrimitiveRenderer):
     """Renders primitives as C expressions (see the module docstring).
 
     Raises TypeError for a primitive numpy does not define on the dtype.
@@ -211,10 +207,6 @@ class CudaBuilder:
         return text
 
     # ---- helpers
-
-    @staticmethod
-    def _no(name: str, dtype: DType):
-        raise TypeError(f"codegen: {name} is not defined on {dtype.name} (numpy raises too)")
 
     @staticmethod
     def _wrap(dt: DType, x: str, op: str, y: str) -> str:
@@ -252,7 +244,7 @@ class CudaBuilder:
             return self._call("pow", dt, x, y)
         if dt is D.bool_:
             self._no("pow", dt)
-        base = f"(unsigned long long)(long long)({x})" if not _is_unsigned(dt) else \
+        base = f"(unsigned long long)(long long)({x})" if not is_unsigned(dt) else \
             f"(unsigned long long)({x})"
         return f"({ctype(dt)})wk_ipow({base}, (long long)({y}))"
 
@@ -279,7 +271,7 @@ class CudaBuilder:
             return self._call("fmod", dt, x, y)
         self._int_div_check(dt, "fmod")
         t = ctype(dt)
-        if _is_unsigned(dt):
+        if is_unsigned(dt):
             return f"({y} == 0 ? ({t})0 : ({t})({x} % {y}))"
         return f"(({y} == 0 || {y} == ({t})-1) ? ({t})0 : ({t})({x} % {y}))"
 
@@ -288,7 +280,7 @@ class CudaBuilder:
             return f"wk_fdivmod<{ctype(dt)}>({x}, {y}, true)"
         self._int_div_check(dt, "remainder")
         t = ctype(dt)
-        if _is_unsigned(dt):
+        if is_unsigned(dt):
             return f"({y} == 0 ? ({t})0 : ({t})({x} % {y}))"
         r = f"({t})({x} % {y})"
         return (f"(({y} == 0 || {y} == ({t})-1) ? ({t})0 : "
@@ -299,7 +291,7 @@ class CudaBuilder:
             return f"wk_fdivmod<{ctype(dt)}>({x}, {y}, false)"
         self._int_div_check(dt, "floordiv")
         t = ctype(dt)
-        if _is_unsigned(dt):
+        if is_unsigned(dt):
             return f"({y} == 0 ? ({t})0 : ({t})({x} / {y}))"
         q, r = f"({t})({x} / {y})", f"({t})({x} % {y})"
         neg = self._wrap(dt, "0", "-", x)
@@ -310,24 +302,6 @@ class CudaBuilder:
 
     def _cmp(self, name, dt, x, y):
         return f"({x} {_CMP[name]} {y})"   # C float compares are ordered, != unordered
-
-    def p_lt(self, dt, x, y):
-        return self._cmp("lt", dt, x, y)
-
-    def p_le(self, dt, x, y):
-        return self._cmp("le", dt, x, y)
-
-    def p_gt(self, dt, x, y):
-        return self._cmp("gt", dt, x, y)
-
-    def p_ge(self, dt, x, y):
-        return self._cmp("ge", dt, x, y)
-
-    def p_eq(self, dt, x, y):
-        return self._cmp("eq", dt, x, y)
-
-    def p_ne(self, dt, x, y):
-        return self._cmp("ne", dt, x, y)
 
     def p_isnan(self, dt, x):
         return f"isnan({x})" if _is_float(dt) else "false"
@@ -370,15 +344,9 @@ class CudaBuilder:
         inrange = f"(({u}){y} < {width}u)"   # negative counts are huge unsigned
         if name == "lshift":
             return f"({inrange} ? ({t})(({u}){x} << {y}) : ({t})0)"
-        if _is_unsigned(dt):
+        if is_unsigned(dt):
             return f"({inrange} ? ({t})({x} >> {y}) : ({t})0)"
         return f"({inrange} ? ({t})({x} >> {y}) : ({x} < 0 ? ({t})-1 : ({t})0))"
-
-    def p_lshift(self, dt, x, y):
-        return self._shift("lshift", dt, x, y)
-
-    def p_rshift(self, dt, x, y):
-        return self._shift("rshift", dt, x, y)
 
     # ---- unary arithmetic
 
@@ -390,7 +358,7 @@ class CudaBuilder:
     def p_abs(self, dt, x):
         if _is_float(dt):
             return self._call("fabs", dt, x)
-        if dt is D.bool_ or _is_unsigned(dt):
+        if dt is D.bool_ or is_unsigned(dt):
             return x
         return f"({x} < 0 ? {self._wrap(dt, '0', '-', x)} : {x})"
 
@@ -398,7 +366,7 @@ class CudaBuilder:
         if dt is D.bool_:
             self._no("sign", dt)
         one, zero = literal(1, dt), literal(0, dt)
-        if _is_unsigned(dt):
+        if is_unsigned(dt):
             return f"({x} > {zero} ? {one} : {zero})"
         m1 = literal(-1, dt)
         rest = f"({x} == {zero} ? {zero} : {x})" if _is_float(dt) else zero  # NaN stays NaN

@@ -19,7 +19,15 @@ from __future__ import annotations
 
 import hashlib
 
-from .compiled import _library_factory, _nodes_in, _output_plan
+from .compiled import (
+    _free_lists,
+    _library_factory,
+    _slot_plan,
+    check_arity,
+    check_input,
+    element_strides,
+    kernel_name,
+)
 from .cuda_render import CudaSource, module_source, render
 from .kernel import Kernel, lower_group
 from .partition import FusionGroup, LibraryCall, partition
@@ -87,20 +95,9 @@ class CudaGraph:
         self.sources: list[CudaSource] = []
         self.steps: list = []
         self.fallbacks: list = []
-        slot = {n: i for i, n in enumerate(graph.placeholders)}
-        for n in graph.nodes:
-            if n.op == "call_function":
-                slot[n] = len(slot)
+        slot, self._placeholders, self._output, self._keep = _slot_plan(graph)
         self._slot = slot
         self._nslots = len(slot)
-        self._placeholders = [
-            (p.name, tuple(p.meta["val"].shape), p.meta["val"].dtype.np)
-            if p.meta.get("val") is not None else (p.name, None, None)
-            for p in graph.placeholders
-        ]
-        out_vals = graph.output_node.args[0]
-        self._output = _output_plan(out_vals, slot)
-        self._keep = {slot[n] for n in _nodes_in(out_vals)}
         for step in self.partition.steps:
             if isinstance(step, FusionGroup):
                 try:
@@ -121,8 +118,7 @@ class CudaGraph:
 
     def _lower(self, group: FusionGroup, strides_of=None, name=None):
         if name is None:
-            names = list(dict.fromkeys(n.target.name for n in group.nodes))
-            name = f"k{len(self.kernels)}_" + "_".join(names[:3])
+            name = kernel_name(group, len(self.kernels))
         kernel = lower_group(group, name, strides_of)
         kernel.group = group
         return kernel, render(kernel)
@@ -141,15 +137,8 @@ class CudaGraph:
                 n = step.node
                 plans.append(([self._slot[a] for a in n.all_input_nodes],
                               _library_factory(n, self._slot, cp)))
-        last: dict = {}
-        for i, (reads, _) in enumerate(plans):
-            for s in reads:
-                last[s] = i
-        runners = []
-        for i, (_, factory) in enumerate(plans):
-            free = tuple(s for s, j in last.items() if j == i and s not in self._keep)
-            runners.append(factory(free))
-        self._runners = runners
+        frees = _free_lists([reads for reads, _ in plans], self._keep)
+        self._runners = [factory(free) for (_, factory), free in zip(plans, frees)]
 
     def _kernel_factory(self, kernel: Kernel, mod, cp):
         src = self.sources[self.kernels.index(kernel)]
@@ -182,11 +171,9 @@ class CudaGraph:
             key = tuple(a.strides for a in arrs)
             v = variants.get(key)
             if v is None:
-                strides = {}
-                for n, a in zip(in_nodes, arrs):
-                    if any(s % a.itemsize for s in a.strides):
-                        return None
-                    strides[n] = tuple(s // a.itemsize for s in a.strides)
+                strides = element_strides(in_nodes, arrs)
+                if strides is None:
+                    return None
                 _, s = self._lower(kernel.group, strides.get, kernel.name + "_v")
                 v = variants[key] = compiled(s, load_module(module_source([s])))
             return v
@@ -221,10 +208,7 @@ class CudaGraph:
         return factory
 
     def __call__(self, *arrays) -> tuple:
-        if len(arrays) != len(self._placeholders):
-            names = ", ".join(p[0] for p in self._placeholders)
-            raise TypeError(f"graph expects {len(self._placeholders)} inputs ({names}), "
-                            f"got {len(arrays)}")
+        check_arity(arrays, self._placeholders)
         if self._runners is None:
             self._build()
         env = [None] * self._nslots
@@ -232,9 +216,7 @@ class CudaGraph:
             if not hasattr(a, "data") or not hasattr(a.data, "ptr"):
                 raise TypeError(f"graph input {name!r} expects a cuda array (cupy.ndarray), "
                                 f"got {type(a).__name__}: move it to the GPU first")
-            if shape is not None and (a.shape != shape or a.dtype != dtype):
-                raise TypeError(f"graph input {name!r} expects an array of shape {shape} and "
-                                f"dtype {dtype}, got shape {a.shape} and dtype {a.dtype}")
+            check_input(a, name, shape, dtype)
             env[i] = a
         for run in self._runners:
             run(env)

@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 from ir import dtypes as D
 from ir.dtypes import DType
 
-from .trace import convert_number
+from .trace import PrimitiveRenderer, convert_number, is_unsigned
 from .vecmath import FUNCTIONS as VEC_FUNCTIONS
 from .vecmath import VecMath
 
@@ -57,10 +57,6 @@ def memtype(dtype: DType) -> ll.Type:
     return I8 if dtype is D.bool_ else lltype(dtype)
 
 
-def is_unsigned(dtype: DType) -> bool:
-    return dtype.np.kind in "ub"
-
-
 def constant(value, dtype: DType) -> ll.Constant:
     v = convert_number(value, dtype)
     if dtype.category == D.INTEGER and v < 0:
@@ -68,7 +64,7 @@ def constant(value, dtype: DType) -> ll.Constant:
     return ll.Constant(lltype(dtype), v)
 
 
-class LLVMBuilder:
+class LLVMBuilder(PrimitiveRenderer):
     """Renders primitives at the position of an `ll.IRBuilder` (see the module docstring).
 
     Raises TypeError for a primitive numpy does not define on the dtype.
@@ -109,10 +105,6 @@ class LLVMBuilder:
     def _intr(self, name: str, t: ll.Type, *args):
         suffix = {F16: "f16", F32: "f32", F64: "f64"}.get(t) or f"i{t.width}"
         return self.b.call(self._fn(f"llvm.{name}.{suffix}", t, [t] * len(args)), list(args))
-
-    @staticmethod
-    def _no(name: str, dtype: DType):
-        raise TypeError(f"codegen: {name} is not defined on {dtype.name} (numpy raises too)")
 
     def _zero(self, dt):
         return constant(0, dt)
@@ -254,24 +246,6 @@ class LLVMBuilder:
         op = "!=" if name == "ne" else _FCMP[name]
         return (b.icmp_unsigned if is_unsigned(dt) else b.icmp_signed)(op, x, y)
 
-    def p_lt(self, dt, x, y):
-        return self._cmp("lt", dt, x, y)
-
-    def p_le(self, dt, x, y):
-        return self._cmp("le", dt, x, y)
-
-    def p_gt(self, dt, x, y):
-        return self._cmp("gt", dt, x, y)
-
-    def p_ge(self, dt, x, y):
-        return self._cmp("ge", dt, x, y)
-
-    def p_eq(self, dt, x, y):
-        return self._cmp("eq", dt, x, y)
-
-    def p_ne(self, dt, x, y):
-        return self._cmp("ne", dt, x, y)
-
     def p_isnan(self, dt, x):
         if not dt.is_floating_point:
             return ll.Constant(I1, 0)
@@ -321,12 +295,6 @@ class LLVMBuilder:
         neg = b.icmp_signed("<", x, self._zero(dt))
         over = b.select(neg, constant(-1, dt), self._zero(dt))
         return b.select(inrange, b.ashr(x, ys), over)
-
-    def p_lshift(self, dt, x, y):
-        return self._shift("lshift", dt, x, y)
-
-    def p_rshift(self, dt, x, y):
-        return self._shift("rshift", dt, x, y)
 
     # ---- unary arithmetic
 

@@ -99,6 +99,45 @@ def convert_number(x, dtype: DType):
     return float(np.array(x, dtype=dtype.np))
 
 
+def is_unsigned(dtype: DType) -> bool:
+    """Whether integer arithmetic on `dtype` is unsigned (the uint dtypes and bool)."""
+    return dtype.np.kind in "ub"
+
+
+class PrimitiveRenderer:
+    """What the LLVM and CUDA renderers (`codegen.llvm`, `codegen.cuda`) share: the error for a
+    primitive numpy does not define on a dtype, and the comparison and shift primitives, which
+    each renderer prints through its own `_cmp(name, dt, x, y)` and `_shift(name, dt, x, y)`."""
+
+    @staticmethod
+    def _no(name: str, dtype: DType):
+        raise TypeError(f"codegen: {name} is not defined on {dtype.name} (numpy raises too)")
+
+    def p_lt(self, dt, x, y):
+        return self._cmp("lt", dt, x, y)
+
+    def p_le(self, dt, x, y):
+        return self._cmp("le", dt, x, y)
+
+    def p_gt(self, dt, x, y):
+        return self._cmp("gt", dt, x, y)
+
+    def p_ge(self, dt, x, y):
+        return self._cmp("ge", dt, x, y)
+
+    def p_eq(self, dt, x, y):
+        return self._cmp("eq", dt, x, y)
+
+    def p_ne(self, dt, x, y):
+        return self._cmp("ne", dt, x, y)
+
+    def p_lshift(self, dt, x, y):
+        return self._shift("lshift", dt, x, y)
+
+    def p_rshift(self, dt, x, y):
+        return self._shift("rshift", dt, x, y)
+
+
 # primitive families: how operands are cast before the primitive runs
 CMP = ("lt", "le", "gt", "ge", "eq", "ne")
 TESTS = ("isnan", "isinf")

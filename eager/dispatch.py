@@ -295,6 +295,23 @@ def direct_kernel(op: OpDef, compute=None):
 
 _tnew = Tensor.__new__
 
+# The fast paths' common end: the kernel's result `r` as a new tensor, recording a grad_fn over
+# the `{operands}` when autograd needs one.
+_FAST_RESULT = """    if type(r) is not nd:
+        r = asarray(r)
+    if r.dtype is not onp and r.dtype != onp:
+        r = r.astype(onp)
+    t = tnew(tensor)
+    t._data = r
+    t.requires_grad = t._retains_grad = False
+    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+    t._vc = [0]
+    if rec and backward is not None:
+        t.requires_grad = True
+        t.grad_fn = Node(op, {operands}, dict(defaults), t)
+    return t
+"""
+
 # The fast paths' source: one template, specialised by arity and by whether the function takes
 # only its operands (dunders: Python passes exactly those) or also other arguments (functions
 # and methods: anything else goes the general way). `{params}` names the operands in the
@@ -320,20 +337,7 @@ def fast({params}{extra}):
     if dt is not cnp:
         xd = xd.astype(cnp)
     r = kern(xd)
-    if type(r) is not nd:
-        r = asarray(r)
-    if r.dtype is not onp and r.dtype != onp:
-        r = r.astype(onp)
-    t = tnew(tensor)
-    t._data = r
-    t.requires_grad = t._retains_grad = False
-    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-    t._vc = [0]
-    if rec and backward is not None:
-        t.requires_grad = True
-        t.grad_fn = Node(op, (x,), dict(defaults), t)
-    return t
-""", 2: """
+""" + _FAST_RESULT, 2: """
 def fast({params}{extra}):
     {guard}
     tx, ty = type(x), type(y)
@@ -380,20 +384,7 @@ def fast({params}{extra}):
         r = kern(xd, yd)
     except (ValueError, TypeError, OverflowError):  # the general path raises it properly
         return fallback({params})
-    if type(r) is not nd:
-        r = asarray(r)
-    if r.dtype is not onp and r.dtype != onp:
-        r = r.astype(onp)
-    t = tnew(tensor)
-    t._data = r
-    t.requires_grad = t._retains_grad = False
-    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-    t._vc = [0]
-    if rec and backward is not None:
-        t.requires_grad = True
-        t.grad_fn = Node(op, (x, y), dict(defaults), t)
-    return t
-"""}
+""" + _FAST_RESULT}
 _FAST_CODE: dict = {}
 
 
@@ -405,7 +396,8 @@ def _fast_code(nin: int, exact: bool, reflected: bool):
         extra = "" if exact else ", *rest, **kw"
         guard = "pass" if exact else f"if rest or kw:\n        return fallback({params}, " \
             "*rest, **kw)"
-        src = _FAST_SRC[nin].format(params=params, extra=extra, guard=guard)
+        operands = "(x,)" if nin == 1 else "(x, y)"
+        src = _FAST_SRC[nin].format(params=params, extra=extra, guard=guard, operands=operands)
         code = _FAST_CODE[key] = compile(src, f"<eager fast path, {nin} operand(s)>", "exec")
     return code
 

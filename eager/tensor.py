@@ -98,6 +98,16 @@ class Tensor:
 
     def _init(self, arr, requires_grad=False):
         self._data = arr
+        self._init_autograd()
+        if requires_grad:
+            if D.from_numpy(arr.dtype).category < D.FLOATING:
+                raise RuntimeError("Only Tensors of floating point and complex dtype can "
+                                   "require gradients")
+            self.requires_grad = True
+
+    def _init_autograd(self):
+        """The autograd state of a new tensor: no grad, no grad_fn, no hooks, no tangent, a
+        fresh version counter, not a view."""
         self.requires_grad = False
         self.grad = None
         self.grad_fn = None
@@ -106,11 +116,6 @@ class Tensor:
         self._backward_hooks = None
         self._retains_grad = False
         self._fw_grad = None
-        if requires_grad:
-            if D.from_numpy(arr.dtype).category < D.FLOATING:
-                raise RuntimeError("Only Tensors of floating point and complex dtype can "
-                                   "require gradients")
-            self.requires_grad = True
 
     @classmethod
     def _make(cls, arr, requires_grad=False) -> Tensor:

@@ -8,7 +8,9 @@ so that a new op declared in the registry is tested without writing a test for i
   enter the matrix as they are added; `unsupported_dtypes(op)` gives the refused ones with the
   reason (tested as error cases).
 - `samples(op, dtype)`: (operands, attrs) with numpy arrays and Python numbers.
-- `torch_call(torch, op, inputs, attrs)`: the same call in PyTorch.
+- `torch_call(torch, op, inputs, attrs)`: the same call in PyTorch; `torch_call_forms` for
+  the ops of the other families (shape, indexing, linalg...).
+- `numeric_grad(f, arrays, i)`: a central-difference gradient.
 """
 
 from __future__ import annotations
@@ -222,7 +224,7 @@ def torch_call(torch, op, inputs, attrs):
 def _other_family_call(torch, op, inputs, attrs):
     """Ops declared by the other families (shape, join, indexing, scatter, sorting, linalg,
     matrix, complex): basic and advanced indexing as `Tensor.__getitem__`, everything else
-    through the call forms of `test_ops_shape_index.torch_call` (variadic operands as a list,
+    through the call forms of `torch_call_forms` (variadic operands as a list,
     einsum's equation first, torch.linalg, nn.functional, Tensor methods, positional sizes).
     Internal ops (`_linalg_svd`, `_index_put`...) raise NoTorchCounterpart: the public op
     built on them is compared instead."""
@@ -238,9 +240,47 @@ def _other_family_call(torch, op, inputs, attrs):
         for d, i in zip(attrs["dims"], idx):
             key[d] = i
         return x[tuple(key)]
-    from test_ops_shape_index import torch_call as shape_index_call
+    return torch_call_forms(torch, op, inputs, attrs)
 
-    return shape_index_call(op, inputs, attrs)
+
+POSITIONAL = {"view": "shape", "reshape": "shape", "expand": "size", "repeat": "repeats",
+              "permute": "dims", "tensor_split": "indices_or_sections"}
+
+
+def torch_call_forms(torch, op, inputs, attrs):
+    """The same call in PyTorch: function, nn.functional, torch.linalg or Tensor method
+    (variadic operands as a list, einsum's equation first, positional sizes)."""
+    name, t, kw = op.name, [_t(torch, x) for x in inputs], dict(attrs)
+    if name in POSITIONAL:
+        t.append(kw.pop(POSITIONAL[name]))
+    if name == "einsum":
+        return torch.einsum(kw.pop("equation"), *t)
+    if name == "broadcast_tensors":
+        return torch.broadcast_tensors(*t)
+    if op.variadic:
+        return getattr(torch, name)(t, **kw)
+    if name.startswith("linalg_"):
+        return getattr(torch.linalg, name[len("linalg_"):])(*t, **kw)
+    if name in ("pad", "linear"):
+        return getattr(torch.nn.functional, name)(*t, **kw)
+    fn = getattr(torch, name, None)
+    return fn(*t, **kw) if fn is not None else getattr(t[0], name)(*t[1:], **kw)
+
+
+def numeric_grad(f, arrays, i, eps=1e-6):
+    """d f(arrays) / d arrays[i] by central differences (`f` returns a float; arrays[i] is
+    perturbed in place and restored)."""
+    x = arrays[i]
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        old = x[idx]
+        x[idx] = old + eps
+        hi = f(arrays)
+        x[idx] = old - eps
+        lo = f(arrays)
+        x[idx] = old
+        g[idx] = (hi - lo) / (2 * eps)
+    return g
 
 
 def _tuple(out):

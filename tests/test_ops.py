@@ -13,6 +13,7 @@ from opinfo import (
     NoTorchCounterpart,
     all_cases,
     case_id,
+    numeric_grad,
     samples,
     torch_call,
     unsupported_dtypes,
@@ -274,20 +275,6 @@ def test_not_gradchecked_lists_registered_differentiable_ops():
     assert not stale, f"NOT_GRADCHECKED names ops that are gone or not differentiable: {stale}"
 
 
-def _numeric_grad(f, arrays, i, eps=1e-6):
-    x = arrays[i]
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        old = x[idx]
-        x[idx] = old + eps
-        hi = f(arrays)
-        x[idx] = old - eps
-        lo = f(arrays)
-        x[idx] = old
-        g[idx] = (hi - lo) / (2 * eps)
-    return g
-
-
 def _float_outputs(out):
     return [o for o in _outputs(out) if o.dtype.is_floating_point]
 
@@ -322,7 +309,7 @@ def test_gradcheck(op):
             f"{op.name} {attrs}: result does not require grad (list it in NOT_GRADCHECKED)"
         grads = eager.autograd.grad(loss, [leaves[i] for i in diff], allow_unused=True)
         for i, g in zip(diff, grads):
-            num = _numeric_grad(f, inputs, i)
+            num = numeric_grad(f, inputs, i)
             got = np.zeros_like(num) if g is None else g.numpy()
             np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-6,
                                        err_msg=f"{op.name} d/d(operand {i}) {attrs}")

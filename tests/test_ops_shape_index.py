@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from opinfo import dtypes_of, samples
+from opinfo import dtypes_of, numeric_grad, samples, torch_call_forms
 
 import eager
 import eager.linalg
@@ -88,39 +88,8 @@ def test_matches_reference(case):
             close(g, w, dtype)
 
 
-POSITIONAL = {"view": "shape", "reshape": "shape", "expand": "size", "repeat": "repeats",
-              "permute": "dims", "tensor_split": "indices_or_sections"}
-
-
-def to_torch(x):
-    if not isinstance(x, np.ndarray):
-        return x
-    if x.dtype == D.bfloat16.np:
-        return torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
-    return torch.from_numpy(np.array(x))
-
-
 def from_torch(t):
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
-
-
-def torch_call(op, inputs, attrs):
-    """The same call in PyTorch: function, nn.functional, torch.linalg or Tensor method."""
-    name, t, kw = op.name, [to_torch(x) for x in inputs], dict(attrs)
-    if name in POSITIONAL:
-        t.append(kw.pop(POSITIONAL[name]))
-    if name == "einsum":
-        return torch.einsum(kw.pop("equation"), *t)
-    if name == "broadcast_tensors":
-        return torch.broadcast_tensors(*t)
-    if op.variadic:
-        return getattr(torch, name)(t, **kw)
-    if name.startswith("linalg_"):
-        return getattr(torch.linalg, name[len("linalg_"):])(*t, **kw)
-    if name in ("pad", "linear"):
-        return getattr(torch.nn.functional, name)(*t, **kw)
-    fn = getattr(torch, name, None)
-    return fn(*t, **kw) if fn is not None else getattr(t[0], name)(*t[1:], **kw)
 
 
 # values that PyTorch leaves to the implementation: eigen/singular vectors (up to sign), the
@@ -137,7 +106,7 @@ def test_matches_torch(case):
         pytest.skip(f"{op.name}[{dtype.name}] is internal or not in PyTorch: checked through "
                     f"the public API below")
     for inputs, attrs in samples(op, dtype):
-        want = torch_call(op, inputs, attrs)
+        want = torch_call_forms(torch, op, inputs, attrs)
         got = call(op, inputs, attrs)
         gs = flat(got)
         ws = [from_torch(w) for w in (want if isinstance(want, (tuple, list)) else [want])]
@@ -155,20 +124,6 @@ def test_matches_torch(case):
                 close(vals.reshape(gs[0].shape), gs[0], dtype)
                 continue
             close(g, w, dtype)
-
-
-def _numeric_grad(f, arrays, i, eps=1e-6):
-    x = arrays[i]
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        old = x[idx]
-        x[idx] = old + eps
-        hi = f(arrays)
-        x[idx] = old - eps
-        lo = f(arrays)
-        x[idx] = old
-        g[idx] = (hi - lo) / (2 * eps)
-    return g
 
 
 NO_GRAD = {"argsort", "searchsorted", "bucketize", "histc", "bincount", "argwhere", "nonzero",
@@ -213,7 +168,7 @@ def test_gradcheck(op):
             loss = loss + t
         grads = eager.autograd.grad(loss, [leaves[i] for i in diff], allow_unused=True)
         for i, g in zip(diff, grads):
-            num = _numeric_grad(f, inputs, i)
+            num = numeric_grad(f, inputs, i)
             got = np.zeros_like(num) if g is None else g.numpy()
             np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-6,
                                        err_msg=f"{op.name} d/d(operand {i}) {attrs}")

@@ -45,23 +45,54 @@ def _zeros_like(x: Tensor) -> Tensor:
     return Tensor._make(np.zeros(tuple(x.shape), x.dtype.np))
 
 
-def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn, what="output"):
-    """Gradients of outputs w.r.t. inputs (zeros for unused inputs unless strict)."""
+def _live_grad(outputs, inputs, grad_outputs, create_graph, retain_graph=None):
+    """`engine.grad` of the outputs that require grad (allowing unused inputs: None for them);
+    None for every input when no output requires grad."""
     live = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
-    if live:
-        got = _grad([o for o, _ in live], inputs, [g for _, g in live], retain_graph=True,
-                    create_graph=create_graph, allow_unused=True)
-    else:
-        got = (None,) * len(inputs)
+    if not live:
+        return (None,) * len(inputs)
+    return _grad([o for o, _ in live], inputs, [g for _, g in live], retain_graph=retain_graph,
+                 create_graph=create_graph, allow_unused=True)
+
+
+def _fill_unused(got, like, strict: bool, what: str, suffix: str = "") -> list:
+    """`got` with zeros shaped like `like[i]` for each None entry; under `strict` a None entry
+    raises RuntimeError ("The {what} of the user-provided function is independent of input
+    i. This is not allowed in strict mode{suffix}.")."""
     res = []
-    for i, (x, g) in enumerate(zip(inputs, got)):
+    for i, (x, g) in enumerate(zip(like, got)):
         if g is None:
             if strict:
                 raise RuntimeError(f"The {what} of the user-provided function is independent "
-                                   f"of input {i}. This is not allowed in strict mode.")
+                                   f"of input {i}. This is not allowed in strict mode{suffix}.")
             g = _zeros_like(x)
         res.append(g)
-    return tuple(res)
+    return res
+
+
+def _grads(outputs, inputs, grad_outputs, create_graph, strict, fn, what="output"):
+    """Gradients of outputs w.r.t. inputs (zeros for unused inputs unless strict)."""
+    got = _live_grad(outputs, inputs, grad_outputs, create_graph, retain_graph=True)
+    return tuple(_fill_unused(got, inputs, strict, what))
+
+
+def _input_v(v, xs, fn: str, check_shapes: bool):
+    """The vectors `v` of `jvp`/`hvp`/`vhp`, one per input: ones for a single one-element input
+    when `v` is None; RuntimeError for another count (or, with `check_shapes`, shape)."""
+    if v is None:
+        if len(xs) != 1 or xs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        return (Tensor._make(np.ones(tuple(xs[0].shape), xs[0].dtype.np)),)
+    _, vs = _tuple(v, "v", fn)
+    if len(vs) != len(xs):
+        raise RuntimeError(f"v has invalid size: should be {len(xs)} but got {len(vs)}.")
+    if check_shapes:
+        for i, (a, b) in enumerate(zip(vs, xs)):
+            if tuple(a.shape) != tuple(b.shape):
+                raise RuntimeError(f"Entry {i} in v has invalid size: should be "
+                                   f"{list(b.shape)} but got {list(a.shape)}.")
+    return vs
 
 
 def _finish(xs, create_graph: bool, is_tuple: bool):
@@ -101,15 +132,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product, by the double-vjp trick: the vjp
     u -> J^T u is linear in u, and d/du <J^T u, v> = J v."""
     _, xs = _tuple(inputs, "inputs", "jvp")
-    if v is None:
-        if len(xs) != 1 or xs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                               "function is a single Tensor with a single element.")
-        vs = (Tensor._make(np.ones(tuple(xs[0].shape), xs[0].dtype.np)),)
-    else:
-        _, vs = _tuple(v, "v", "jvp")
-        if len(vs) != len(xs):
-            raise RuntimeError(f"v has invalid size: should be {len(xs)} but got {len(vs)}.")
+    vs = _input_v(v, xs, "jvp", check_shapes=False)
     with grad_mode.enable_grad():
         xs = _prepare(xs, create_graph)
         out = func(*xs)
@@ -117,21 +140,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         us = tuple(Tensor._make(np.zeros(tuple(o.shape), o.dtype.np), requires_grad=True)
                    for o in outs)
         g = _grads(outs, xs, us, True, strict, "jvp")
-        live = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
-        if live:
-            got = _grad([gi for gi, _ in live], us, [vi for _, vi in live],
-                        create_graph=create_graph, allow_unused=True)
-        else:
-            got = (None,) * len(us)
-        res = []
-        for i, (o, r) in enumerate(zip(outs, got)):
-            if r is None:
-                if strict:
-                    raise RuntimeError(f"The output of the user-provided function is "
-                                       f"independent of input {i}. This is not allowed in "
-                                       "strict mode.")
-                r = _zeros_like(o)
-            res.append(r)
+        got = _live_grad(g, us, vs, create_graph)
+        res = _fill_unused(got, outs, strict, "output")
     return _finish(outs, create_graph, out_tuple), _finish(tuple(res), create_graph, out_tuple)
 
 
@@ -241,19 +251,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def _hvp_impl(func, inputs, v, create_graph, strict, name):
     in_tuple, xs = _tuple(inputs, "inputs", name)
-    if v is None:
-        if len(xs) != 1 or xs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                               "function is a single Tensor with a single element.")
-        vs = (Tensor._make(np.ones(tuple(xs[0].shape), xs[0].dtype.np)),)
-    else:
-        _, vs = _tuple(v, "v", name)
-        if len(vs) != len(xs):
-            raise RuntimeError(f"v has invalid size: should be {len(xs)} but got {len(vs)}.")
-        for i, (a, b) in enumerate(zip(vs, xs)):
-            if tuple(a.shape) != tuple(b.shape):
-                raise RuntimeError(f"Entry {i} in v has invalid size: should be "
-                                   f"{list(b.shape)} but got {list(a.shape)}.")
+    vs = _input_v(v, xs, name, check_shapes=True)
     with grad_mode.enable_grad():
         xs = _prepare(xs, create_graph)
         out = func(*xs)
@@ -264,16 +262,6 @@ def _hvp_impl(func, inputs, v, create_graph, strict, name):
         o = outs[0]
         g = _grads([o], xs, [Tensor._make(np.ones(tuple(o.shape), o.dtype.np))], True, strict,
                    name)
-        live = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
-        got = _grad([gi for gi, _ in live], xs, [vi for _, vi in live],
-                    create_graph=create_graph, allow_unused=True) if live else (None,) * len(xs)
-        res = []
-        for i, (x, r) in enumerate(zip(xs, got)):
-            if r is None:
-                if strict:
-                    raise RuntimeError(f"The jacobian of the user-provided function is "
-                                       f"independent of input {i}. This is not allowed in "
-                                       "strict mode for hessian.")
-                r = _zeros_like(x)
-            res.append(r)
+        got = _live_grad(g, xs, vs, create_graph)
+        res = _fill_unused(got, xs, strict, "jacobian", " for hessian")
     return _finish((o,), create_graph, False), _finish(tuple(res), create_graph, in_tuple)

@@ -23,32 +23,15 @@ from ir.opdef import OpDef, TensorMeta
 from ..tensor import Size, Tensor
 
 
-class Lazy(Tensor):
-    """A Tensor whose array is computed on first access of `_data`; shape/dtype are known
-    without computing (from the registry's meta rules)."""
+class MetaTensor(Tensor):
+    """A Tensor whose metadata (`meta`: shape, dtype) is known without its array (`_m`, from
+    the registry's meta rules); the base of `Lazy` and of `plans.Sym`."""
 
-    __slots__ = ("_arr", "_m", "_thunk")
+    __slots__ = ("_m",)
 
-    def __init__(self, meta: TensorMeta, thunk):
+    def __init__(self, meta: TensorMeta):
         self._m = meta
-        self._thunk = thunk
-        self._arr = None
-        self.requires_grad = False
-        self.grad_fn = None
-        self.grad = None
-        self._vc = [0]
-        self._base = None
-        self._backward_hooks = None
-        self._retains_grad = False
-        self._fw_grad = None
-
-    @property
-    def _data(self):
-        a = self._arr
-        if a is None:
-            a = self._arr = self._thunk()
-            self._thunk = None
-        return a
+        self._init_autograd()
 
     @property
     def meta(self) -> TensorMeta:
@@ -71,6 +54,26 @@ class Lazy(Tensor):
 
     def numel(self) -> int:
         return self._m.numel
+
+
+class Lazy(MetaTensor):
+    """A Tensor whose array is computed on first access of `_data`; shape/dtype are known
+    without computing (from the registry's meta rules)."""
+
+    __slots__ = ("_arr", "_thunk")
+
+    def __init__(self, meta: TensorMeta, thunk):
+        super().__init__(meta)
+        self._thunk = thunk
+        self._arr = None
+
+    @property
+    def _data(self):
+        a = self._arr
+        if a is None:
+            a = self._arr = self._thunk()
+            self._thunk = None
+        return a
 
 
 def _meta(x):
@@ -126,14 +129,7 @@ SMALL = 1 << 14  # elements: below this, computing an unneeded gradient costs le
 def _new(arr) -> Tensor:
     t = Tensor.__new__(Tensor)
     t._data = arr
-    t.requires_grad = False
-    t.grad = None
-    t.grad_fn = None
-    t._vc = [0]
-    t._base = None
-    t._backward_hooks = None
-    t._retains_grad = False
-    t._fw_grad = None
+    t._init_autograd()
     return t
 
 

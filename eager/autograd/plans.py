@@ -24,7 +24,8 @@ from ir.execute import opmath
 from ir.opdef import OpDef, TensorMeta
 from ir.scalar import ArrayBuilder
 
-from ..tensor import Size, Tensor
+from ..tensor import Tensor
+from .lazy import MetaTensor
 
 _B = ArrayBuilder(np)
 _UNTRACEABLE: set = set()  # op names whose rules read data
@@ -38,48 +39,18 @@ class Untraceable(Exception):
     """The rule needs data (or a data-dependent op): it cannot become a plan."""
 
 
-class Sym(Tensor):
+class Sym(MetaTensor):
     """A symbolic value during tracing: metadata only; reading data raises `Untraceable`."""
 
-    __slots__ = ("_m", "ref")
+    __slots__ = ("ref",)
 
     def __init__(self, meta: TensorMeta, ref: str):
-        self._m = meta
+        super().__init__(meta)
         self.ref = ref
-        self.requires_grad = False
-        self.grad_fn = None
-        self.grad = None
-        self._vc = [0]
-        self._base = None
-        self._backward_hooks = None
-        self._retains_grad = False
-        self._fw_grad = None
 
     @property
     def _data(self):
         raise Untraceable
-
-    @property
-    def meta(self) -> TensorMeta:
-        return self._m
-
-    @property
-    def shape(self) -> Size:
-        return Size(self._m.shape)
-
-    @property
-    def dtype(self):
-        return self._m.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self._m.shape)
-
-    def dim(self) -> int:
-        return len(self._m.shape)
-
-    def numel(self) -> int:
-        return self._m.numel
 
     def __bool__(self):
         raise Untraceable
