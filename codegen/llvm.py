@@ -9,8 +9,9 @@ maximum/minimum propagate NaN, comparisons are ordered except `ne`; integer divi
 gives 0 as in numpy (never LLVM's undefined behaviour); floor division and remainder follow
 numpy's `npy_divmod`; shifts past the width give 0 (or -1), as numpy's `npy_lshift`. Float32
 exp/exp2/expm1/log/log2/log1p/tanh/erf/erfc/sin/cos/tan/atan/atan2/pow are the vectorizable
-polynomials of `codegen.vecmath` (exp and tanh computed in float32 itself); the other
-transcendentals and float64 ones call libm. No fast-math flags:
+polynomials of `codegen.vecmath` (exp and tanh computed in float32 itself); float64
+exp/exp2/expm1/log/log2/log1p/tanh/erf/erfc have float64 polynomials there too; the other
+transcendentals call libm. No fast-math flags:
 results match eager to rounding. Imports only `ir` and llvmlite.
 """
 
@@ -25,6 +26,7 @@ from ir.dtypes import DType
 
 from .trace import PrimitiveRenderer, convert_number, is_unsigned
 from .vecmath import FUNCTIONS as VEC_FUNCTIONS
+from .vecmath import FUNCTIONS_F64 as VEC_FUNCTIONS_F64
 from .vecmath import VecMath
 
 I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -351,7 +353,8 @@ class LLVMBuilder(PrimitiveRenderer):
 
     def _wide_math(self, name, dt, *xs):
         """float16 computes in float32 (numpy does too); float32 uses the polynomials of
-        `vecmath` (in double) where there is one, else libm; float64 calls libm."""
+        `vecmath` (in double) where there is one, else libm; float64 uses vecmath's float64
+        polynomials (`VEC_FUNCTIONS_F64`) where there is one, else libm."""
         b = self.b
         t = xs[0].type
         if t == F16:
@@ -361,6 +364,8 @@ class LLVMBuilder(PrimitiveRenderer):
             return getattr(self.vm, name + "_f32")(xs[0])
         if t == F32 and name in VEC_FUNCTIONS:
             return b.fptrunc(getattr(self.vm, name)(*[b.fpext(x, F64) for x in xs]), F32)
+        if t == F64 and name in VEC_FUNCTIONS_F64:
+            return getattr(self.vm, name + "_f64")(*xs)
         if name == "pow":
             return self._intr("pow", t, *xs)
         if name == "erfinv":
