@@ -85,6 +85,7 @@ LARGE = {
     "sum(dim=1)": (lambda a, b: a.view(4096, -1).sum(1), lambda a, b: a.reshape(4096, -1).sum(1)),
     "mean": (lambda a, b: a.mean(), lambda a, b: a.mean()),
     "amax": (lambda a, b: a.amax(), lambda a, b: a.max()),
+    "var": (lambda a, b: a.var(correction=0), lambda a, b: a.var()),
 }
 
 

@@ -174,6 +174,15 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         attrs, dts = e
         attrs = dict(attrs)
     if dts is None:
+        fast = op.eager_impl
+        if fast is not None and not POST_HOOKS and not (
+                _grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad
+                                        for x in inputs)):
+            arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
+            if all(type(a) is _ND for a in arrays):
+                r = fast(np, *arrays, **attrs)
+                if r is not None:
+                    return Tensor._make(r)
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
     arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)

@@ -135,6 +135,10 @@ class OpDef:
     - `backward(F, g, out, *xs, **attrs)`: a tuple with one gradient (or None) per operand,
       written with the registry ops in namespace `F`; may return broadcast-shaped gradients.
     - `decomp(F, *xs, **attrs)`: composites are defined by other ops and need nothing else.
+    - `eager_impl(xp, *arrays, **attrs)`: optional, composites only: eager's kernel when nothing
+      is recorded (no operand requires grad under grad mode, no post hooks); it must give the
+      decomposition's exact results, or None to run the decomposition (which capture, codegen
+      and autograd always use).
     - `jvp(F, tangents, out, *xs, **attrs)`: optional forward-mode rule (else derived from
       `backward`).
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
@@ -162,6 +166,7 @@ class OpDef:
     impl: Callable | None = None
     backward: Callable | None = None
     decomp: Callable | None = None
+    eager_impl: Callable | None = None
     jvp: Callable | None = None
     ref: Callable | None = None
     sample_inputs: Callable | None = None

@@ -592,6 +592,8 @@ def _where_impl(xp, c, x, y):
             return np.where(c, x, y)
         ops.append(v.view(u))
     xb, yb = ops
+    if type(y) is not np.ndarray and not yb:  # y is +0 (all bits clear): x's bits times c
+        return np.multiply(xb, c, dtype=u).view(dt)  # (relu's and masks' backward)
     m = c.astype(u)
     np.negative(m, out=m)  # all bits set where c
     r = np.bitwise_and(np.bitwise_xor(xb, yb), m)

@@ -10,6 +10,7 @@ Imports only `ir` and numpy.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
 
@@ -327,6 +328,22 @@ def _var_decomp(F, x, dim, unbiased=None, keepdim=False, *, correction=1):
     return F.div(F.sum(sq, dim, keepdim), max(_count(x, dim) - correction, 0))
 
 
+def _var_eager(xp, x, dim, unbiased=None, keepdim=False, *, correction=1, root=False):
+    """`_var_decomp`'s kernels (sum, div, sub, mul, sum, div; sqrt for std) on float32/float64
+    numpy arrays, squaring in place: its exact results with one temporary fewer (numpy's own
+    two-pass var). None for other dtypes (half types round after every op, complex squares
+    differently): the decomposition runs."""
+    if xp is not np or x.dtype.type not in (np.float32, np.float64):
+        return None
+    n = _count(x, dim)
+    d = np.subtract(x, np.sum(x, axis=dim, keepdims=True) / n)
+    np.multiply(d, d, out=d)
+    r = np.asarray(np.sum(d, axis=dim, keepdims=keepdim) / max(n - correction, 0))
+    if root:
+        r = np.sqrt(r, out=r) if r.ndim else np.asarray(np.sqrt(r))
+    return r if r.dtype == x.dtype else r.astype(x.dtype)
+
+
 def _var_ref(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         dim, unbiased = None, dim
@@ -354,6 +371,8 @@ for _name, _decomp, _ref in [
     register(OpDef(
         _name, "composite", _VAR_SIG, 1, attrs_rule=_var_attrs, decomp=_decomp, ref=_ref,
         samples=_VAR_SAMPLES, test_dtypes=FLOATS, method=_name in ("var", "std"),
+        eager_impl={"var": _var_eager, "std": functools.partial(_var_eager, root=True)}.get(
+            _name),
     ))
 
 # ---------------------------------------------------------------- norms
