@@ -13,7 +13,8 @@ layernorm three (sum; sum of squared deviations; normalise): values needed by se
 are recomputed from the loads (rows stay in cache), except expensive ones (a
 transcendental: softmax's exp), which the last earlier phase computing them also stores into
 a full-shape output of their dtype and later phases read back (`load_out`, see
-`reuse_through_outputs`). Loops contiguous for every buffer are collapsed; the innermost loop
+`reuse_through_outputs`); a division by a per-row value in a loop is a multiply by its reciprocal
+(`reciprocal_row_divisors`). Loops contiguous for every buffer are collapsed; the innermost loop
 is the vector loop. All decisions are made here; renderers
 (`codegen/render.py`) only print. Imports only `ir` and numpy.
 """
@@ -401,7 +402,36 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     kernel = Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
                     [(a[0], a[1]) for a in accs], epilogue, epi_stores)
     reuse_through_outputs(kernel)
+    reciprocal_row_divisors(kernel, tb)
     return kernel
+
+
+def reciprocal_row_divisors(k: Kernel, tb: TraceBuilder) -> None:
+    """In a reduction phase, `div(a, d)` by a per-row float value `d` (computed from
+    accumulators and constants only: softmax's sum) becomes `mul(a, div(1, d))`; the
+    reciprocal is loop-invariant, so LLVM hoists it and the loop multiplies instead of dividing
+    (a vector divide costs several times a multiply). Within 1.5 ulp of the true quotient
+    (only a divisor below 1/FLT_MAX, whose reciprocal overflows, would differ more)."""
+    if not k.rloops:
+        return
+    for ph in k.phases:
+        inv: set = set()
+        body = []
+        for st in ph.body:
+            args = [a for a in st.args if isinstance(a, Var)]
+            if st.op == "acc" or (st.op not in ("load", "load_out") and
+                                  all(a in inv for a in args)):
+                inv.add(st.out)
+            d = st.args[1] if st.op == "div" and len(st.args) == 2 else None
+            if (isinstance(d, Var) and d in inv and st.out not in inv and
+                    st.out.dtype in (D.float32, D.float64) and d.dtype is st.out.dtype):
+                r = Var(f"t{tb._count}", d.dtype)
+                tb._count += 1
+                body.append(Stmt(r, "div", (Const(convert_number(1, d.dtype), d.dtype), d),
+                                 {}))
+                st.op, st.args = "mul", (st.args[0], r)
+            body.append(st)
+        ph.body = body
 
 
 # primitives worth storing once rather than computing again in a later phase

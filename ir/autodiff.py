@@ -192,12 +192,25 @@ def build_backward(fwd: Graph, wrt: list):
         m[g.node] = final.placeholder(g.node.name, g.meta)
     for n in bwd.nodes:
         if n.op == "call_function":
+            src = n.args[0] if n.args else None
+            if (n.target.name in ("reshape", "expand", "view") and isinstance(src, Node) and
+                    tuple(src.meta["val"].shape) == tuple(n.meta["val"].shape) and
+                    src.meta["val"].dtype is n.meta["val"].dtype):
+                m[n] = m[src]       # a view to the same shape: no node, no library call
+                continue
             m[n] = final.call_function(n.target, map_arg(n.args, m.__getitem__),
                                        map_arg(n.kwargs, m.__getitem__), val=n.meta["val"])
     final.output(tuple(m[r] if r is not None else None for r in result))
     final.eliminate_dead_code()
-    bwd = final
-    return bwd, saved_nodes
+    # a saved value the pruned backward no longer reads is neither a placeholder nor saved
+    keep = []
+    for n in saved_nodes:
+        p = m[saved[n].node]
+        if p.users:
+            keep.append(n)
+        else:
+            final.erase_node(p)
+    return final, keep
 
 
 def decompose(graph: Graph) -> Graph:

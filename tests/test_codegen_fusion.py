@@ -96,7 +96,7 @@ def test_softmax_computes_exp_once_and_reads_it_back(dtype, shape, dim, monkeypa
     assert _ops(k, 1).count("exp") == 1 and k.phases[1].stores[0][0] == 0
     assert "exp" not in _ops(k, 2) and "load_out" in _ops(k, 2)
     assert "load out0[" in k.format()
-    # the same exp values, the same true division: bit-identical to recomputing exp
+    # the same exp values, the same reciprocal multiply: bit-identical to recomputing exp
     import codegen.kernel as kernel_mod
 
     monkeypatch.setattr(kernel_mod, "reuse_through_outputs", lambda k: None)
@@ -359,6 +359,30 @@ def test_aot_backward_graph_is_fused_and_gradients_equal_eager():
     assert plan.bwd.kernels and any(k.rloops for k in plan.bwd.kernels)  # fused reductions
     assert sum(isinstance(s, LibraryCall) and s.node.target.name == "matmul"
                for s in plan.bwd.steps) == 3      # dW1, dW2, dh (x needs no grad)
+    # the backward reads only what it needs: every saved placeholder has a reader, and no
+    # view to the same shape is left as a library call
+    for p in plan.bwd_graph.placeholders:
+        assert p.users or p.name.startswith("grad_"), p.name
+    assert not any(n.op == "call_function" and n.target.name in ("reshape", "expand") and
+                   tuple(n.args[0].meta["val"].shape) == tuple(n.meta["val"].shape)
+                   for n in plan.bwd_graph.nodes)
+    assert len(plan.fwd_graph.output_node.args[0]) == 2 + len(plan.bwd_graph.placeholders) - 2
+
+
+def test_row_divisor_becomes_a_reciprocal_multiply():
+    """softmax's normalise loop multiplies by 1/sum (hoisted): no vector divide in the loop."""
+    g = ir.Graph()
+    x = ph(g, "x", (64, 256))
+    g.output((c(g, "softmax", x, -1), c(g, "div", x, c(g, "add", x, 1.0))))
+    cg = check(g, rand((64, 256)) * 10)
+    k = next(k for k in cg.kernels if k.rloops)
+    last = k.phases[-1].body
+    divs = [st for st in last if st.op == "div"]
+    assert len(divs) == 1 and divs[0].args[0].value == 1.0 and "mul" in _ops(k, len(k.phases) - 1)
+    assert "fdiv <8 x float>" not in k.llvm_ir
+    pw = [k2 for k2 in cg.kernels if not k2.rloops]   # elementwise x / (x + 1): a true divide
+    assert all(any(st.op == "div" and not hasattr(st.args[0], "value") for st in k2.body)
+               for k2 in pw)
 
 
 def test_aot_without_grad_runs_the_plain_graph():
