@@ -175,14 +175,19 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         attrs = dict(attrs)
     if dts is None:
         fast = op.eager_impl
-        if fast is not None and not POST_HOOKS and not (
-                _grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad
-                                        for x in inputs)):
-            arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
-            if all(type(a) is _ND for a in arrays):
-                r = fast(np, *arrays, **attrs)
-                if r is not None:
-                    return Tensor._make(r)
+        if fast is not None and not POST_HOOKS:
+            rec = _grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad
+                                          for x in inputs)
+            if not rec or op.eager_backward is not None:
+                arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
+                if all(type(a) is _ND for a in arrays):
+                    r = fast(np, *arrays, **attrs)
+                    if r is not None and not (rec and r.dtype.kind not in "fc"):
+                        out = Tensor._make(r)
+                        if rec:
+                            out.requires_grad = True
+                            out.grad_fn = BackwardNode(_whole(op), inputs, attrs, out)
+                        return out
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
     arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
@@ -211,6 +216,30 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 
 
 F = OpNamespace(apply)
+
+
+class _Whole:
+    """A composite recorded as one autograd node: the op itself, with its `eager_backward` as
+    the node's rule (`MeanBackward0` runs the decomposition's gradient in one step)."""
+
+    def __init__(self, op: OpDef):
+        self._op = op
+        self.name = op.name
+        self.backward = op.eager_backward
+        self.decomp = None
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+    def __repr__(self) -> str:
+        return repr(self._op)
+
+
+def _whole(op: OpDef) -> _Whole:
+    w = op.__dict__.get("_whole")
+    if w is None:
+        w = op._whole = _Whole(op)
+    return w
 
 
 # ---------------------------------------------------------------- the fast path
@@ -472,6 +501,43 @@ if _on_inference not in getattr(grad_mode, "INFERENCE_LISTENERS", [_on_inference
     grad_mode.INFERENCE_LISTENERS.append(_on_inference)
 
 
+def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
+    """`matmul` with a fast path for two CPU matrices of one floating dtype (float32/float64)
+    whose inner sizes agree: the checks of the general path hold by construction (devices,
+    shapes, dtype rule: the operands' dtype), so it runs numpy's matmul and records the node
+    directly. Anything else (other ranks or dtypes, subclasses, hooks, keyword arguments, a
+    size mismatch, which the general path reports) calls `fallback`."""
+    floats = (np.dtype(np.float32), np.dtype(np.float64))
+    matmul = np.matmul
+    backward = op.backward
+    hooks = POST_HOOKS
+
+    def fast(x, y, *rest, **kw):
+        if rest or kw or type(x) is not Tensor or type(y) is not Tensor or hooks:
+            return fallback(x, y, *rest, **kw)
+        a, b = x._data, y._data
+        if type(a) is not _ND or type(b) is not _ND or a.ndim != 2 or b.ndim != 2:
+            return fallback(x, y)
+        dt = a.dtype
+        if b.dtype is not dt or dt not in floats or a.shape[1] != b.shape[0]:
+            return fallback(x, y)
+        t = _tnew(Tensor)
+        t._data = matmul(a, b)
+        t.requires_grad = t._retains_grad = False
+        t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+        t._vc = [0]
+        if (x.requires_grad or y.requires_grad) and backward is not None and _grad_enabled():
+            t.requires_grad = True
+            t.grad_fn = BackwardNode(op, (x, y), {}, t)
+        return t
+
+    if exact:
+        def dunder(x, y):
+            return fast(x, y)
+        return dunder
+    return fast
+
+
 # ---------------------------------------------------------------- out=
 
 
@@ -564,6 +630,8 @@ def make_function(op: OpDef):
     general = fn
     if _fast_eligible(op):
         fn = _make_fast(op, general)
+    elif op.name == "matmul":
+        fn = _make_matmul_fast(op, general)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = _doc(op)
     fn.__signature__ = op.signature
@@ -596,6 +664,8 @@ def _make_dunder(op: OpDef, dunder: str):
     method = slow
     if fast:
         method = _make_fast(op, slow, exact=True, reflected=reflected)
+    elif op.name == "matmul" and not reflected:
+        method = _make_matmul_fast(op, slow, exact=True)
     method.__name__ = dunder
     method.__wick_op__ = op
     method.__wick_reflected__ = reflected

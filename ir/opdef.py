@@ -139,6 +139,11 @@ class OpDef:
       is recorded (no operand requires grad under grad mode, no post hooks); it must give the
       decomposition's exact results, or None to run the decomposition (which capture, codegen
       and autograd always use).
+    - `eager_backward(F, g, out, *xs, **attrs)`: optional, composites with `eager_impl` only: a
+      rule for the composite as a whole (the `backward` contract, giving the decomposition's
+      gradients). Then eager runs `eager_impl` under grad mode too and records one node
+      (`MeanBackward0`) instead of the decomposition's; without post hooks (forward AD,
+      anomaly mode), which, like capture and codegen, see the decomposition.
     - `jvp(F, tangents, out, *xs, **attrs)`: optional forward-mode rule (else derived from
       `backward`).
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
@@ -167,6 +172,7 @@ class OpDef:
     backward: Callable | None = None
     decomp: Callable | None = None
     eager_impl: Callable | None = None
+    eager_backward: Callable | None = None
     jvp: Callable | None = None
     ref: Callable | None = None
     sample_inputs: Callable | None = None

@@ -154,7 +154,12 @@ class BackwardNode(Node):
         for x in inputs:
             if isinstance(x, Tensor):
                 versions.append(x._vc[0])
-                edges.append(edge_of(x) if x.requires_grad else NO_EDGE)
+                if not x.requires_grad:
+                    edges.append(NO_EDGE)
+                elif x._base is None and x._backward_hooks is None and x.grad_fn is not None:
+                    edges.append((x.grad_fn, 0))  # edge_of's answer for a plain non-leaf
+                else:
+                    edges.append(edge_of(x))
             else:
                 versions.append(None)
                 edges.append(NO_EDGE)

@@ -164,17 +164,18 @@ def node_key(node, g):
     """The plan key of a BackwardNode call, or None when it cannot have a plan: the op, the
     default dtype, the attributes, each operand's (shape, dtype) or ("n", type, value) for a
     Python number, the gradient's and the output's shape and dtype, which edges exist."""
-    op = node.op
-    if op.name in _UNTRACEABLE:
+    name = node.op.name
+    if name in _UNTRACEABLE:
         return None
     ga, oa = g._data, node.out_data
-    key = [op.name, D.get_default_dtype(), ga.shape, ga.dtype, oa.shape, oa.dtype]
-    if node.attrs:
-        key.append(tuple(node.attrs.items()))
+    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype]
+    attrs = node.attrs
+    if attrs:
+        key.append(tuple(attrs.items()))
     for x in node.saved:
-        if isinstance(x, Tensor):
+        if type(x) is Tensor or isinstance(x, Tensor):
             a = x._data
-            if type(a) is not np.ndarray:
+            if type(a) is not _ND:
                 return None
             key.append(a.shape)
             key.append(a.dtype)
@@ -183,6 +184,10 @@ def node_key(node, g):
     for nxt, _ in node.next_functions:
         key.append(nxt is not None)
     return tuple(key)
+
+
+_ND = np.ndarray
+_DEFAULT = D._default_float  # [the default dtype]: read by get_default_dtype()
 
 
 def build(node, g):
@@ -248,12 +253,34 @@ def _dtype(a):
 
 def run(node, g) -> list | None:
     """The node's gradients through its plan (as plain Tensors), or None to go the generic
-    way (no plan possible, or stale/freed saved tensors: the generic path raises for those)."""
-    if type(g._data) is not np.ndarray:
+    way (no plan possible, or stale/freed saved tensors: the generic path raises for those).
+    Builds `node_key`'s key inline (the hot path of every backward pass)."""
+    ga = g._data
+    if type(ga) is not _ND:
         return None
-    key = node_key(node, g)
-    if key is None:
+    name = node.op.name
+    if name in _UNTRACEABLE:
         return None
+    oa = node.out_data
+    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype]
+    attrs = node.attrs
+    if attrs:
+        key.append(tuple(attrs.items()))
+    args = [ga, oa]
+    for x in node.saved:
+        if type(x) is Tensor or isinstance(x, Tensor):
+            a = x._data
+            if type(a) is not _ND:
+                return None
+            key.append(a.shape)
+            key.append(a.dtype)
+            args.append(a)
+        else:
+            key.append(("n", type(x), x))
+            args.append(x)
+    for nxt, _ in node.next_functions:
+        key.append(nxt is not None)
+    key = tuple(key)
     try:
         fn = PLANS.get(key)
     except TypeError:  # an unhashable attribute
@@ -267,9 +294,16 @@ def run(node, g) -> list | None:
         PLANS[key] = fn
         if fn is None:
             return None
-    res = fn(g._data, node.out_data,
-             *[x._data if isinstance(x, Tensor) else x for x in node.saved])
-    return [None if r is None else _wrap(r) for r in res]
+    res = fn(*args)
+    for i, r in enumerate(res):
+        if r is not None:
+            t = _tnew(Tensor)
+            t._data = r
+            t.requires_grad = t._retains_grad = False
+            t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+            t._vc = [0]
+            res[i] = t
+    return res
 
 
 _tnew = Tensor.__new__

@@ -285,11 +285,30 @@ def _count(x, dim):
     return math.prod(x.shape[d] for d in _dims(dim, x.ndim))
 
 
+def _mean_eager(xp, x, dim, keepdim, dtype=None):
+    """The decomposition's kernels (sum, then div by the count) on float32/float64 numpy arrays
+    without a dtype: its exact results. None otherwise (half types, complex, dtype=, empty)."""
+    if xp is not np or dtype is not None or x.dtype.type not in (np.float32, np.float64):
+        return None
+    n = _count(x, dim)
+    if n == 0:
+        return None
+    with np.errstate(all="ignore"):  # IEEE results without warnings, as the kernels run
+        r = np.asarray(np.add.reduce(x, axis=dim, keepdims=keepdim) / n)
+    return r if r.dtype == x.dtype else r.astype(x.dtype)
+
+
+def _mean_backward(F, g, out, x, dim, keepdim, dtype=None):
+    """The decomposition's gradient: div's (g / n), then sum's (expanded back to x's shape)."""
+    return _sum_backward(F, F.div(g, _count(x, dim)), out, x, dim, keepdim)
+
+
 register(OpDef(
     "mean", "composite", "input, dim=None, keepdim=False, *, dtype=None", 1, "float_only",
     shape=_reduce_shape, attrs_rule=_then(_float_input("mean", _MEAN_INT), _reduce_attrs),
     decomp=lambda F, x, dim, keepdim, dtype=None: F.div(
         F.sum(x, dim, keepdim, dtype=dtype), _count(x, dim)),
+    eager_impl=_mean_eager, eager_backward=_mean_backward,
     ref=lambda x, dim=None, keepdim=False, dtype=None: np.mean(
         x, axis=_axis(_all_if_empty(dim)), keepdims=keepdim),
     samples=({"dim": None}, {"dim": -1, "keepdim": True}, {"dim": (0, 2)}), test_dtypes=FLOATS,
