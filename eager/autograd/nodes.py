@@ -253,12 +253,18 @@ class BackwardNode(Node):
         saved = self.saved
         if saved is None:
             return
-        info = [(x._data.shape, x._data.dtype) if isinstance(x, Tensor) else ("n", x)
-                for x in saved]
-        info.append((self.out_data.shape, self.out_data.dtype))
+        info = []
+        add = info.append
+        for x in saved:
+            if isinstance(x, Tensor):
+                a = x._data
+                add((a.shape, a.dtype))
+            else:
+                add(("n", x))
+        a = self.out_data
+        add((a.shape, a.dtype))
         self._freed = info
-        self.saved = None
-        self.out_data = None
+        self.saved = self.out_data = None
         self.versions = [None] * len(info)
 
 

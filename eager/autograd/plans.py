@@ -59,12 +59,21 @@ class Sym(MetaTensor):
         raise Untraceable
 
 
+def _fix(t, dtype):
+    """A plan step's result as an ndarray of `dtype` (numpy may return a scalar, or promote)."""
+    if type(t) is not np.ndarray:
+        t = np.asarray(t)
+    if t.dtype != dtype:
+        t = t.astype(dtype)
+    return t
+
+
 class _Tracer:
     """Records registry op calls made on `Sym` values as code lines."""
 
     def __init__(self):
         self.lines: list = []  # (target, expression, [refs used])
-        self.env: dict = {"np": np, "asarray": np.asarray, "ndarray": np.ndarray}
+        self.env: dict = {"np": np, "asarray": np.asarray, "ndarray": np.ndarray, "fix": _fix}
         self.n = 0
 
     def const(self, value) -> str:
@@ -237,8 +246,8 @@ def build(node, g):
     src = [f"def plan({', '.join(params)}):"]
     for target, call, onp in body:
         src.append(f"    {target} = {call}")
-        src.append(f"    if type({target}) is not ndarray: {target} = asarray({target})")
-        src.append(f"    if {target}.dtype != {onp}: {target} = {target}.astype({onp})")
+        src.append(f"    if type({target}) is not ndarray or {target}.dtype is not {onp}: "
+                   f"{target} = fix({target}, {onp})")
     src.append(f"    return [{', '.join(results)}]")
     code = compile("\n".join(src), f"<backward plan of {op.name}>", "exec")
     exec(code, tracer.env)  # noqa: S102  (the traced plan as source, like torch.fx's codegen)
@@ -255,8 +264,11 @@ def run(node, g) -> list | None:
     """The node's gradients through its plan (as plain Tensors), or None to go the generic
     way (no plan possible, or stale/freed saved tensors: the generic path raises for those).
     Builds `node_key`'s key inline (the hot path of every backward pass)."""
+    saved = node.saved
+    if saved is None:
+        return None
     ga = g._data
-    if type(ga) is not _ND:
+    if type(ga) is not _ND or node.out_vc[0] != node.out_version:
         return None
     name = node.op.name
     if name in _UNTRACEABLE:
@@ -267,19 +279,23 @@ def run(node, g) -> list | None:
     if attrs:
         key.append(tuple(attrs.items()))
     args = [ga, oa]
-    for x in node.saved:
-        if type(x) is Tensor or isinstance(x, Tensor):
+    kadd = key.append
+    aadd = args.append
+    for x, v in zip(saved, node.versions):
+        if v is None:  # a Python number operand
+            kadd(("n", type(x), x))
+            aadd(x)
+        else:
+            if x._vc[0] != v:
+                return None
             a = x._data
             if type(a) is not _ND:
                 return None
-            key.append(a.shape)
-            key.append(a.dtype)
-            args.append(a)
-        else:
-            key.append(("n", type(x), x))
-            args.append(x)
+            kadd(a.shape)
+            kadd(a.dtype)
+            aadd(a)
     for nxt, _ in node.next_functions:
-        key.append(nxt is not None)
+        kadd(nxt is not None)
     key = tuple(key)
     try:
         fn = PLANS.get(key)
@@ -295,14 +311,19 @@ def run(node, g) -> list | None:
         if fn is None:
             return None
     res = fn(*args)
-    for i, r in enumerate(res):
+    tnew = _tnew
+    T = Tensor
+    i = 0
+    for r in res:
         if r is not None:
-            t = _tnew(Tensor)
+            t = tnew(T)
             t._data = r
             t.requires_grad = t._retains_grad = False
             t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
             t._vc = [0]
             res[i] = t
+        i += 1
+    r = None
     return res
 
 
