@@ -293,6 +293,10 @@ def _c(v: float) -> ll.Constant:
     return ll.Constant(F64, v)
 
 
+# exponent-field layout per float type: (integer type, bias, mantissa bits)
+_EXP_FIELD = {"double": (I64, 1023, 52), "float": (I32, 127, 23)}
+
+
 class VecMath:
     """The functions above on `double` values at the position of builder `b`."""
 
@@ -300,17 +304,26 @@ class VecMath:
         self.b = b
         self.module = b.module
 
+    # ---- type-generic building blocks (the float type is that of the operands)
+
+    @staticmethod
+    def _k(like, v):
+        """The constant v in the float type of value `like`."""
+        return ll.Constant(like.type, v)
+
     def _intr(self, name, *args):
-        fn = self.module.globals.get(f"llvm.{name}.f64")
+        ty = args[0].type
+        full = f"llvm.{name}.{'f64' if ty == F64 else 'f32'}"
+        fn = self.module.globals.get(full)
         if fn is None:
-            fn = ll.Function(self.module, ll.FunctionType(F64, [F64] * len(args)),
-                             f"llvm.{name}.f64")
+            fn = ll.Function(self.module, ll.FunctionType(ty, [ty] * len(args)), full)
         return self.b.call(fn, list(args))
 
     def horner(self, x, coeffs):
-        acc = _c(coeffs[-1])
+        """coeffs[0] + coeffs[1] x + ... in fma steps, in the type of x."""
+        acc = self._k(x, coeffs[-1])
         for c in reversed(coeffs[:-1]):
-            acc = self._intr("fma", acc, x, _c(c))
+            acc = self._intr("fma", acc, x, self._k(x, c))
         return acc
 
     def cheb_poly(self, x, table):
@@ -323,22 +336,66 @@ class VecMath:
         return self.b.select(c, x, y)
 
     def cmp(self, op, x, y):
-        return self.b.fcmp_ordered(op, x, _c(y) if isinstance(y, float) else y)
+        return self.b.fcmp_ordered(op, x, self._k(x, y) if isinstance(y, float) else y)
 
     def isnan(self, x):
         return self.b.fcmp_unordered("uno", x, x)
 
+    def _nan_through(self, x, y):
+        """y, or x itself where x is NaN."""
+        return self.select(self.isnan(x), x, y)
+
+    def _lower(self, x, lo):
+        """max(x, lo); NaN stays NaN."""
+        return self.select(self.cmp("<", x, lo), self._k(x, lo), x)
+
+    def _upper(self, x, hi):
+        """min(x, hi); NaN stays NaN."""
+        return self.select(self.cmp(">", x, hi), self._k(x, hi), x)
+
     def clamp(self, x, lo, hi):
         """min(max(x, lo), hi); NaN stays NaN."""
-        x = self.select(self.cmp("<", x, lo), _c(lo), x)
-        return self.select(self.cmp(">", x, hi), _c(hi), x)
+        return self._upper(self._lower(x, lo), hi)
+
+    def _exp_bits(self, k, fty):
+        """2**k for an integer k (of the integer type matching fty) in fty's normal exponent
+        range, from the exponent bits."""
+        b = self.b
+        ity, bias, mant = _EXP_FIELD[str(fty)]
+        return b.bitcast(b.shl(b.add(k, ll.Constant(ity, bias)), ll.Constant(ity, mant)), fty)
 
     def pow2i(self, n):
         """2**n for an integral double n in [-1022, 1023] (exponent bits)."""
+        return self._exp_bits(self.b.fptosi(n, I64), F64)
+
+    def _cody_waite(self, xc, ln2_hi, ln2_lo):
+        """(n, r) with n = round(xc / ln2), r = xc - n ln2 by the two-part ln2 (hi, lo)."""
+        n = self._intr("roundeven", self.b.fmul(xc, self._k(xc, LOG2E)))
+        r = self._intr("fma", n, self._k(xc, -ln2_hi), xc)
+        return n, self._intr("fma", n, self._k(xc, -ln2_lo), r)
+
+    def _exp2_parts(self, x, lo, hi):
+        """(n, r) with x = n + r exactly, n = round(x), x clamped to [lo, hi]."""
+        xc = self.clamp(x, lo, hi)
+        n = self._intr("roundeven", xc)
+        return n, self.b.fsub(xc, n)
+
+    def _const_table(self, name, values):
+        """An internal constant global array of doubles (created once per module)."""
+        g = self.module.globals.get(name)
+        if g is None:
+            ty = ll.ArrayType(F64, len(values))
+            g = ll.GlobalVariable(self.module, ty, name)
+            g.global_constant = True
+            g.linkage = "internal"
+            g.initializer = ll.Constant(ty, list(values))
+        return g
+
+    def _gather(self, tab, base, j):
+        """tab[base + j] (base an i64 value): a per-lane load."""
         b = self.b
-        k = b.fptosi(n, I64)
-        bits = b.shl(b.add(k, ll.Constant(I64, 1023)), ll.Constant(I64, 52))
-        return b.bitcast(bits, F64)
+        ptr = b.gep(tab, [b.add(base, ll.Constant(I64, j))], inbounds=True, source_etype=F64)
+        return b.load(ptr, typ=F64)
 
     # ---- exp family
 
@@ -348,26 +405,17 @@ class VecMath:
 
     def exp(self, x):
         """exp(x) to double accuracy for the float32 range; clamped so that 2**n is normal."""
-        b = self.b
-        xc = self.clamp(x, -745.0, 709.0)
-        n = self._intr("roundeven", b.fmul(xc, _c(LOG2E)))
-        r = self._intr("fma", n, _c(-LN2_HI), xc)
-        r = self._intr("fma", n, _c(-LN2_LO), r)
+        n, r = self._exp_parts_f64(x, -745.0, 709.0)
         # split 2**n in two factors so that n down to -1074 stays representable
-        half = self._intr("floor", b.fmul(n, _c(0.5)))
-        y = b.fmul(b.fmul(self._exp_reduced(r), self.pow2i(half)), self.pow2i(b.fsub(n, half)))
+        y = self._scale_f64(self._exp_reduced(r), n)
         y = self.select(self.cmp(">", x, 709.0), _c(INF), y)
-        return self.select(self.isnan(x), x, y)
+        return self._nan_through(x, y)
 
     def exp2(self, x):
-        b = self.b
-        xc = self.clamp(x, -1075.0, 1024.0)
-        n = self._intr("roundeven", xc)
-        r = b.fmul(b.fsub(xc, n), _c(LN2))
-        half = self._intr("floor", b.fmul(n, _c(0.5)))
-        y = b.fmul(b.fmul(self._exp_reduced(r), self.pow2i(half)), self.pow2i(b.fsub(n, half)))
+        n, r = self._exp2_parts(x, -1075.0, 1024.0)
+        y = self._scale_f64(self._exp_reduced(self.b.fmul(r, _c(LN2))), n)
         y = self.select(self.cmp(">", x, 1023.0), _c(INF), y)
-        return self.select(self.isnan(x), x, y)
+        return self._nan_through(x, y)
 
     def expm1(self, x):
         """x + x**2/2 + ... near 0 (relative accuracy), exp(x) - 1 elsewhere."""
@@ -377,10 +425,10 @@ class VecMath:
 
     # ---- log family
 
-    def log(self, x):
-        """log(x) = e*ln2 + 2*atanh(s), s = (m - 1)/(m + 1), m in [sqrt(1/2), sqrt(2))."""
+    def _log_reduce(self, x):
+        """(k, m) with x = 2**k m, m in [sqrt(1/2), sqrt(2)), k a double, for finite x > 0
+        (subnormal doubles scaled up by 2**54 first so that the exponent field is meaningful)."""
         b = self.b
-        # scale subnormal doubles up so that the exponent field is meaningful
         sub = self.cmp("<", x, 2.2250738585072014e-308)
         xs = self.select(sub, b.fmul(x, _c(2.0 ** 54)), x)
         bits = b.bitcast(xs, I64)
@@ -390,17 +438,27 @@ class VecMath:
         m = b.bitcast(mbits, F64)
         big = self.cmp(">", m, 1.4142135623730951)
         m = self.select(big, b.fmul(m, _c(0.5)), m)
-        ef = b.sitofp(e, F64)
-        ef = b.fadd(ef, self.select(big, _c(1.0), _c(0.0)))
-        ef = b.fsub(ef, self.select(sub, _c(54.0), _c(0.0)))
+        k = b.sitofp(e, F64)
+        k = b.fadd(k, self.select(big, _c(1.0), _c(0.0)))
+        k = b.fsub(k, self.select(sub, _c(54.0), _c(0.0)))
+        return k, m
+
+    def _log_special(self, x, y, at_zero=0.0):
+        """inf at inf, -inf at `at_zero`, NaN below it and at NaN."""
+        y = self.select(self.cmp("==", x, INF), _c(INF), y)
+        y = self.select(self.cmp("==", x, at_zero), _c(-INF), y)
+        y = self.select(self.cmp("<", x, at_zero), _c(NAN), y)
+        return self._nan_through(x, y)
+
+    def log(self, x):
+        """log(x) = e*ln2 + 2*atanh(s), s = (m - 1)/(m + 1), m in [sqrt(1/2), sqrt(2))."""
+        b = self.b
+        ef, m = self._log_reduce(x)
         s = b.fdiv(b.fsub(m, _c(1.0)), b.fadd(m, _c(1.0)))
         s2 = b.fmul(s, s)
         series = self.horner(s2, [2 / (2 * k + 1) for k in range(11)])
         y = self._intr("fma", ef, _c(LN2), b.fmul(s, series))
-        y = self.select(self.cmp("==", x, INF), _c(INF), y)
-        y = self.select(self.cmp("==", x, 0.0), _c(-INF), y)
-        y = self.select(self.cmp("<", x, 0.0), _c(NAN), y)
-        return self.select(self.isnan(x), x, y)
+        return self._log_special(x, y)
 
     def log2(self, x):
         return self.b.fmul(self.log(x), _c(LOG2E))
@@ -412,12 +470,17 @@ class VecMath:
         um1 = b.fsub(u, _c(1.0))
         corr = b.fmul(self.log(u), b.fdiv(x, um1))
         y = self.select(self.cmp("==", um1, 0.0), x, corr)
-        y = self.select(self.cmp("==", x, INF), _c(INF), y)
-        y = self.select(self.cmp("==", x, -1.0), _c(-INF), y)
-        y = self.select(self.cmp("<", x, -1.0), _c(NAN), y)
-        return self.select(self.isnan(x), x, y)
+        return self._log_special(x, y, at_zero=-1.0)
 
     # ---- tanh, erf, erfc
+
+    def _tanh_from(self, x, a, small, e, cut):
+        """tanh(x) from a = |x|, small = tanh(a) for a < cut and e = exp(2a):
+        1 - 2/(e + 1) beyond cut; the sign copied from x (NaN in, NaN out; -0.0 kept)."""
+        b = self.b
+        big = b.fsub(self._k(x, 1.0), b.fdiv(self._k(x, 2.0), b.fadd(e, self._k(x, 1.0))))
+        t = self.select(self.cmp("<", a, cut), small, big)
+        return self._intr("copysign", t, x)
 
     def tanh(self, x):
         """|x| < 0.55: x * P(x**2) (a Chebyshev fit of tanh(x)/x); else 1 - 2/(exp(2|x|) + 1),
@@ -425,9 +488,7 @@ class VecMath:
         b = self.b
         a = self.clamp(self._intr("fabs", x), 0.0, 20.0)
         small = b.fmul(a, self.cheb_poly(b.fmul(a, a), TANH_SMALL))
-        big = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(self.exp(b.fmul(a, _c(2.0))), _c(1.0))))
-        t = self.select(self.cmp("<", a, 0.55), small, big)
-        return self._intr("copysign", t, x)   # NaN in, NaN out; -0.0 stays -0.0
+        return self._tanh_from(x, a, small, self.exp(b.fmul(a, _c(2.0))), 0.55)
 
     def _erfc_pos(self, a):
         """erfc(a) for a >= 0 (a clamped to 10.5, where erfc is below every float32)."""
@@ -442,18 +503,22 @@ class VecMath:
     def _erf_small(self, a):
         return self.b.fmul(a, self.cheb_poly(self.b.fmul(a, a), ERF_SMALL))
 
-    def erf(self, x):
-        b = self.b
+    def _erf_from(self, x, cut, small, erfc_pos):
+        """small(|x|) below cut, 1 - erfc_pos(|x|) from it on, the sign copied from x."""
         a = self._intr("fabs", x)
-        y = self.select(self.cmp("<", a, 1.0), self._erf_small(a),
-                        b.fsub(_c(1.0), self._erfc_pos(a)))
+        y = self.select(self.cmp("<", a, cut), small(a), self.b.fsub(_c(1.0), erfc_pos(a)))
         return self._intr("copysign", y, x)
 
+    def _erfc_reflect(self, x, pos):
+        """erfc(x) from pos = erfc(|x|): 2 - pos for x < 0."""
+        return self.select(self.cmp("<", x, 0.0), self.b.fsub(_c(2.0), pos), pos)
+
+    def erf(self, x):
+        return self._erf_from(x, 1.0, self._erf_small, self._erfc_pos)
+
     def erfc(self, x):
-        b = self.b
         pos = self._erfc_pos(self._intr("fabs", x))
-        y = self.select(self.cmp("<", x, 0.0), b.fsub(_c(2.0), pos), pos)
-        return self.select(self.isnan(x), x, y)
+        return self._nan_through(x, self._erfc_reflect(x, pos))
 
     # ---- sin, cos, tan (float32 arguments, computed in double)
 
@@ -479,8 +544,7 @@ class VecMath:
         idx = b.select(b.icmp_signed(">", idx, ll.Constant(I32, 103)), ll.Constant(I32, 103), idx)
         idx = b.zext(b.shl(idx, ll.Constant(I32, 2)), I64)
         tab = self._table()
-        ts = [b.load(b.gep(tab, [b.add(idx, ll.Constant(I64, j))], inbounds=True,
-                           source_etype=F64), typ=F64) for j in range(4)]
+        ts = [self._gather(tab, idx, j) for j in range(4)]
 
         def mod4(v):
             return b.fsub(v, b.fmul(self._intr("floor", b.fmul(v, _c(0.25))), _c(4.0)))
@@ -496,14 +560,7 @@ class VecMath:
         return r, q
 
     def _table(self):
-        g = self.module.globals.get("wick_two_over_pi")
-        if g is None:
-            ty = ll.ArrayType(F64, len(TWO_OVER_PI))
-            g = ll.GlobalVariable(self.module, ty, "wick_two_over_pi")
-            g.global_constant = True
-            g.linkage = "internal"
-            g.initializer = ll.Constant(ty, TWO_OVER_PI)
-        return g
+        return self._const_table("wick_two_over_pi", TWO_OVER_PI)
 
     def _sincos_poly(self, r):
         b = self.b
@@ -602,77 +659,44 @@ class VecMath:
         v = self.select(self.cmp("==", x, 1.0), _c(1.0), v)
         return self.select(self.cmp("==", y, 0.0), _c(1.0), v)
 
-    # ---- float32-native tanh (the GELU-tanh path: twice the lanes of double)
+    # ---- float32-native exp and tanh (the GELU-tanh path: twice the lanes of double)
 
-    def _f(self, v):
-        return ll.Constant(F32, v)
-
-    def _intr32(self, name, *args):
-        fn = self.module.globals.get(f"llvm.{name}.f32")
-        if fn is None:
-            fn = ll.Function(self.module, ll.FunctionType(F32, [F32] * len(args)),
-                             f"llvm.{name}.f32")
-        return self.b.call(fn, list(args))
+    def _exp_poly_f32(self, r):
+        """e**r by its Taylor polynomial to degree 7, in float32."""
+        return self.horner(r, [1 / math.factorial(k) for k in range(8)])
 
     def exp_f32(self, x):
         """float32 exp within 1 ulp, computed in float32 (twice the lanes of double): Cody-Waite
         reduction n = round(x / ln2), r = x - n ln2 (|r| <= 0.347), Taylor degree 7, times
         2**n as two normal factors 2**h * 2**(n - h) (so subnormal results round once and n up
         to 128 overflows to inf); x clamped to [-104, 89], NaN passed through."""
-        b, f = self.b, self._f
-        xc = b.select(b.fcmp_ordered("<", x, f(-104.0)), f(-104.0), x)
-        xc = b.select(b.fcmp_ordered(">", xc, f(89.0)), f(89.0), xc)
-        n = self._intr32("roundeven", b.fmul(xc, f(LOG2E)))
-        r = self._intr32("fma", n, f(-LN2_HI_F32), xc)
-        r = self._intr32("fma", n, f(-LN2_LO_F32), r)
-        p = f(1 / math.factorial(7))
-        for k in range(6, -1, -1):
-            p = self._intr32("fma", p, r, f(1 / math.factorial(k)))
+        b = self.b
+        n, r = self._cody_waite(self.clamp(x, -104.0, 89.0), LN2_HI_F32, LN2_LO_F32)
+        p = self._exp_poly_f32(r)
         ni = b.fptosi(n, I32)
         h = b.ashr(ni, ll.Constant(I32, 1))
-
-        def pow2(k):
-            return b.bitcast(b.shl(b.add(k, ll.Constant(I32, 127)), ll.Constant(I32, 23)), F32)
-
-        y = b.fmul(b.fmul(p, pow2(h)), pow2(b.sub(ni, h)))
-        return b.select(b.fcmp_unordered("uno", x, x), x, y)
+        y = b.fmul(b.fmul(p, self._exp_bits(h, F32)), self._exp_bits(b.sub(ni, h), F32))
+        return self._nan_through(x, y)
 
     def tanh_f32(self, x):
         """float32 tanh within 2 ulp, computed in float32: |x| < 0.55: x * P(x**2); else
         1 - 2 / (exp(2|x|) + 1) with a float32 exp (Cody-Waite reduction, Taylor degree 7,
         exponent bits; 2|x| is in [1.1, 40], so 2**n is always normal)."""
-        b, f = self.b, self._f
-        a = self._intr32("fabs", x)
-        a = b.select(b.fcmp_ordered(">", a, f(20.0)), f(20.0), a)
-        z = b.fmul(a, a)
-        acc = f(TANH_SMALL_F32[-1])
-        for cf in reversed(TANH_SMALL_F32[:-1]):
-            acc = self._intr32("fma", acc, z, f(cf))
-        small = b.fmul(a, acc)
-        t = b.fmul(a, f(2.0))
-        t = b.select(b.fcmp_ordered("<", t, f(1.1)), f(1.1), t)
-        n = self._intr32("roundeven", b.fmul(t, f(LOG2E)))
-        r = self._intr32("fma", n, f(-LN2_HI_F32), t)
-        r = self._intr32("fma", n, f(-LN2_LO_F32), r)
-        p = f(1 / math.factorial(7))
-        for k in range(6, -1, -1):
-            p = self._intr32("fma", p, r, f(1 / math.factorial(k)))
-        bits = b.shl(b.add(b.fptosi(n, I32), ll.Constant(I32, 127)), ll.Constant(I32, 23))
-        e = b.fmul(p, b.bitcast(bits, F32))
-        big = b.fsub(f(1.0), b.fdiv(f(2.0), b.fadd(e, f(1.0))))
-        y = b.select(b.fcmp_ordered("<", a, f(0.55)), small, big)
-        return self._intr32("copysign", y, x)   # NaN in, NaN out; -0.0 stays -0.0
-
+        b = self.b
+        a = self._upper(self._intr("fabs", x), 20.0)
+        small = b.fmul(a, self.horner(b.fmul(a, a), TANH_SMALL_F32))
+        t = self._lower(b.fmul(a, self._k(x, 2.0)), 1.1)
+        n, r = self._cody_waite(t, LN2_HI_F32, LN2_LO_F32)
+        p = self._exp_poly_f32(r)
+        e = b.fmul(p, self._exp_bits(b.fptosi(n, I32), F32))
+        return self._tanh_from(x, a, small, e, 0.55)
 
     # ---- float64: accurate to ~1-2 ulp of the double result, every lane branch-free
 
     def _exp_parts_f64(self, x, lo, hi):
         """(n, r) with x = n ln2 + r, |r| <= ln2/2 (Cody-Waite: n * LN2_HI is exact, the LN2_LO
         step adds an error far below an ulp of the result), x clamped to [lo, hi]."""
-        xc = self.clamp(x, lo, hi)
-        n = self._intr("roundeven", self.b.fmul(xc, _c(LOG2E)))
-        r = self._intr("fma", n, _c(-LN2_HI), xc)
-        return n, self._intr("fma", n, _c(-LN2_LO), r)
+        return self._cody_waite(self.clamp(x, lo, hi), LN2_HI, LN2_LO)
 
     def _scale_f64(self, p, n):
         """p * 2**n for integral n in [-1076, 1024]: two normal factors, so that a subnormal
@@ -686,15 +710,14 @@ class VecMath:
         result is 0 and inf."""
         n, r = self._exp_parts_f64(x, -746.0, 710.0)
         p = self.horner(r, EXP_TAYLOR_F64)
-        return self.select(self.isnan(x), x, self._scale_f64(p, n))
+        return self._nan_through(x, self._scale_f64(p, n))
 
     def exp2_f64(self, x):
         """2**r = e**(r ln2) for r = x - round(x) (exact), |r| <= 1/2, by the Taylor
         polynomial in r (coefficients ln2**k / k!), times 2**n."""
-        xc = self.clamp(x, -1076.0, 1025.0)
-        n = self._intr("roundeven", xc)
-        p = self.horner(self.b.fsub(xc, n), EXP2_TAYLOR_F64)
-        return self.select(self.isnan(x), x, self._scale_f64(p, n))
+        n, r = self._exp2_parts(x, -1076.0, 1025.0)
+        p = self.horner(r, EXP2_TAYLOR_F64)
+        return self._nan_through(x, self._scale_f64(p, n))
 
     def expm1_f64(self, x):
         """The reduction of FreeBSD msun's s_expm1.c without its branches: x = n ln2 + r,
@@ -705,13 +728,13 @@ class VecMath:
         b = self.b
         n, r = self._exp_parts_f64(x, -40.0, 710.0)
         em = self._intr("fma", b.fmul(r, r), self.horner(r, EXPM1_TAYLOR_F64), r)
-        n1 = self.select(self.cmp(">", n, 1000.0), _c(1000.0), n)
+        n1 = self._upper(n, 1000.0)
         n2 = b.fsub(n, n1)                          # 0..24
         s1 = self.pow2i(n1)
         y = self._intr("fma", s1, em, b.fsub(s1, self.pow2i(b.fneg(n2))))
         y = b.fmul(y, self.pow2i(n2))
         y = self.select(self.cmp("==", x, 0.0), x, y)
-        return self.select(self.isnan(x), x, y)
+        return self._nan_through(x, y)
 
     def _log_dd(self, x):
         """(k, hi, lo) with log(x) ~ k ln2 + hi + lo for finite x > 0 (subnormals scaled by
@@ -720,18 +743,7 @@ class VecMath:
         s = f/(2 + f), log(1 + f) = f - hfsq + s (hfsq + R(s**2)); hi = f - hfsq rounded,
         lo its exact rounding error plus the small rest."""
         b = self.b
-        sub = self.cmp("<", x, 2.2250738585072014e-308)
-        xs = self.select(sub, b.fmul(x, _c(2.0 ** 54)), x)
-        bits = b.bitcast(xs, I64)
-        e = b.sub(b.lshr(bits, ll.Constant(I64, 52)), ll.Constant(I64, 1023))
-        mbits = b.or_(b.and_(bits, ll.Constant(I64, (1 << 52) - 1)),
-                      ll.Constant(I64, 1023 << 52))
-        m = b.bitcast(mbits, F64)
-        big = self.cmp(">", m, 1.4142135623730951)
-        m = self.select(big, b.fmul(m, _c(0.5)), m)
-        k = b.sitofp(e, F64)
-        k = b.fadd(k, self.select(big, _c(1.0), _c(0.0)))
-        k = b.fsub(k, self.select(sub, _c(54.0), _c(0.0)))
+        k, m = self._log_reduce(x)
         f = b.fsub(m, _c(1.0))                                   # exact
         s = b.fdiv(f, b.fadd(f, _c(2.0)))
         z = b.fmul(s, s)
@@ -741,21 +753,18 @@ class VecMath:
         lo = b.fadd(b.fsub(b.fsub(f, hi), hfsq), b.fmul(s, b.fadd(hfsq, rr)))
         return k, hi, lo
 
-    def _log_special(self, x, y, at_zero=0.0):
-        """inf at inf, -inf at `at_zero`, NaN below it and at NaN."""
-        y = self.select(self.cmp("==", x, INF), _c(INF), y)
-        y = self.select(self.cmp("==", x, at_zero), _c(-INF), y)
-        y = self.select(self.cmp("<", x, at_zero), _c(NAN), y)
-        return self.select(self.isnan(x), x, y)
+    def _fast_two_sum_add(self, a, b_, tail):
+        """a + b_ + tail with a fast two-sum of a and b_ (|a| >= |b_| or a = 0)."""
+        b = self.b
+        w = b.fadd(a, b_)
+        err = b.fadd(b.fsub(a, w), b_)
+        return b.fadd(w, b.fadd(err, tail))
 
     def _log_combine(self, k, hi, lo):
         """k ln2 + hi + lo with k ln2 = k LN2_HI (exact) + k LN2_LO and a fast two-sum
         (|k LN2_HI| >= ln2 > |hi| unless k = 0, where it is exact anyway)."""
-        b = self.b
-        t = b.fmul(k, _c(LN2_HI))
-        w = b.fadd(t, hi)
-        err = b.fadd(b.fsub(t, w), hi)
-        return b.fadd(w, b.fadd(err, self._intr("fma", k, _c(LN2_LO), lo)))
+        t = self.b.fmul(k, _c(LN2_HI))
+        return self._fast_two_sum_add(t, hi, self._intr("fma", k, _c(LN2_LO), lo))
 
     def log_f64(self, x):
         k, hi, lo = self._log_dd(x)
@@ -769,9 +778,7 @@ class VecMath:
         ph = b.fmul(hi, _c(LOG2E))
         pl = self._intr("fma", hi, _c(LOG2E), b.fneg(ph))
         tail = b.fadd(pl, self._intr("fma", lo, _c(LOG2E), b.fmul(hi, _c(LOG2E_LO))))
-        w = b.fadd(k, ph)
-        err = b.fadd(b.fsub(k, w), ph)
-        return self._log_special(x, b.fadd(w, b.fadd(err, tail)))
+        return self._log_special(x, self._fast_two_sum_add(k, ph, tail))
 
     def log1p_f64(self, x):
         """log(u) + c/u for u = 1 + x rounded and c its exact rounding error (two-sum), as
@@ -796,16 +803,8 @@ class VecMath:
         q = b.fdiv(self.select(small, b.fneg(t), _c(2.0)), b.fadd(t, _c(2.0)))
         return self._intr("copysign", self.select(small, q, b.fsub(_c(1.0), q)), x)
 
-
     def _erfcx_table(self):
-        g = self.module.globals.get("wick_erfcx_f64")
-        if g is None:
-            ty = ll.ArrayType(F64, len(ERFCX_F64))
-            g = ll.GlobalVariable(self.module, ty, "wick_erfcx_f64")
-            g.global_constant = True
-            g.linkage = "internal"
-            g.initializer = ll.Constant(ty, list(ERFCX_F64))
-        return g
+        return self._const_table("wick_erfcx_f64", ERFCX_F64)
 
     def _erfc_pos_f64(self, a):
         """erfc(a) for a >= 0.5: exp(-a**2) erfcx(a), a**2 = hi + lo exactly (fma), so
@@ -814,20 +813,13 @@ class VecMath:
         b = self.b
         ac = self.clamp(a, 0.5, 28.5)
         ac = self.select(self.isnan(ac), _c(1.0), ac)     # a defined index for NaN lanes
-        i = self._intr("floor", b.fsub(ac, _c(0.5)))
-        i = self.select(self.cmp(">", i, 27.0), _c(27.0), i)
+        i = self._upper(self._intr("floor", b.fsub(ac, _c(0.5))), 27.0)
         t = b.fmul(b.fsub(ac, b.fadd(i, _c(1.0))), _c(2.0))
         base = b.mul(b.fptosi(i, I64), ll.Constant(I64, ERFCX_F64_N))
         tab = self._erfcx_table()
-
-        def coef(j):
-            ptr = b.gep(tab, [b.add(base, ll.Constant(I64, j))], inbounds=True,
-                        source_etype=F64)
-            return b.load(ptr, typ=F64)
-
-        g = coef(ERFCX_F64_N - 1)
+        g = self._gather(tab, base, ERFCX_F64_N - 1)
         for j in range(ERFCX_F64_N - 2, -1, -1):
-            g = self._intr("fma", g, t, coef(j))
+            g = self._intr("fma", g, t, self._gather(tab, base, j))
         hi = b.fmul(ac, ac)
         lo = self._intr("fma", ac, ac, b.fneg(hi))
         g = self._intr("fma", b.fneg(lo), g, g)
@@ -839,12 +831,9 @@ class VecMath:
 
     def erf_f64(self, x):
         """|x| < 0.5: x P(x**2); else 1 - erfc(|x|) (erfc < 0.48 there), sign copied."""
-        b = self.b
-        a = self._intr("fabs", x)
-        small = b.fmul(a, self._erf_small_f64(a))
-        y = self.select(self.cmp("<", a, 0.5), small, b.fsub(_c(1.0), self._erfc_pos_f64(a)))
-        y = self._intr("copysign", y, x)
-        return self.select(self.isnan(x), x, y)
+        y = self._erf_from(x, 0.5, lambda a: self.b.fmul(a, self._erf_small_f64(a)),
+                           self._erfc_pos_f64)
+        return self._nan_through(x, y)
 
     def erfc_f64(self, x):
         """|x| < 0.5: fma(-x, P(x**2), 1); else exp(-x**2) erfcx(|x|), and 2 - that for
@@ -852,10 +841,9 @@ class VecMath:
         b = self.b
         a = self._intr("fabs", x)
         near = self._intr("fma", b.fneg(x), self._erf_small_f64(a), _c(1.0))
-        pos = self._erfc_pos_f64(a)
-        far = self.select(self.cmp("<", x, 0.0), b.fsub(_c(2.0), pos), pos)
+        far = self._erfc_reflect(x, self._erfc_pos_f64(a))
         y = self.select(self.cmp("<", a, 0.5), near, far)
-        return self.select(self.isnan(x), x, y)
+        return self._nan_through(x, y)
 
 FUNCTIONS_F64 = ("exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "erf", "erfc")
 FUNCTIONS = ("exp", "exp2", "expm1", "log", "log2", "log1p", "tanh", "erf", "erfc", "sin", "cos",
