@@ -80,7 +80,8 @@ def run_kernel(xp, op: OpDef, inputs: tuple, attrs: dict, compute: D.DType, out:
         else:
             args.append(a)
     r = op.impl(xp, *args, **attrs)
-    if not isinstance(r, xp.ndarray):
+    if not isinstance(r, xp.ndarray) and not isinstance(r, np.ndarray) and \
+            getattr(r, "__cuda_array_interface__", None) is None:  # (`_to_copy` moves devices)
         r = xp.asarray(r)
     return r if r.dtype == out.np else r.astype(out.np)
 

@@ -777,3 +777,22 @@ def test_gpu_capture_compile_with_the_cuda_backend():
     want = f(x, w)
     assert got.device.type == "cuda"
     np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_gpu_device_copies_record_gradients_back_to_the_source_device():
+    import eager
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 4))
+    x = eager.tensor(a, requires_grad=True)
+    y = x.cuda()
+    assert y.device.type == "cuda" and y.grad_fn is not None
+    z = (y * y).sum()
+    z.backward()
+    assert x.grad.device.type == "cpu"
+    np.testing.assert_allclose(x.grad.numpy(), 2 * a)
+    back = y.to("cpu")
+    assert back.device.type == "cpu"
+    np.testing.assert_array_equal(back.detach().numpy(), a)
+    assert y.cpu().dtype is x.dtype and x.to("cuda", eager.float32).dtype is eager.float32

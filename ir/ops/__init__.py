@@ -7,3 +7,4 @@ from . import (  # noqa: F401
     elementwise, unary, activations, reductions, statistics, linalg, shape, indexing, complex,
 )
 from . import join, matrix, scatter, sorting  # noqa: F401  (part C's families)
+from . import device  # noqa: F401
