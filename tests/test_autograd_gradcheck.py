@@ -37,11 +37,6 @@ KNOWN = {
     **{(n, "complex128", "fwd"): "registry rule wrong for complex" for n in (
         "abs", "angle", "sgn", "polar")},
     ("polar", "float64", "fwd"): _VIA_MUL,
-    ("linalg_qr", "float64", "bwd"): "qr's backward is not implemented in the registry",
-    ("_linalg_qr", "float64", "bwd"): "qr's backward is not implemented in the registry",
-    ("linalg_svd", "float64", "bwd"): "svd's U/Vh backward is not implemented in the registry",
-    ("unique", "float64", "bwd"): "unique's decomposition gives zero gradients",
-    ("unique", "float64", "fwd"): "unique's decomposition gives zero gradients",
 }
 
 

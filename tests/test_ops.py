@@ -236,17 +236,13 @@ def _differentiable(op):
     return op.differentiable and op.name not in ("cast",)
 
 
-_NO_QR_GRAD = "its backward deliberately raises NotImplementedError (QR derivative not written)"
 _COMPLEX = "complex operands or results: complex gradcheck is in test_autograd_gradcheck.py"
 # differentiable ops (a backward or a decomposition) that gradcheck leaves out, and why; every
 # other one must give a float64 result that requires grad on each float64 sample
 NOT_GRADCHECKED = {
-    "_linalg_qr": _NO_QR_GRAD,
-    "linalg_qr": _NO_QR_GRAD,
-    "linalg_svd": "the backward of U and Vh deliberately raises NotImplementedError; S is "
-                  "checked through _linalg_svd and linalg_svdvals",
-    "unique": "not differentiable: distinct values (piecewise constant), inverse indices and "
-              "counts; PyTorch has no derivative for it either",
+    **{name: "differentiable only where the entries are distinct, and its samples have ties "
+             "(gradchecked with ties broken in test_autograd_gradcheck.py)"
+       for name in ("_unique", "unique")},
     "bucketize": "not differentiable: integer bucket indices",
     "nonzero": "not differentiable: integer indices",
     **{name: _COMPLEX for name in ("real", "imag", "view_as_real", "view_as_complex", "polar",

@@ -5,9 +5,10 @@ numpy.linalg kernels. Decompositions with several outputs are composites over on
 output (`part=`), returning `torch.return_types`-like namedtuples.
 
 Backward rules follow PyTorch's derivatives.yaml / FunctionsManual.cpp (inv, det, slogdet,
-solve, cholesky, eigh, svdvals, pinv). Cholesky and eigh read the Hermitian part of their input
-((A + A^H) / 2), which equals PyTorch's result for valid (Hermitian) input and makes their
-gradients those of a function of all entries. Imports nothing outside `ir`.
+solve, cholesky, qr, svd, eigh, pinv; the long `qr_backward` and `svd_backward` live here).
+Cholesky and eigh read the Hermitian part of their input ((A + A^H) / 2), which equals
+PyTorch's result for valid (Hermitian) input and makes their gradients those of a function of
+all entries. Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
@@ -380,3 +381,90 @@ declare(
     ref=lambda *a, equation: np.einsum(equation, *a),
     sample_inputs=_einsum_samples, test_dtypes=(D.int64,) + FLOATS,
 )
+
+
+# ---------------------------------------------------------------- QR and SVD backward rules
+# Used by the `_linalg_qr` / `_linalg_svd` primitives in matrix.py. Each primitive has one
+# output (part="Q"/"R", "U"/"S"/"Vh"); PyTorch's backward formulas are linear in the output
+# gradients, so the rule of one part is PyTorch's formula with the other parts' gradients
+# undefined (zero), and autograd sums the parts' contributions.
+
+
+def _triu_part_adjoint(F, x):
+    """syminv's adjoint in linalg_qr_backward: X + X^H with the (real) diagonal halved."""
+    s = F.add(x, mH(F, x))
+    return F.sub(s, F.mul(F.diag_embed(F.diagonal(s, 0, -2, -1)), 0.5))
+
+
+def qr_backward(F, g, q, r, mode, part):
+    """The gradient of A from the gradient `g` of part "Q" or "R" of A = QR (float or complex
+    (batches of) m x n matrices, Q and R as returned by `linalg.qr(A, mode)`).
+
+    PyTorch's `linalg_qr_backward` (FunctionsManual.cpp): for m >= n,
+    gA = (Q syminv*(triu(gR R^H - Q^H gQ)) + gQ) R^-H; for m < n,
+    gA = Q gR + [Q trilImInv*(Q^H gQ - gR R^H) R_1^-H, 0] with R_1 the leading m x m block.
+    Raises RuntimeError, with PyTorch's messages, for mode='r' (Q not computed) and for
+    mode='complete' with more rows than columns (Q's trailing columns are not determined).
+    """
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                           "going to differentiate through linalg.qr.")
+    m, n = q.shape[-2], r.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                           "and nrows > ncols.")
+    gq = g if part == "Q" else None
+    # M = gR R^H - Q^H gQ, with the undefined gradient left out
+    big_m = F.neg(F.matmul(mH(F, q), gq)) if part == "Q" else F.matmul(g, mH(F, r))
+    if m >= n:
+        b = F.matmul(q, _triu_part_adjoint(F, F.triu(big_m)))
+        if gq is not None:
+            b = F.add(b, gq)
+        return mH(F, F.linalg_solve(r, mH(F, b)))  # b R^-H
+    # trilImInv's adjoint on skew(-M): tril(Y) with Y = -M - (-M)^H, imaginary diagonal halved
+    y = F.sub(mH(F, big_m), big_m)
+    y = F.sub(F.tril(y), F.mul(F.diag_embed(F.diagonal(y, 0, -2, -1)), 0.5))
+    r1 = F.narrow(r, -1, 0, m)
+    ga = mH(F, F.linalg_solve(r1, mH(F, F.matmul(q, y))))
+    ga = F.cat([ga, F.new_zeros(ga, tuple(ga.shape[:-1]) + (n - m,))], -1)
+    return ga if part == "Q" else F.add(ga, F.matmul(q, g))
+
+
+def svd_backward(F, g, u, s, vh, part):
+    """The gradient of A from the gradient `g` of part "U", "S" or "Vh" of A = U diag(S) Vh
+    (reduced SVD: U m x k, S k, Vh k x n, k = min(m, n); distinct nonzero singular values).
+
+    PyTorch's `svd_backward` (FunctionsManual.cpp), with E_jk = S_k^2 - S_j^2 (1 on the
+    diagonal) and skew(X) = X - X^H:
+    gA = U [(skew(U^H gU) / E) S + S (skew(V^H gV) / E) + diag(gS)] Vh,
+    plus (I - U U^H) gU S^-1 Vh when m > n, and U S^-1 gVh (I - V V^H) when m < n. The
+    complex diagonal term i Im diag(U^H gU) / S is split evenly between the U and Vh rules
+    (PyTorch's grouping assumes a phase-invariant loss, so both halves agree).
+    """
+    m, n = u.shape[-2], vh.shape[-1]
+    if part == "S":
+        return F.matmul(F.mul(u, F.unsqueeze(g, -2)), vh)
+    s2 = F.mul(s, s)
+    eye = F.diag_embed(F.add(F.new_zeros(s, tuple(s.shape)), 1.0))
+    e = F.add(F.sub(F.unsqueeze(s2, -2), F.unsqueeze(s2, -1)), eye)
+    if part == "U":
+        x = F.matmul(mH(F, u), g)
+        x = F.sub(x, mH(F, x))
+        inner = F.mul(F.div(x, e), F.unsqueeze(s, -2))
+    else:
+        x = F.matmul(vh, mH(F, g))
+        x = F.sub(x, mH(F, x))
+        inner = F.mul(F.unsqueeze(s, -1), F.div(x, e))
+    if u.dtype.is_complex:
+        d = F.div(F.diagonal(x, 0, -2, -1), F.mul(s, 4.0 if part == "U" else -4.0))
+        inner = F.add(inner, F.diag_embed(d))
+    if part == "U" and m > n:
+        gus = F.div(g, F.unsqueeze(s, -2))
+        ga = F.add(F.matmul(u, inner), F.sub(gus, F.matmul(u, F.matmul(mH(F, u), gus))))
+        return F.matmul(ga, vh)
+    if part == "Vh" and m < n:
+        sg = F.div(g, F.unsqueeze(s, -1))
+        ga = F.add(F.matmul(inner, vh), F.sub(sg, F.matmul(F.matmul(sg, mH(F, vh)), vh)))
+        return F.matmul(u, ga)
+    return F.matmul(u, F.matmul(inner, vh))

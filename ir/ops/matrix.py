@@ -19,7 +19,16 @@ from .. import dtypes as D
 from ..opdef import TensorMeta, normalize_dim, normalize_dims
 from .elementwise import FLOATS
 from .indexing import arr, declare
-from .linalg import LinAlgError, eigh_result, mH, qr_result, slogdet_result, svd_result
+from .linalg import (
+    LinAlgError,
+    eigh_result,
+    mH,
+    qr_backward,
+    qr_result,
+    slogdet_result,
+    svd_backward,
+    svd_result,
+)
 
 
 def _square(op):
@@ -234,12 +243,6 @@ declare(
 )
 
 
-def _no_backward(what):
-    def backward(F, g, out, *xs, **attrs):
-        raise NotImplementedError(f"the derivative of {what} is not implemented")
-    return backward
-
-
 def _qr_impl(xp, a, mode="reduced", part="Q"):
     q, r = xp.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
     return q if part == "Q" else r
@@ -253,14 +256,28 @@ def _qr_shape(s, mode="reduced", part="Q"):
     return s[:-2] + (k, n)
 
 
+def _qr_backward(F, g, out, a, mode="reduced", part="Q"):
+    # FunctionsManual.cpp linalg_qr_backward, one part at a time (it is linear in gQ, gR);
+    # mode='r' (R alone) raises there, before Q would be needed
+    q = out if part == "Q" or mode == "r" else F._linalg_qr(a, mode, "Q")
+    r = out if part == "R" else F._linalg_qr(a, mode, "R")
+    return (qr_backward(F, g, q, r, mode, part),)
+
+
+def _qr_samples(rng, dt):
+    for shape, mode in (((4, 3), "reduced"), ((2, 3, 4), "reduced"), ((3, 5), "complete"),
+                        ((3, 3), "complete")):
+        a = rng.standard_normal(shape).astype(dt.np)
+        for part in ("Q", "R"):
+            yield (a,), {"mode": mode, "part": part}
+
+
 declare(
     "_linalg_qr", "linalg", "A, mode='reduced', part='Q'", method=False,
-    attrs_rule=_float("qr"), shape=_qr_shape, impl=_qr_impl,
-    backward=_no_backward("linalg.qr"),
-    ref=lambda a, mode="reduced", part="Q": np.linalg.qr(a, mode)[part == "R"],
-    sample_inputs=lambda rng, dt: ((x, {"part": p}) for p in ("Q", "R")
-                                   for x, _ in _mats((4, 3), (2, 3, 4))(rng, dt)),
-    test_dtypes=FLOATS,
+    attrs_rule=_float("qr"), shape=_qr_shape, impl=_qr_impl, backward=_qr_backward,
+    ref=lambda a, mode="reduced", part="Q": np.linalg.qr(
+        a, "reduced" if mode == "r" else mode)[part == "R"],
+    sample_inputs=_qr_samples, test_dtypes=FLOATS,
 )
 
 
@@ -268,7 +285,7 @@ def _qr_decomp(F, a, mode="reduced"):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    r = F._linalg_qr(a, "reduced" if mode == "r" else mode, "R")
+    r = F._linalg_qr(a, mode, "R")
     q = F.new_zeros(a, (0,)) if mode == "r" else F._linalg_qr(a, mode, "Q")
     return qr_result(q, r)
 
@@ -276,7 +293,10 @@ def _qr_decomp(F, a, mode="reduced"):
 declare(
     "linalg_qr", "composite", "A, mode='reduced'", aliases=("qr",), attrs_rule=_float("qr"),
     decomp=_qr_decomp, ref=lambda a, mode="reduced": qr_result(*np.linalg.qr(a, mode)),
-    sample_inputs=_mats((4, 3), (3, 4)), test_dtypes=FLOATS,
+    sample_inputs=lambda rng, dt: iter([
+        ((rng.standard_normal(s).astype(dt.np),), a) for s, a in (
+            ((4, 3), {}), ((3, 4), {}), ((2, 3, 5), {"mode": "complete"}))]),
+    test_dtypes=FLOATS,
 )
 
 
@@ -298,12 +318,39 @@ def _svd_shape(s, full_matrices=True, part="S"):
 
 
 def _svd_backward(F, g, out, a, full_matrices=True, part="S"):
-    if part != "S":
-        raise NotImplementedError("the derivative of linalg.svd's U and Vh is not implemented "
-                                  "(svdvals and the S output are differentiable)")
-    u = F._linalg_svd(a, False, "U")
-    vh = F._linalg_svd(a, False, "Vh")
-    return (F.matmul(F.mul(u, F.unsqueeze(g, -2)), vh),)
+    # derivatives.yaml _linalg_svd: with full_matrices, gU, gVh, U and Vh are narrowed to
+    # their first k = min(m, n) columns (rows): the rest of U (Vh) is not determined by A
+    if part == "S":
+        u, vh = F._linalg_svd(a, False, "U"), F._linalg_svd(a, False, "Vh")
+        return (svd_backward(F, g, u, out, vh, "S"),)
+    k = min(a.shape[-2], a.shape[-1])
+    u = out if part == "U" else F._linalg_svd(a, full_matrices, "U")  # U, Vh of one call
+    vh = out if part == "Vh" else F._linalg_svd(a, full_matrices, "Vh")
+    if u.shape[-1] != k:
+        u = F.narrow(u, -1, 0, k)
+        g = F.narrow(g, -1, 0, k) if part == "U" else g
+    if vh.shape[-2] != k:
+        vh = F.narrow(vh, -2, 0, k)
+        g = F.narrow(g, -2, 0, k) if part == "Vh" else g
+    return (svd_backward(F, g, u, F._linalg_svd(a, False, "S"), vh, part),)
+
+
+def _distinct_sv(rng, shape, dt):
+    """A matrix whose singular values are 1, 2, ..., k (the SVD's derivative needs them
+    distinct: it divides by S_j^2 - S_i^2), as PyTorch's OpInfo samples."""
+    u, _, vh = np.linalg.svd(rng.standard_normal(shape), full_matrices=False)
+    s = np.arange(min(shape[-2:]), 0, -1, dtype=np.float64)
+    return ((u * s[..., None, :]) @ vh).astype(dt.np)
+
+
+def _svd_part_samples(rng, dt):
+    # full_matrices=True only where U (Vh) has no columns (rows) past k = min(m, n): there
+    # the gradient is PyTorch's (narrowed) one, not the finite differences of LAPACK's basis
+    for shape, full, part in (((4, 3), True, "S"), ((2, 3, 4), True, "S"),
+                              ((4, 3), False, "U"), ((2, 3, 4), True, "U"),
+                              ((3, 3), True, "U"), ((2, 3, 4), False, "Vh"),
+                              ((4, 3), True, "Vh"), ((3, 3), False, "Vh")):
+        yield (_distinct_sv(rng, shape, dt),), {"full_matrices": full, "part": part}
 
 
 declare(
@@ -311,16 +358,17 @@ declare(
     attrs_rule=_float("svd"), shape=_svd_shape, impl=_svd_impl, backward=_svd_backward,
     ref=lambda a, full_matrices=True, part="S": np.linalg.svd(a, full_matrices)[
         "USV".index(part[0])],
-    sample_inputs=lambda rng, dt: ((x, {"part": "S"}) for x, _ in _mats((4, 3), (2, 3, 4))(
-        rng, dt)),
-    test_dtypes=FLOATS,
+    sample_inputs=_svd_part_samples, test_dtypes=FLOATS,
 )
 declare(
     "linalg_svd", "composite", "A, full_matrices=True", attrs_rule=_float("svd"),
     decomp=lambda F, a, full_matrices=True: svd_result(*(
         F._linalg_svd(a, full_matrices, p) for p in ("U", "S", "Vh"))),
     ref=lambda a, full_matrices=True: svd_result(*np.linalg.svd(a, full_matrices)),
-    sample_inputs=_mats((4, 3), (2, 3, 4)), test_dtypes=FLOATS,
+    sample_inputs=lambda rng, dt: iter([
+        ((_distinct_sv(rng, s, dt),), {"full_matrices": f}) for s, f in (
+            ((4, 3), False), ((2, 3, 4), False), ((3, 3), True))]),
+    test_dtypes=FLOATS,
 )
 declare(
     "linalg_svdvals", "composite", "A", attrs_rule=_float("svdvals"),

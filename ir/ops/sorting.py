@@ -5,7 +5,9 @@ unique: `dynamic_shape=True`).
 Only `argsort` sorts; sort/topk/kthvalue are composites that gather the values at its indices
 (so their gradient is gather's), returning `torch.return_types`-like namedtuples. Semantics:
 the PyTorch documentation of each op (NaN sorts as the largest value; ties keep their order
-when `stable`). Imports nothing outside `ir`.
+when `stable`). unique's values have a gradient (PyTorch's backward raises instead): each entry
+gets its distinct value's gradient, shared evenly among equal entries. Imports nothing outside
+`ir`.
 """
 
 from __future__ import annotations
@@ -337,17 +339,40 @@ def _unique_impl(xp, x, sorted=True, dim=None, part="output"):
     return inv.reshape(x.shape if dim is None else (x.shape[dim],))
 
 
+def _repeats(rng, shape, dt, distinct=3):
+    """sample_inputs: values with repeats, spaced 10 apart (10, 20, 30): gradcheck breaks ties
+    by a jitter relative to |x|, which then separates equal entries by much more than its
+    finite-difference step (unique is not differentiable where entries are equal)."""
+    v = ints(rng, shape, distinct)
+    return (v > 0 if dt is D.bool_ else (v + 1) * 10).astype(dt.np)
+
+
+def _unique_backward(F, g, out, x, sorted=True, dim=None, part="output"):
+    # Each input entry (slice along `dim`) gets the gradient of the distinct value it equals,
+    # shared evenly among equal entries (as amax shares among ties): the exact gradient where
+    # the values are distinct, and the gradient along moves that keep equal entries equal.
+    # PyTorch has no derivative for unique (its backward raises NotImplementedError).
+    if part != "output":
+        return (None,)
+    inverse = F._unique(x, sorted, dim, "inverse")
+    counts = F._unique(x, sorted, dim, "counts")
+    if dim is None:
+        return (F.take(F.div(g, counts), inverse),)
+    shape = [1] * g.ndim
+    shape[dim] = -1
+    return (F.index_select(F.div(g, F.reshape(counts, tuple(shape))), dim, inverse),)
+
+
 declare(
     "_unique", "indexing", "input, sorted=True, dim=None, part='output'", method=False,
     dynamic_shape=True,
     fixed=lambda i, a: i[0].dtype if a["part"] == "output" else D.int64,
     attrs_rule=lambda i, a: {**a, "dim": None if a["dim"] is None
                              else normalize_dim(a["dim"], i[0].ndim)},
-    shape=lambda s, **_: (-1,), impl=_unique_impl,
+    shape=lambda s, **_: (-1,), impl=_unique_impl, backward=_unique_backward,
     ref=lambda x, sorted=True, dim=None, part="output": _unique_impl(np, x, sorted, dim, part),
     sample_inputs=lambda rng, dt: iter([
-        ((ints(rng, (4, 3), 3).astype(dt.np),), {"part": p}) for p in ("output", "inverse",
-                                                                         "counts")]),
+        ((_repeats(rng, (4, 3), dt),), {"part": p}) for p in ("output", "inverse", "counts")]),
     test_dtypes=ALL,
 )
 
@@ -376,9 +401,9 @@ declare(
     "input, sorted=True, return_inverse=False, return_counts=False, dim=None",
     decomp=_unique_decomp, ref=_unique_ref, test_dtypes=ALL,
     sample_inputs=lambda rng, dt: iter([
-        ((ints(rng, (4, 3), 3).astype(dt.np),), {}),
-        ((ints(rng, (4, 3), 3).astype(dt.np),), {"return_inverse": True, "return_counts": True}),
-        ((ints(rng, (5, 2), 2).astype(dt.np),), {"dim": 0, "return_counts": True}),
+        ((_repeats(rng, (4, 3), dt),), {}),
+        ((_repeats(rng, (4, 3), dt),), {"return_inverse": True, "return_counts": True}),
+        ((_repeats(rng, (5, 2), dt, 2),), {"dim": 0, "return_counts": True}),
     ]),
 )
 
