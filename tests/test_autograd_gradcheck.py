@@ -24,22 +24,6 @@ except ImportError:  # PyTorch is an optional reference
 
 HAS_COMPLEX = hasattr(eager, "complex128")
 
-# Registry backward rules known to be wrong when this file was written (not engine bugs): the
-# cases run and are reported as xfail until the rule's owner fixes them.
-_NO_CONJ = "the registry's backward rule lacks the conjugate (PyTorch: grad * f'(z).conj())"
-_VIA_MUL = "derived jvp runs through mul's complex backward rule, which lacks the conjugate"
-KNOWN = {
-    **{(n, "complex128", "bwd"): _NO_CONJ for n in (
-        "mul", "div", "pow", "exp", "log", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-        "sigmoid", "sqrt", "rsqrt", "reciprocal", "addcmul", "addcdiv", "sgn", "abs", "angle",
-        "polar", "lerp", "exp2", "expm1", "log2", "log10", "log1p", "asin", "acos", "atan",
-        "asinh", "acosh", "atanh", "silu")},
-    **{(n, "complex128", "fwd"): "registry rule wrong for complex" for n in (
-        "abs", "angle", "sgn", "polar")},
-    ("polar", "float64", "fwd"): _VIA_MUL,
-}
-
-
 def _cases():
     out = []
     for op in ir.REGISTRY.values():
@@ -78,11 +62,10 @@ def _caller(op, attrs):
 
 
 @pytest.mark.parametrize("op,dtype", _cases())
-def test_gradcheck_every_differentiable_op(op, dtype, request):
+def test_gradcheck_every_differentiable_op(op, dtype):
     rng = np.random.default_rng(0)
     ran = 0
     for mode in ("bwd", "fwd"):
-        reason = KNOWN.get((op.name, dtype.name, mode))
         for inputs, attrs in samples(op, dtype):
             ts = tuple(eager.tensor(_generic(a, rng, op.domain),
                                     requires_grad=a.dtype.kind in "fc")
@@ -90,16 +73,10 @@ def test_gradcheck_every_differentiable_op(op, dtype, request):
             if not any(isinstance(t, eager.Tensor) and t.requires_grad for t in ts):
                 continue
             ran += 1
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    gradcheck(_caller(op, attrs), ts, check_backward_ad=mode == "bwd",
-                              check_forward_ad=mode == "fwd", atol=1e-5, rtol=1e-4)
-            except (GradcheckError, NotImplementedError, RuntimeError):
-                if reason is None:
-                    raise
-                request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
-                raise
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gradcheck(_caller(op, attrs), ts, check_backward_ad=mode == "bwd",
+                          check_forward_ad=mode == "fwd", atol=1e-5, rtol=1e-4)
     assert ran, f"no sample of {op.name} has an input that can require grad"
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, register
-from .elementwise import BOOL, COMPLEX, INTEGER, Promo, _attr_samples, float_ref
+from .elementwise import BOOL, COMPLEX, INTEGER, Promo, _attr_samples, _conj, float_ref
 
 SQRT1_2 = 0.7071067811865476
 SQRT_2_PI = 0.7978845608028654  # sqrt(2 / pi)
@@ -166,8 +166,8 @@ activation("gelu", "input, approximate='none'", _gelu_scalar, _gelu_backward, _g
            attrs_rule=_gelu_attrs, samples=({}, {"approximate": "tanh"}))
 activation(
     "silu", "input", lambda b, x: b.div(x, b.add(b.exp(b.neg(x)), 1.0)),
-    lambda F, g, out, x: (F.mul(g, F.mul(F.sigmoid(x), F.add(F.mul(x, F.sub(
-        1.0, F.sigmoid(x))), 1.0))),),
+    lambda F, g, out, x: (F.mul(g, _conj(F, F.mul(F.sigmoid(x), F.add(F.mul(x, F.sub(
+        1.0, F.sigmoid(x))), 1.0)))),),
     lambda x: x / (1 + np.exp(-x)), reject=(BOOL, INTEGER),
 )
 

@@ -10,6 +10,7 @@ Semantics follow the PyTorch documentation of each op. Imports only `ir`, numpy 
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
@@ -125,6 +126,16 @@ def _grad(x, g):
     return None if is_number(x) else g
 
 
+def _conj(F, v):
+    """`v`'s complex conjugate when `v` is complex, else `v` itself: backward rules follow
+    PyTorch's conjugate Wirtinger convention (grad_input = grad * f'(z).conj(),
+    derivatives.yaml), and branching on the dtype keeps real rules', plans' and graphs' ops
+    unchanged. `v`: a Tensor, a traced value showing `.dtype`, or a Python number."""
+    if is_number(v):
+        return v.conjugate() if isinstance(v, complex) else v
+    return F.conj(v) if v.dtype.is_complex else v
+
+
 def _zero_grad(F, g, out, *xs, **_):
     """Piecewise-constant ops (floor, sign, ...): PyTorch's zero gradient for every operand."""
     return tuple(_grad(x, F.mul(g, 0.0)) for x in xs)
@@ -186,21 +197,22 @@ def _check_sub(name):
 
 binary(
     "add", lambda b, x, y, alpha=1: b.add(x, y if alpha == 1 else b.mul(y, alpha)),
-    lambda F, g, out, x, y, alpha=1: (_grad(x, g), _grad(y, g if alpha == 1 else F.mul(g, alpha))),
+    lambda F, g, out, x, y, alpha=1: (_grad(x, g),
+                                      _grad(y, g if alpha == 1 else F.mul(g, _conj(F, alpha)))),
     lambda x, y, alpha=1: np.add(x, np.multiply(y, alpha) if alpha != 1 else y).astype(
         np.result_type(x, y)),
     dunders=("__add__", "__radd__"), sig="input, other, *, alpha=1", samples=({}, {"alpha": 2}),
 )
 binary(
     "sub", lambda b, x, y, alpha=1: b.sub(x, y if alpha == 1 else b.mul(y, alpha)),
-    lambda F, g, out, x, y, alpha=1: (_grad(x, g), _grad(y, F.mul(g, -alpha))),
+    lambda F, g, out, x, y, alpha=1: (_grad(x, g), _grad(y, F.mul(g, _conj(F, -alpha)))),
     lambda x, y, alpha=1: np.subtract(x, np.multiply(y, alpha) if alpha != 1 else y),
     promotion=_check_sub("sub"), dunders=("__sub__", "__rsub__"), aliases=("subtract",),
     sig="input, other, *, alpha=1", samples=({}, {"alpha": 2}),
 )
 binary(
     "mul", lambda b, x, y: b.mul(x, y),
-    lambda F, g, out, x, y: (_grad(x, F.mul(g, y)), _grad(y, F.mul(g, x))),
+    lambda F, g, out, x, y: (_grad(x, F.mul(g, _conj(F, y))), _grad(y, F.mul(g, _conj(F, x)))),
     np.multiply, dunders=("__mul__", "__rmul__"), aliases=("multiply",),
 )
 
@@ -270,10 +282,18 @@ def _attr_samples(attrs_for, nin, lo=None):
     return sample_inputs
 
 
+def _div_backward(F, g, out, x, y):
+    """grad_x = g / conj(y), grad_y = -g * conj(out / y) (PyTorch's div_tensor_self_backward
+    and div_tensor_other_backward)."""
+    yc = _conj(F, y)
+    gy = None if is_number(y) else F.neg(F.div(F.mul(g, _conj(F, out)), yc))
+    return _grad(x, F.div(g, yc)), gy
+
+
 binary(
     "div", _div_scalar,
     lambda F, g, out, x, y, rounding_mode=None: _zero_grad(F, g, out, x, y) if rounding_mode
-    else (_grad(x, F.div(g, y)), _grad(y, F.neg(F.div(F.mul(g, out), y)))),
+    else _div_backward(F, g, out, x, y),
     _div_ref, promotion=Promo("div", _div_promotion), impl=_int_checked(_div_scalar),
     attrs_rule=_div_attrs, dunders=("__truediv__", "__rtruediv__"),
     aliases=("true_divide", "divide"), sig="input, other, *, rounding_mode=None",
@@ -323,13 +343,16 @@ def _pow_attrs(inputs, attrs):
 
 
 def _pow_backward(F, g, out, x, y):
+    """d/dx = y * x**(y - 1), d/dy = out * log(x); each conjugated for complex operands."""
     gx = gy = None
     if not is_number(x):
-        gx = F.mul(g, F.mul(y, F.pow(x, y - 1 if is_number(y) else F.sub(y, 1))))
+        gx = F.mul(g, _conj(F, F.mul(y, F.pow(x, y - 1 if is_number(y) else F.sub(y, 1)))))
         if is_number(y) and y == 0:
             gx = F.mul(g, 0.0)
     if not is_number(y):
-        gy = F.mul(g, F.mul(out, math.log(x) if is_number(x) else F.log(x)))
+        log_x = (cmath.log(x) if isinstance(x, complex) else math.log(x)) if is_number(x) \
+            else F.log(x)
+        gy = F.mul(g, _conj(F, F.mul(out, log_x)))
     return gx, gy
 
 
@@ -418,7 +441,7 @@ def _lerp_scalar(b, x, end, weight):
     diff = b.sub(end, x)
     small = b.add(x, b.mul(weight, diff))
     big = b.sub(end, b.mul(diff, b.sub(1, weight)))
-    return small if is_number(weight) and weight < 0.5 else \
+    return small if is_number(weight) and abs(weight) < 0.5 else \
         big if is_number(weight) else b.where(b.lt(b.abs(weight), 0.5), small, big)
 
 
@@ -427,8 +450,8 @@ register(OpDef(
     Promo("lerp", reject=(BOOL, INTEGER), tensors_only=True),
     scalar=_lerp_scalar,
     backward=lambda F, g, out, x, end, w: (
-        F.mul(g, F.sub(1.0, w) if not is_number(w) else 1.0 - w), _grad(end, F.mul(g, w)),
-        _grad(w, F.mul(g, F.sub(end, x)))),
+        F.mul(g, _conj(F, F.sub(1.0, w) if not is_number(w) else 1.0 - w)),
+        _grad(end, F.mul(g, _conj(F, w))), _grad(w, F.mul(g, _conj(F, F.sub(end, x))))),
     ref=float_ref(lambda x, end, w: x + np.multiply(w, end - x), False), scalar_ok=True,
 ))
 
@@ -460,10 +483,11 @@ def _addc(name, op, ref):
         return b.add(x, b.mul(getattr(b, op)(t1, t2), _addc_value(b, value, x)))
 
     def backward(F, g, out, x, t1, t2, value=1):
-        gv = F.mul(g, value)
+        gv = F.mul(g, _conj(F, value))  # (complex operands: derivatives conjugated)
+        t1c, t2c = _conj(F, t1), _conj(F, t2)
         if op == "mul":
-            return g, F.mul(gv, t2), F.mul(gv, t1)
-        return g, F.div(gv, t2), F.neg(F.div(F.mul(gv, t1), F.mul(t2, t2)))
+            return g, F.mul(gv, t2c), F.mul(gv, t1c)
+        return g, F.div(gv, t2c), F.neg(F.div(F.mul(gv, t1c), F.mul(t2c, t2c)))
 
     register(OpDef(
         name, "elementwise", "input, tensor1, tensor2, *, value=1", 3,

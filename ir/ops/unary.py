@@ -27,6 +27,7 @@ from .elementwise import (
     TWO_OVER_SQRT_PI,
     Promo,
     _attr_samples,
+    _conj,
     _title,
     _to_real,
     _zero_grad,
@@ -36,8 +37,14 @@ from .elementwise import (
 
 # ---------------------------------------------------------------- unary math
 
-unary("abs", lambda b, x: b.abs(x), lambda F, g, out, x: (F.mul(g, F.sign(x)),), np.abs,
-      kind=lambda base, attrs: (base, _to_real(base)), reject=NO_BOOL, dunders=("__abs__",), aliases=("absolute",))
+def _abs_backward(F, g, out, x):
+    """g * sgn(x): sign for real x, x / |x| (0 at 0) for complex x (PyTorch's abs_backward)."""
+    return (F.mul(g, F.sgn(x) if x.dtype.is_complex else F.sign(x)),)
+
+
+unary("abs", lambda b, x: b.abs(x), _abs_backward, np.abs,
+      kind=lambda base, attrs: (base, _to_real(base)), reject=NO_BOOL, dunders=("__abs__",),
+      aliases=("absolute",))
 unary("neg", lambda b, x: b.neg(x), lambda F, g, out, x: (F.neg(g),), np.negative,
       promotion=Promo("neg", reject=NO_BOOL, error=(
           RuntimeError, ("Negation, the `-` operator, on a bool tensor is not supported. If "
@@ -80,15 +87,29 @@ def _sign_impl(xp, x):
 
 
 unary("sign", _sign_scalar, _zero_grad, _sign_ref, kind="default", impl=_sign_impl)
-unary("sgn", _sgn_scalar, _zero_grad, _sign_ref, kind="default", reject=())
+
+
+def _sgn_backward(F, g, out, x):
+    """Real x: zero (sign is piecewise constant). Complex x, s = x / |x|: (g - s * Re(g *
+    conj(s))) / |x|, zero where x == 0 (PyTorch's sgn_backward in FunctionsManual.cpp)."""
+    if not x.dtype.is_complex:
+        return _zero_grad(F, g, out, x)
+    r = F.abs(x)
+    along = F.mul(out, F.real(F.mul(g, F.conj(out))))
+    d = F.div(F.sub(g, along), r)
+    return (F.where(F.eq(r, 0.0), 0.0, d),)
+
+
+unary("sgn", _sgn_scalar, _sgn_backward, _sign_ref, kind="default", reject=())
 
 
 def _float_unary(name, scalar, dfdx, ref, domain=(None, None), aliases=(), reject=(),
                  **kw):
     """A floating-point math function (integers and bools are promoted to the default float);
-    `dfdx(F, x, out)` is its derivative, the backward is `g * dfdx`."""
-    unary(name, scalar, lambda F, g, out, x: (F.mul(g, dfdx(F, x, out)),), ref, reject=reject,
-          domain=domain, aliases=aliases, **kw)
+    `dfdx(F, x, out)` is its derivative, the backward is `g * dfdx`, `g * conj(dfdx)` for
+    complex x (holomorphic f, PyTorch's convention)."""
+    unary(name, scalar, lambda F, g, out, x: (F.mul(g, _conj(F, dfdx(F, x, out))),), ref,
+          reject=reject, domain=domain, aliases=aliases, **kw)
 
 
 def _special(name):
