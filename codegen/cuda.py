@@ -12,8 +12,10 @@ with numpy's (eager's) semantics, as `codegen.llvm` does for the CPU:
   patterns converted by the header-free helpers of `PRELUDE` (PTX `cvt` for float16, integer
   round-to-nearest-even for bfloat16), so no CUDA header is needed (NVRTC from pip has none);
 - integer add/sub/mul/neg/shifts are computed in the unsigned type of the same width (numpy
-  wraps; signed overflow is undefined in C); integer division by zero gives 0 (cupy's and
-  numpy's result; no error on the GPU, as in PyTorch), floor division and remainder follow
+  wraps; signed overflow is undefined in C); integer division by zero gives 0 (numpy's
+  result, never undefined behaviour) and, when the builder's `err` names the kernel's flag
+  argument, sets that flag (`wk_dz`) so that the launcher raises PyTorch's (and eager's)
+  RuntimeError("ZeroDivisionError"); MIN / -1 wraps; floor division and remainder follow
   numpy's `npy_divmod`; shifts past the width give 0 (or -1);
 - maximum/minimum propagate NaN; comparisons are ordered except `ne`; float math calls the
   CUDA math library (`expf`, `erfinvf`, `hypotf`...: within 2 ulp, correctly rounded
@@ -90,6 +92,12 @@ template <typename T> static __device__ __forceinline__ T wk_fdivmod(T a, T b, b
     fl = copysign((T)0, a / b);
   }
   return fl;
+}
+// an integer division by zero: set the kernel's flag (the launcher raises RuntimeError
+// ("ZeroDivisionError") as eager does); every writer writes 1, so a plain store is enough
+static __device__ __forceinline__ bool wk_dz(bool z, unsigned int* f) {
+  if (z) *f = 1u;
+  return z;
 }
 // integer power by squaring; a negative exponent gives 1/base**-e truncated (as the CPU)
 static __device__ __forceinline__ unsigned long long wk_ipow(unsigned long long base,
@@ -187,8 +195,12 @@ def _is_float(dt: DType) -> bool:
 class CudaBuilder(PrimitiveRenderer):
     """Renders primitives as C expressions (see the module docstring).
 
-    Raises TypeError for a primitive numpy does not define on the dtype.
+    Raises TypeError for a primitive numpy does not define on the dtype. `err`: the C name of
+    the kernel's division-by-zero flag (an `unsigned int*`) that integer fmod, remainder and
+    floordiv set when their divisor is 0 (the renderer sets it per statement), or None.
     """
+
+    err: str | None = None
 
     def emit(self, op: str, out: DType, dt: DType, args: list, attrs: dict) -> str:
         if op == "cast":
@@ -266,36 +278,41 @@ class CudaBuilder(PrimitiveRenderer):
         if dt is D.bool_:
             self._no(name, dt)
 
+    def _yz(self, y: str) -> str:
+        """`y == 0`, also setting the flag `err` when there is one (evaluated exactly once:
+        always the first operand of the test)."""
+        return f"wk_dz({y} == 0, {self.err})" if self.err else f"({y} == 0)"
+
     def p_fmod(self, dt, x, y):
         if _is_float(dt):
             return self._call("fmod", dt, x, y)
         self._int_div_check(dt, "fmod")
-        t = ctype(dt)
+        t, yz = ctype(dt), self._yz(y)
         if is_unsigned(dt):
-            return f"({y} == 0 ? ({t})0 : ({t})({x} % {y}))"
-        return f"(({y} == 0 || {y} == ({t})-1) ? ({t})0 : ({t})({x} % {y}))"
+            return f"({yz} ? ({t})0 : ({t})({x} % {y}))"
+        return f"(({yz} || {y} == ({t})-1) ? ({t})0 : ({t})({x} % {y}))"
 
     def p_remainder(self, dt, x, y):
         if _is_float(dt):
             return f"wk_fdivmod<{ctype(dt)}>({x}, {y}, true)"
         self._int_div_check(dt, "remainder")
-        t = ctype(dt)
+        t, yz = ctype(dt), self._yz(y)
         if is_unsigned(dt):
-            return f"({y} == 0 ? ({t})0 : ({t})({x} % {y}))"
+            return f"({yz} ? ({t})0 : ({t})({x} % {y}))"
         r = f"({t})({x} % {y})"
-        return (f"(({y} == 0 || {y} == ({t})-1) ? ({t})0 : "
+        return (f"(({yz} || {y} == ({t})-1) ? ({t})0 : "
                 f"(({r} != 0 && (({r} < 0) != ({y} < 0))) ? ({t})({r} + {y}) : {r}))")
 
     def p_floordiv(self, dt, x, y):
         if _is_float(dt):
             return f"wk_fdivmod<{ctype(dt)}>({x}, {y}, false)"
         self._int_div_check(dt, "floordiv")
-        t = ctype(dt)
+        t, yz = ctype(dt), self._yz(y)
         if is_unsigned(dt):
-            return f"({y} == 0 ? ({t})0 : ({t})({x} / {y}))"
+            return f"({yz} ? ({t})0 : ({t})({x} / {y}))"
         q, r = f"({t})({x} / {y})", f"({t})({x} % {y})"
         neg = self._wrap(dt, "0", "-", x)
-        return (f"({y} == 0 ? ({t})0 : {y} == ({t})-1 ? {neg} : "
+        return (f"({yz} ? ({t})0 : {y} == ({t})-1 ? {neg} : "
                 f"(({r} != 0 && (({r} < 0) != ({y} < 0))) ? ({t})({q} - 1) : {q}))")
 
     # ---- comparisons and tests (-> bool)

@@ -11,7 +11,11 @@ layout of transposed, sliced or broadcast views), allocates outputs with `cupy.e
 each kernel with a grid from the device's SM count (the 4-wide vector variant when the
 pointers are 16-byte aligned), and runs what is not fused (matmul, sort...) through
 `ir.execute` with `xp=cupy`. Nothing is copied between host and device: numpy inputs are
-refused with TypeError, outputs stay `cupy.ndarray`. No fast-math options: results match
+refused with TypeError, outputs stay `cupy.ndarray`; the one exception is a kernel with an
+integer fmod/remainder/floordiv (`CudaSource.checks_div`): it gets a zeroed 1-element flag
+and the launcher reads it back after the launch (a synchronisation), raising PyTorch's and
+eager's RuntimeError("ZeroDivisionError") when a divisor was 0, before any output is handed
+back (as the "llvm" backend does); other kernels launch without any read-back. No fast-math options: results match
 eager's (cupy) to rounding. Imports only `ir` and the other codegen modules (cupy lazily).
 """
 
@@ -82,7 +86,9 @@ class CudaGraph:
     `source`: the CUDA module text; `steps`: the plan in order (`Kernel`s and `LibraryCall`s).
     Calling returns the graph's output tuple (cupy arrays for Node outputs, Python constants as
     they are). Raises TypeError when an input is not a cupy array or its shape or dtype differs
-    from its placeholder's; RuntimeError when cupy (or a GPU) is missing.
+    from its placeholder's; RuntimeError when cupy (or a GPU) is missing, and
+    RuntimeError("ZeroDivisionError") for an integer division, floor division, remainder or
+    fmod by zero (as eager and PyTorch on the CPU do).
     """
 
     backend = "cuda"
@@ -153,7 +159,8 @@ class CudaGraph:
 
         def compiled(source: CudaSource, module):
             """([(cupy function, grid, block)] in order, the vector variant's launch or None,
-            indices of the buffers it needs 16-byte aligned, scratch bytes)."""
+            indices of the buffers it needs 16-byte aligned, scratch bytes, whether the
+            functions take the division-by-zero flag)."""
             fns = [(module.get_function(ln.func), (ln.grid_for(sms),), (ln.block,))
                    for ln in source.launches]
             vec, aligned = None, ()
@@ -162,7 +169,7 @@ class CudaGraph:
                 names = [b.name for b in source.kernel.inputs + source.kernel.outputs]
                 aligned = tuple(names.index(a) for a in source.aligned)
                 vec = [(module.get_function(ln.func), (ln.grid_for(sms),), (ln.block,))]
-            return fns, vec, aligned, source.scratch_bytes
+            return fns, vec, aligned, source.scratch_bytes, source.checks_div
 
         base = compiled(src, mod)
 
@@ -192,14 +199,19 @@ class CudaGraph:
                     env[s] = o
                     arrs.append(o)
                 if not skip:
-                    fns, vec, aligned, scratch = plan
+                    fns, vec, aligned, scratch, check = plan
                     if scratch:
                         arrs.append(cp.empty(scratch, cp.uint8))
+                    if check:
+                        err = cp.zeros(1, cp.uint32)
+                        arrs.append(err)
                     if vec is not None and all(arrs[i].data.ptr % 16 == 0 for i in aligned):
                         fns = vec
                     args = tuple(arrs)
                     for fn, grid, block in fns:
                         fn(grid, block, args)
+                    if check and int(err[0]):   # reads the flag back: synchronises
+                        raise RuntimeError("ZeroDivisionError")
                 for s in free:
                     env[s] = None
 

@@ -167,6 +167,9 @@ class EmulatedCupy:
     def empty(self, shape, dtype):
         return np.empty(shape, dtype).view(DevArray)
 
+    def zeros(self, shape, dtype):
+        return np.zeros(shape, dtype).view(DevArray)
+
     def ascontiguousarray(self, a):
         return np.ascontiguousarray(a).view(DevArray)
 

@@ -20,8 +20,11 @@ kernel, `schedule(kernel)` picks one of (CODEGEN.md, "CUDA source"):
 
 Index arithmetic is 32-bit when every offset fits, else 64-bit. Every function is
 `extern "C" __global__ void __launch_bounds__(B)` with `__restrict__` pointers: inputs, then
-outputs, then (split) the scratch buffer. The fused ops are listed in a comment above each
-kernel. Imports only `ir` and the other codegen modules.
+outputs, then (split) the scratch buffer, then (`CudaSource.checks_div`) the division-by-zero
+flag `wk_err`: one `unsigned int` the launcher zeroes before the launch and reads after it,
+set to 1 by an integer fmod/remainder/floordiv whose divisor is 0 (the CPU backend's flag
+argument; eager raises RuntimeError("ZeroDivisionError")). The fused ops are listed in a
+comment above each kernel. Imports only `ir` and the other codegen modules.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import numpy as np
 
 from .cuda import PRELUDE, CudaBuilder, ctype, literal, load_expr, memtype, store_expr
 from .kernel import Kernel
-from .trace import Const, Var
+from .trace import Const, Var, convert_number
 
 BLOCK = 256
 SPLIT_PARTS = 1024        # most blocks of a split (full) reduction's first pass
@@ -42,6 +45,8 @@ _VEC = {"float": "float4", "int": "int4", "unsigned int": "uint4", "short": "sho
         "unsigned short": "ushort4", "signed char": "char4", "unsigned char": "uchar4"}
 _LANES = ("x", "y", "z", "w")
 _SHUFFLE = ("int", "unsigned int", "long long", "unsigned long long", "float", "double")
+_DIVS = ("fmod", "remainder", "floordiv")
+ERR = "wk_err"            # the division-by-zero flag argument
 
 
 @dataclass
@@ -67,7 +72,9 @@ class Launch:
 @dataclass
 class CudaSource:
     """The CUDA rendering of one `Kernel`: its schedule, source text and launches in order
-    (`vector`: the 4-wide variant of a pointwise kernel and the buffers it needs aligned)."""
+    (`vector`: the 4-wide variant of a pointwise kernel and the buffers it needs aligned;
+    `checks_div`: every function takes the division-by-zero flag as its last argument, a
+    1-element uint32 device array to zero before and read after the launches)."""
 
     kernel: Kernel
     schedule: str
@@ -78,6 +85,7 @@ class CudaSource:
     scratch_bytes: int = 0
     index_type: str = "int"
     notes: list = field(default_factory=list)
+    checks_div: bool = False
 
 
 def c_name(name: str) -> str:
@@ -98,6 +106,21 @@ def index_type(k: Kernel) -> str:
         if span >= limit:
             return "long long"
     return "int"
+
+
+def checked_division(st) -> bool:
+    """Whether statement `st` is an integer fmod/remainder/floordiv whose divisor may be 0
+    (a Var, or the constant 0): such statements set the kernel's division-by-zero flag."""
+    if st.op not in _DIVS or len(st.args) != 2 or st.args[0].dtype.is_floating_point:
+        return False
+    y = st.args[1]
+    return not (isinstance(y, Const) and convert_number(y.value, y.dtype) != 0)
+
+
+def checks_div(k: Kernel) -> bool:
+    """Whether kernel `k` takes the division-by-zero flag (`Kernel.checks_div`, less the
+    divisions by non-zero constants, which cannot fail: no flag, no read-back)."""
+    return any(checked_division(st) for st in k.body)
 
 
 def schedule(k: Kernel) -> str:
@@ -129,10 +152,13 @@ def render(k: Kernel, name: str | None = None) -> CudaSource:
     sched = schedule(k)
     r = _Renderer(k, name)
     if sched == "pointwise":
-        return r.pointwise()
-    if sched == "split":
-        return r.split()
-    return r.rows(sched)
+        src = r.pointwise()
+    elif sched == "split":
+        src = r.split()
+    else:
+        src = r.rows(sched)
+    src.checks_div = r.flag is not None
+    return src
 
 
 def module_source(sources: list) -> str:
@@ -147,6 +173,7 @@ class _Renderer:
         self.cb = CudaBuilder()
         self.idx = index_type(k)
         self.nout = len(k.outer)
+        self.flag = ERR if checks_div(k) else None
 
     # ---- pieces
 
@@ -156,6 +183,8 @@ class _Renderer:
         args += [f"{memtype(b.dtype)}* __restrict__ {b.name}" for b in k.outputs]
         if scratch:
             args.append("unsigned char* __restrict__ scratch")
+        if self.flag:
+            args.append(f"unsigned int* __restrict__ {self.flag}")
         return [f'extern "C" __global__ void __launch_bounds__({block})',
                 f"{func}({', '.join(args)}) {{"]
 
@@ -210,10 +239,12 @@ class _Renderer:
             elif st.op == "acc":
                 expr = f"acc{st.attrs['acc']}"
             else:
+                self.cb.err = self.flag if checked_division(st) else None
                 vals = [self.value(a, suffix) for a in st.args]
                 dts = [a.dtype for a in st.args if isinstance(a, (Var, Const))]
                 in_dt = dts[1] if st.op == "where" else (dts[0] if dts else st.out.dtype)
                 expr = self.cb.emit(st.op, st.out.dtype, in_dt, vals, st.attrs)
+                self.cb.err = None
             out.append(f"{ind}const {t} {name} = {expr};")
         return out
 
@@ -521,5 +552,5 @@ class _Renderer:
         return out
 
 
-__all__ = ["BLOCK", "CudaSource", "Launch", "c_name", "index_type", "module_source", "render",
-           "row_block", "schedule"]
+__all__ = ["BLOCK", "ERR", "CudaSource", "Launch", "c_name", "checked_division", "checks_div",
+           "index_type", "module_source", "render", "row_block", "schedule"]

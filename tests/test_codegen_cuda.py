@@ -468,9 +468,13 @@ def host_run_graph(cg, lib, arrays, grid=3):
             bufs.append(env[b.node])
         if src.scratch_bytes:
             bufs.append(np.zeros(src.scratch_bytes, np.uint8))
+        if src.checks_div:
+            bufs.append(np.zeros(1, np.uint32))
         for ln in src.launches:
             g = ln.grid if ln.grid is not None else max(1, min(grid, ln.grid_for(1)))
             cuda_host.launch(lib, ln.func, g, ln.block, bufs)
+        if src.checks_div and bufs[-1][0]:
+            raise RuntimeError("ZeroDivisionError")
     return [env[o] if isinstance(o, ir.Node) else o for o in cg.graph.output_node.args[0]]
 
 
@@ -543,8 +547,12 @@ def test_host_emulation_of_every_primitive_matches_numpy(nin, prims, tmp_path):
         out_dt = src.kernel.outputs[0].dtype.np
         for launch in [src.launches[0]] + ([src.vector] if src.vector else []):
             got = np.empty(arrays[0].shape, out_dt)
-            cuda_host.run_sequential(lib, launch.func, list(arrays) + [got])
+            flag = [np.zeros(1, np.uint32)] if src.checks_div else []
+            cuda_host.run_sequential(lib, launch.func, list(arrays) + [got] + flag)
             try:
+                if prim in ("fmod", "remainder", "floordiv") and dtype.category != D.FLOATING:
+                    assert src.checks_div, "an integer division without the zero flag"
+                    assert flag[0][0] == (not arrays[1].all()), "the division-by-zero flag"
                 assert got.dtype == want.dtype, (got.dtype, want.dtype)
                 if D.from_numpy(want.dtype).is_floating_point:
                     tol = {2: 1e-2 if dtype is D.bfloat16 else 2e-3, 4: 4e-6,
@@ -796,3 +804,181 @@ def test_gpu_device_copies_record_gradients_back_to_the_source_device():
     assert back.device.type == "cpu"
     np.testing.assert_array_equal(back.detach().numpy(), a)
     assert y.cpu().dtype is x.dtype and x.to("cuda", eager.float32).dtype is eager.float32
+
+
+# ---------------------------------------------------------------- integer division by zero
+
+# Eager (and PyTorch on the CPU) raise RuntimeError("ZeroDivisionError") for an integer
+# division, floor division, remainder or fmod by zero: kernels with such a division take a
+# device flag (`CudaSource.checks_div`) that the launcher reads back after the launch.
+
+INT_DIV = (D.int8, D.int32, D.int64, D.uint8)
+
+
+def int_division_graph(dtypes=INT_DIV, shape=(6, 37), divisor=None):
+    """Per dtype: div (trunc and floor), remainder, floor_divide and fmod of x by y (or by the
+    Python number `divisor`)."""
+    g = ir.Graph("int_division")
+    outs = []
+    for dt in dtypes:
+        x = ph(g, f"x_{dt.name}", shape, dt)
+        y = ph(g, f"y_{dt.name}", shape, dt) if divisor is None else divisor
+        outs += [c(g, "div", x, y, rounding_mode="trunc"), c(g, "div", x, y, rounding_mode="floor"),
+                 c(g, "remainder", x, y), c(g, "floor_divide", x, y), c(g, "fmod", x, y)]
+    g.output(tuple(outs))
+    return g
+
+
+def int_division_rows_graph(shape, dim, dtype=D.int32):
+    """sum(remainder(x, y) + fmod(x, y), dim): the flag through reduction schedules."""
+    g = ir.Graph(f"int_division_rows_{'x'.join(map(str, shape))}")
+    x, y = ph(g, "x", shape, dtype), ph(g, "y", shape, dtype)
+    g.output((c(g, "sum", c(g, "add", c(g, "remainder", x, y), c(g, "fmod", x, y)), dim),))
+    return g
+
+
+def int_division_graphs():
+    return [int_division_graph(), int_division_rows_graph((6, 100), -1),       # block_rows
+            int_division_rows_graph((64, 8), -1),                               # thread_rows
+            int_division_rows_graph((1 << 16,), None)]                          # split
+
+
+def _division_values(rng, shape, dtype, zero_at=None):
+    """(x, y): x with MIN where y is -1 (no UB: MIN / -1 wraps), y never 0 but at flat index
+    `zero_at`."""
+    n = int(np.prod(shape))
+    if dtype.np.kind == "u":
+        x = rng.integers(0, 200, n)
+        y = rng.integers(1, 8, n)
+    else:
+        x = rng.integers(-50, 51, n)
+        y = rng.integers(1, 8, n) * rng.choice([-1, 1], n)
+        x[:3], y[:3] = np.iinfo(dtype.np).min, -1
+    if zero_at is not None:
+        y[zero_at] = 0
+    return x.astype(dtype.np).reshape(shape), y.astype(dtype.np).reshape(shape)
+
+
+def _division_inputs(g, rng, zero=None, zero_at=0):
+    """One array per placeholder of `g` (x_*, y_* pairs); the y of dtype `zero` gets a 0."""
+    arrays = []
+    for p in g.placeholders[::2]:
+        dt = p.meta["val"].dtype
+        arrays += _division_values(rng, p.meta["val"].shape, dt,
+                                   zero_at if dt is zero else None)
+    return arrays
+
+
+@needs_nvrtc
+def test_integer_division_kernels_take_the_zero_flag_and_compile():
+    graphs = int_division_graphs()
+    cgs = compile_all(graphs, options=FAST)    # NVRTC checks wk_dz and the flag parameter
+    scheds = set()
+    for cg in cgs:
+        for src in cg.sources:
+            assert src.checks_div and src.kernel.checks_div, src.kernel.name
+            scheds.add(src.schedule)
+            for ln in src.launches + ([src.vector] if src.vector else []):
+                head = src.source[src.source.index(f"\n{ln.func}("):]
+                head = head[:head.index(")")]
+                assert head.endswith("unsigned int* __restrict__ wk_err"), head
+            assert "wk_dz(" in src.source
+    assert scheds == {"pointwise", "block_rows", "thread_rows", "split"}
+    # the parameter is in the PTX: inputs, outputs, (scratch), flag
+    src = cgs[0].sources[0]
+    ptx = nvrtc.compile_ptx(module_source([src]), "compute_90", FAST)
+    entry = ptx[ptx.index(f".entry {src.launches[0].func}("):]
+    nargs = len(src.kernel.inputs) + len(src.kernel.outputs) + 1
+    assert entry[:entry.index(")")].count(".param") == nargs
+    # a division by a non-zero constant cannot fail (no flag, no read-back); by 0 it can
+    for divisor, flagged in ((3, False), (-1, False), (0, True)):
+        for src in CudaGraph(int_division_graph((D.int32,), divisor=divisor)).sources:
+            assert src.checks_div is flagged and ("wk_err" in src.source) is flagged, divisor
+    # float division, and kernels without any division, take no flag
+    for g in (int_division_graph((D.float32,)), gelu_graph(), softmax_graph()):
+        for src in CudaGraph(g).sources:
+            assert not src.checks_div and "wk_err" not in src.source, g.name
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")   # eager's numpy on MIN // -1
+def test_host_emulation_of_integer_division_by_zero(tmp_path, monkeypatch):
+    """Through `CudaGraph`'s launcher on the emulated device: a 0 divisor raises eager's
+    RuntimeError("ZeroDivisionError") (wherever it is: vector body, vector tail, a reduction
+    row, a split pass), non-zero divisors give eager's and numpy's values (MIN / -1 too), and
+    kernels without integer division allocate no flag."""
+    import codegen.cuda_compiled as cc
+
+    fake = cuda_host.EmulatedCupy(tmp_path)
+    monkeypatch.setattr(cc, "_cupy", lambda: fake)
+    monkeypatch.setattr(cc, "_modules", {})
+    monkeypatch.setattr(cc, "_sms", {})
+    monkeypatch.setattr(codegen.cuda_render, "SPLIT_PARTS", 6)
+    zeros = []
+    real_zeros = fake.zeros
+    fake.zeros = lambda shape, dtype: zeros.append(shape) or real_zeros(shape, dtype)
+    rng = np.random.default_rng(11)
+    dev = cuda_host.DevArray
+    for g in int_division_graphs():
+        cg = codegen.compile_graph(g, backend="cuda")
+        arrays = _division_inputs(g, rng)
+        zeros.clear()
+        got = [np.asarray(o) for o in cg(*[a.view(dev) for a in arrays])]
+        assert len(zeros) == len(cg.sources)          # one flag per kernel and call
+        want = ir.Interpreter(g).run(*arrays)
+        _compare(got, want, what=g.name)
+        if g.name == "int_division":
+            with np.errstate(all="ignore"):
+                for j, dt in enumerate(INT_DIV):
+                    x, y = arrays[2 * j], arrays[2 * j + 1]
+                    np.testing.assert_array_equal(got[5 * j + 2], np.remainder(x, y))
+                    np.testing.assert_array_equal(got[5 * j + 3], np.floor_divide(x, y))
+                    np.testing.assert_array_equal(got[5 * j + 4], np.fmod(x, y))
+            cases = [(dt, at) for dt in INT_DIV for at in (0,)] + [(D.int32, 221),
+                                                                   (D.int64, 100)]
+        else:
+            cases = [(D.int32, 0), (D.int32, int(np.prod(g.placeholders[0].meta["val"].shape))
+                                    - 1)]
+        for dt, at in cases:
+            arrays = _division_inputs(g, rng, zero=dt, zero_at=at)
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                ir.Interpreter(g).run(*arrays)
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                cg(*[a.view(dev) for a in arrays])
+    g = int_division_graph((D.int32,))           # a layout of views: the specialised kernels
+    cg = codegen.compile_graph(g, backend="cuda")
+    x, y = (a.T.copy().T for a in _division_values(rng, (6, 37), D.int32))
+    assert not x.flags.c_contiguous
+    _compare([np.asarray(o) for o in cg(x.view(dev), y.view(dev))], ir.Interpreter(g).run(x, y),
+             what="views")
+    y[5, 36] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        cg(x.view(dev), y.view(dev))
+    g = gelu_graph((64, 48))                     # no integer division: no flag, no read-back
+    zeros.clear()
+    codegen.compile_graph(g, backend="cuda")(np.ones((64, 48), np.float32).view(dev))
+    assert zeros == []
+
+
+@needs_gpu
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_gpu_integer_division_by_zero_raises_like_eager():
+    rng = np.random.default_rng(12)
+    for g in int_division_graphs():
+        cg = codegen.compile_graph(g, backend="cuda")
+        assert all(s.checks_div for s in cg.sources)
+        arrays = _division_inputs(g, rng)
+        dev = [cp.asarray(a) for a in arrays]
+        got = [cp.asnumpy(o) for o in cg(*dev)]
+        want = [cp.asnumpy(cp.asarray(w)) for w in ir.Interpreter(g).run(*dev)]
+        _compare(got, want, what=g.name)
+        _compare(got, ir.Interpreter(g).run(*arrays), what=g.name)   # numpy's eager too
+        n = int(np.prod(g.placeholders[0].meta["val"].shape))
+        for dt in ({p.meta["val"].dtype for p in g.placeholders}):
+            for at in (0, n - 1, n // 2):
+                dev = [cp.asarray(a) for a in _division_inputs(g, rng, zero=dt, zero_at=at)]
+                with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                    ir.Interpreter(g).run(*dev)
+                with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                    cg(*dev)
+        got = [cp.asnumpy(o) for o in cg(*[cp.asarray(a) for a in arrays])]   # flag re-zeroed
+        _compare(got, want, what=g.name)
