@@ -22,6 +22,8 @@ from ..opdef import OpDef, TensorMeta, broadcast_shapes, register, sum_to_shape
 from .elementwise import FLOATS
 from .indexing import arr, declare
 
+FLOATS_COMPLEX = FLOATS + (D.complex64, D.complex128)
+
 
 class LinAlgError(RuntimeError):
     """`torch.linalg.LinAlgError`: a matrix is singular or not positive-definite."""
@@ -79,7 +81,7 @@ def _matmul_samples(rng, dt):
 register(OpDef(
     "matmul", "matmul", "input, other", 2, "default", scalar_ok=False,
     shape=_matmul_shape, impl=lambda xp, a, b: xp.matmul(a, b), backward=_matmul_backward,
-    ref=np.matmul, dunders=("__matmul__", "__rmatmul__"), test_dtypes=(D.int64,) + FLOATS,
+    ref=np.matmul, dunders=("__matmul__", "__rmatmul__"), test_dtypes=(D.int64,) + FLOATS_COMPLEX,
     sample_inputs=_matmul_samples,
 ))
 
@@ -128,7 +130,7 @@ def product(name, dims, decomp, ref, shapes, **kw):
     return declare(name, "composite", "input, other" if name not in ("mm", "mv") else
                    ("input, mat2" if name == "mm" else "input, vec"), 2, scalar_ok=False,
                    attrs_rule=_need(name, *dims), decomp=decomp, ref=ref,
-                   sample_inputs=_pairs(*shapes), test_dtypes=(D.int64,) + FLOATS, **kw)
+                   sample_inputs=_pairs(*shapes), test_dtypes=(D.int64,) + FLOATS_COMPLEX, **kw)
 
 
 product("mm", (2, 2), lambda F, a, b: F.matmul(a, b), np.matmul, [((3, 4), (4, 2))])
@@ -180,11 +182,12 @@ for _name, _n in (("addmm", 2), ("baddbmm", 3)):
             f"input, {'mat1, mat2' if _n == 2 else 'batch1, batch2'}, *, beta=1, alpha=1", 3,
             scalar_ok=False, attrs_rule=_addmm_attrs(_name, _n), decomp=_addmm_decomp,
             ref=lambda x, a, b, beta=1, alpha=1: beta * x + alpha * np.matmul(a, b),
-            sample_inputs=_addmm_samples(_n), test_dtypes=(D.int64,) + FLOATS)
+            sample_inputs=_addmm_samples(_n), test_dtypes=(D.int64,) + FLOATS_COMPLEX)
 
 
 def _linear_decomp(F, x, weight, bias=None):
-    out = F.matmul(x, mH(F, weight) if weight.ndim == 2 else weight)
+    # x W^T, not W^H: torch.nn.functional.linear does not conjugate a complex weight
+    out = F.matmul(x, F.transpose(weight, -1, -2) if weight.ndim == 2 else weight)
     return out if bias is None else F.add(out, bias)
 
 
@@ -196,7 +199,7 @@ declare(
         ((arr(rng, (2, 3, 4), dt), arr(rng, (5, 4), dt), arr(rng, (5,), dt)), {}),
         ((arr(rng, (3, 4), dt), arr(rng, (2, 4), dt)), {}),
     ]),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -233,7 +236,7 @@ declare(
         ((arr(rng, (2, 3, 4), dt), arr(rng, (4, 2), dt)), {"dims": ([0, 2], [1, 0])}),
         ((arr(rng, (2, 3), dt), arr(rng, (4,), dt)), {"dims": 0}),
     ]),
-    test_dtypes=(D.int64,) + FLOATS,
+    test_dtypes=(D.int64,) + FLOATS_COMPLEX,
 )
 
 
@@ -248,7 +251,7 @@ def _kron_decomp(F, a, b):
 
 declare("kron", "composite", "input, other", 2, scalar_ok=False, decomp=_kron_decomp,
         ref=np.kron, sample_inputs=_pairs(((2, 3), (3, 2)), ((2,), (2, 3, 1))),
-        test_dtypes=(D.int64,) + FLOATS)
+        test_dtypes=(D.int64,) + FLOATS_COMPLEX)
 
 
 def _trace_decomp(F, x):
@@ -259,7 +262,7 @@ def _trace_decomp(F, x):
 
 declare("trace", "composite", "input", decomp=_trace_decomp, ref=np.trace,
         sample_inputs=lambda rng, dt: iter([((arr(rng, (3, 4), dt),), {})]),
-        test_dtypes=(D.int64,) + FLOATS)
+        test_dtypes=(D.int64,) + FLOATS_COMPLEX)
 
 
 # ---------------------------------------------------------------- einsum
@@ -379,7 +382,7 @@ declare(
         _einsum_sizes(shapes, equation)[0][c] for c in equation.split("->")[1]),
     impl=_einsum_impl, backward=_einsum_backward,
     ref=lambda *a, equation: np.einsum(equation, *a),
-    sample_inputs=_einsum_samples, test_dtypes=(D.int64,) + FLOATS,
+    sample_inputs=_einsum_samples, test_dtypes=(D.int64,) + FLOATS_COMPLEX,
 )
 
 

@@ -6,7 +6,9 @@ aliases `det`, `inverse`, `slogdet`, `pinverse` are aliases). Decompositions wit
 are composites over one primitive per output (`part=`), returning namedtuples as
 `torch.return_types`. Backward rules: PyTorch's derivatives.yaml and FunctionsManual.cpp.
 Cholesky and eigh read the Hermitian part (A + A^H) / 2 of their input: PyTorch's values for
-valid input, and gradients of a function of every entry. Imports nothing outside `ir`.
+valid input, and gradients of a function of every entry. For complex input the results that
+are real by definition (svd's S, eigh's eigenvalues, slogdet's logabsdet, norms) have the real
+dtype, as in PyTorch. Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..opdef import TensorMeta, normalize_dim, normalize_dims
 from .elementwise import FLOATS
 from .indexing import arr, declare
 from .linalg import (
+    FLOATS_COMPLEX,
     LinAlgError,
     eigh_result,
     mH,
@@ -61,14 +64,20 @@ def _float(op, min_ndim=2):
     return rule
 
 
+def _normal(rng, shape, dt):
+    """Standard normal float64 data, complex128 (both parts normal) for a complex `dt`."""
+    a = rng.standard_normal(shape)
+    return a + 1j * rng.standard_normal(shape) if dt.is_complex else a
+
+
 def _mats(*shapes, spd=False):
-    """sample_inputs: well-conditioned (or symmetric positive-definite) matrices."""
+    """sample_inputs: well-conditioned (or Hermitian positive-definite) matrices."""
     def gen(rng, dt):
         for s in shapes:
-            a = rng.standard_normal(s)
+            a = _normal(rng, s, dt)
             n = s[-1]
             if spd:
-                a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+                a = a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)
             elif s[-1] == s[-2]:
                 a = a + n * np.eye(n)
             yield (a.astype(dt.np),), {}
@@ -81,6 +90,16 @@ def _sym(xp, a):
 
 def _sym_F(F, g):
     return F.mul(F.add(g, mH(F, g)), 0.5)
+
+
+def _real_part_dtype(*real_parts):
+    """`fixed` dtype rule: the real counterpart of the input's dtype for the `part`s PyTorch
+    returns real (svd's S, eigh's eigenvalues, slogdet's logabsdet: float32 for complex64,
+    float64 for complex128), the input's dtype for the others."""
+    def rule(inputs, attrs):
+        d = inputs[0].dtype
+        return d.to_real() if attrs["part"] in real_parts else d
+    return rule
 
 
 def _eye_like(F, x, n):
@@ -110,20 +129,21 @@ declare(
     "linalg_inv", "linalg", "A", aliases=("inverse",), attrs_rule=_square("inv"),
     shape=lambda s: s, impl=_lapack("inv", lambda xp, a: xp.linalg.inv(a)),
     backward=lambda F, g, out, a: (F.neg(F.matmul(F.matmul(mH(F, out), g), mH(F, out))),),
-    ref=np.linalg.inv, sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS,
+    ref=np.linalg.inv, sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS_COMPLEX,
 )
 
 
 def _det_backward(F, g, out, a):
-    # d det(A) = det(A) tr(A^-1 dA)  =>  gA = conj(g det(A)) A^-H  (derivatives.yaml: linalg_det)
-    s = F.reshape(F.mul(g, out), tuple(out.shape) + (1, 1))
+    # d det(A) = det(A) tr(A^-1 dA)  =>  gA = g conj(det(A)) A^-H  (derivatives.yaml: linalg_det)
+    det = F.conj(out) if out.dtype.is_complex else out
+    s = F.reshape(F.mul(g, det), tuple(out.shape) + (1, 1))
     return (F.mul(s, mH(F, F.linalg_inv(a))),)
 
 
 declare(
     "linalg_det", "linalg", "A", aliases=("det",), attrs_rule=_square("det"),
     shape=lambda s: s[:-2], impl=lambda xp, a: xp.linalg.det(a), backward=_det_backward,
-    ref=np.linalg.det, sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS,
+    ref=np.linalg.det, sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -133,25 +153,30 @@ def _slogdet_impl(xp, a, part):
 
 
 def _slogdet_backward(F, g, out, a, part):
+    # FunctionsManual.cpp slogdet_backward: gA = (g_logabsdet - i Im(conj(g_sign) sign)) A^-H;
+    # a real sign is locally constant (no gradient)
     if part == "sign":
-        return (None,)
+        if not a.dtype.is_complex:
+            return (None,)
+        g = F.mul(F.imag(F.mul(F.conj(g), out)), -1j)
     return (F.mul(F.reshape(g, tuple(g.shape) + (1, 1)), mH(F, F.linalg_inv(a))),)
 
 
 declare(
     "_linalg_slogdet", "linalg", "A, part", method=False, attrs_rule=_square("slogdet"),
+    fixed=_real_part_dtype("logabsdet"),
     shape=lambda s, part: s[:-2], impl=_slogdet_impl, backward=_slogdet_backward,
     ref=lambda a, part: np.linalg.slogdet(a)[part != "sign"],
     sample_inputs=lambda rng, dt: ((x, {"part": p}) for p in ("sign", "logabsdet")
                                    for x, _ in _mats((3, 3), (2, 4, 4))(rng, dt)),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 declare(
     "linalg_slogdet", "composite", "A", aliases=("slogdet",), attrs_rule=_square("slogdet"),
     decomp=lambda F, a: slogdet_result(F._linalg_slogdet(a, "sign"),
                                        F._linalg_slogdet(a, "logabsdet")),
     ref=lambda a: slogdet_result(*np.linalg.slogdet(a)),
-    sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS,
+    sample_inputs=_mats((3, 3), (2, 4, 4)), test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -200,8 +225,8 @@ def _solve_backward(F, g, out, a, b, left=True):
 
 def _solve_samples(rng, dt):
     for sa, sb in (((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (2, 3)), ((2, 3, 3), (3, 1))):
-        a = rng.standard_normal(sa) + 3 * np.eye(3)
-        yield (a.astype(dt.np), rng.standard_normal(sb).astype(dt.np)), {}
+        a = _normal(rng, sa, dt) + 3 * np.eye(3)
+        yield (a.astype(dt.np), _normal(rng, sb, dt).astype(dt.np)), {}
 
 
 declare(
@@ -209,7 +234,7 @@ declare(
     attrs_rule=_solve_attrs, shape=_solve_shape,
     impl=_lapack("solve", _solve_impl), backward=_solve_backward,
     ref=lambda a, b, left=True: _solve_impl(np, a, b), sample_inputs=_solve_samples,
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -235,11 +260,11 @@ declare(
     "linalg_cholesky", "linalg", "A, *, upper=False", attrs_rule=_square("cholesky"),
     shape=lambda s, upper=False: s, impl=_lapack("cholesky", _cholesky_impl),
     backward=_cholesky_backward,
-    ref=lambda a, upper=False: (np.linalg.cholesky(a).swapaxes(-1, -2) if upper
+    ref=lambda a, upper=False: (np.linalg.cholesky(a).swapaxes(-1, -2).conj() if upper
                                 else np.linalg.cholesky(a)),
     sample_inputs=lambda rng, dt: ((x, a) for (x, _), a in zip(
         _mats((3, 3), (2, 4, 4), spd=True)(rng, dt), ({}, {"upper": True}))),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -267,7 +292,7 @@ def _qr_backward(F, g, out, a, mode="reduced", part="Q"):
 def _qr_samples(rng, dt):
     for shape, mode in (((4, 3), "reduced"), ((2, 3, 4), "reduced"), ((3, 5), "complete"),
                         ((3, 3), "complete")):
-        a = rng.standard_normal(shape).astype(dt.np)
+        a = _normal(rng, shape, dt).astype(dt.np)
         for part in ("Q", "R"):
             yield (a,), {"mode": mode, "part": part}
 
@@ -277,7 +302,7 @@ declare(
     attrs_rule=_float("qr"), shape=_qr_shape, impl=_qr_impl, backward=_qr_backward,
     ref=lambda a, mode="reduced", part="Q": np.linalg.qr(
         a, "reduced" if mode == "r" else mode)[part == "R"],
-    sample_inputs=_qr_samples, test_dtypes=FLOATS,
+    sample_inputs=_qr_samples, test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -294,9 +319,9 @@ declare(
     "linalg_qr", "composite", "A, mode='reduced'", aliases=("qr",), attrs_rule=_float("qr"),
     decomp=_qr_decomp, ref=lambda a, mode="reduced": qr_result(*np.linalg.qr(a, mode)),
     sample_inputs=lambda rng, dt: iter([
-        ((rng.standard_normal(s).astype(dt.np),), a) for s, a in (
+        ((_normal(rng, s, dt).astype(dt.np),), a) for s, a in (
             ((4, 3), {}), ((3, 4), {}), ((2, 3, 5), {"mode": "complete"}))]),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -338,27 +363,32 @@ def _svd_backward(F, g, out, a, full_matrices=True, part="S"):
 def _distinct_sv(rng, shape, dt):
     """A matrix whose singular values are 1, 2, ..., k (the SVD's derivative needs them
     distinct: it divides by S_j^2 - S_i^2), as PyTorch's OpInfo samples."""
-    u, _, vh = np.linalg.svd(rng.standard_normal(shape), full_matrices=False)
+    u, _, vh = np.linalg.svd(_normal(rng, shape, dt), full_matrices=False)
     s = np.arange(min(shape[-2:]), 0, -1, dtype=np.float64)
     return ((u * s[..., None, :]) @ vh).astype(dt.np)
 
 
 def _svd_part_samples(rng, dt):
     # full_matrices=True only where U (Vh) has no columns (rows) past k = min(m, n): there
-    # the gradient is PyTorch's (narrowed) one, not the finite differences of LAPACK's basis
+    # the gradient is PyTorch's (narrowed) one, not the finite differences of LAPACK's basis.
+    # Complex samples are S alone: the phases of U and Vh are LAPACK's choice and their
+    # gradients assume a phase-invariant loss (tests/test_linalg_complex.py checks those)
     for shape, full, part in (((4, 3), True, "S"), ((2, 3, 4), True, "S"),
                               ((4, 3), False, "U"), ((2, 3, 4), True, "U"),
                               ((3, 3), True, "U"), ((2, 3, 4), False, "Vh"),
                               ((4, 3), True, "Vh"), ((3, 3), False, "Vh")):
+        if dt.is_complex and part != "S":
+            continue
         yield (_distinct_sv(rng, shape, dt),), {"full_matrices": full, "part": part}
 
 
 declare(
     "_linalg_svd", "linalg", "A, full_matrices=True, part='S'", method=False,
-    attrs_rule=_float("svd"), shape=_svd_shape, impl=_svd_impl, backward=_svd_backward,
+    attrs_rule=_float("svd"), fixed=_real_part_dtype("S"), shape=_svd_shape, impl=_svd_impl,
+    backward=_svd_backward,
     ref=lambda a, full_matrices=True, part="S": np.linalg.svd(a, full_matrices)[
         "USV".index(part[0])],
-    sample_inputs=_svd_part_samples, test_dtypes=FLOATS,
+    sample_inputs=_svd_part_samples, test_dtypes=FLOATS_COMPLEX,
 )
 declare(
     "linalg_svd", "composite", "A, full_matrices=True", attrs_rule=_float("svd"),
@@ -368,13 +398,13 @@ declare(
     sample_inputs=lambda rng, dt: iter([
         ((_distinct_sv(rng, s, dt),), {"full_matrices": f}) for s, f in (
             ((4, 3), False), ((2, 3, 4), False), ((3, 3), True))]),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS,  # complex: phases of U, Vh; tests/test_linalg_complex.py
 )
 declare(
     "linalg_svdvals", "composite", "A", attrs_rule=_float("svdvals"),
     decomp=lambda F, a: F._linalg_svd(a, False, "S"),
     ref=lambda a: np.linalg.svd(a, compute_uv=False),
-    sample_inputs=_mats((4, 3), (2, 3, 4)), test_dtypes=FLOATS,
+    sample_inputs=_mats((4, 3), (2, 3, 4)), test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -406,26 +436,27 @@ def _eigh_attrs(inputs, attrs):
 
 declare(
     "_linalg_eigh", "linalg", "A, UPLO='L', part='eigenvalues'", method=False,
-    attrs_rule=_eigh_attrs,
+    attrs_rule=_eigh_attrs, fixed=_real_part_dtype("eigenvalues"),
     shape=lambda s, UPLO="L", part="eigenvalues": s[:-1] if part == "eigenvalues" else s,
     impl=_eigh_impl, backward=_eigh_backward,
     ref=lambda a, UPLO="L", part="eigenvalues": np.linalg.eigh(a)[part != "eigenvalues"],
     sample_inputs=lambda rng, dt: ((x, {"part": "eigenvalues"}) for x, _ in _mats(
         (3, 3), (2, 4, 4), spd=True)(rng, dt)),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 declare(
     "linalg_eigh", "composite", "A, UPLO='L'", attrs_rule=_eigh_attrs,
     decomp=lambda F, a, UPLO="L": eigh_result(F._linalg_eigh(a, UPLO, "eigenvalues"),
                                               F._linalg_eigh(a, UPLO, "eigenvectors")),
     ref=lambda a, UPLO="L": eigh_result(*np.linalg.eigh(a)),
-    sample_inputs=_mats((3, 3), spd=True), test_dtypes=FLOATS,
+    sample_inputs=_mats((3, 3), spd=True),
+    test_dtypes=FLOATS,  # complex: phases of the eigenvectors; tests/test_linalg_complex.py
 )
 declare(
     "linalg_eigvalsh", "composite", "A, UPLO='L'", attrs_rule=_eigh_attrs,
     decomp=lambda F, a, UPLO="L": F._linalg_eigh(a, UPLO, "eigenvalues"),
     ref=lambda a, UPLO="L": np.linalg.eigvalsh(a),
-    sample_inputs=_mats((3, 3), spd=True), test_dtypes=FLOATS,
+    sample_inputs=_mats((3, 3), spd=True), test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -462,7 +493,7 @@ declare(
     aliases=("pinverse",), attrs_rule=_float("pinv"),
     shape=lambda s, **_: s[:-2] + (s[-1], s[-2]), impl=_pinv_impl, backward=_pinv_backward,
     ref=lambda a, **_: np.linalg.pinv(a), sample_inputs=_mats((4, 3), (2, 3, 5), (3, 3)),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -473,9 +504,20 @@ def _norm_dims(dim, ndim):
     return None if dim is None else normalize_dims(dim, ndim)
 
 
+def _norm_cast(F, op, x, dtype):
+    """`dtype=`: cast first; a complex input takes a complex dtype (its norm is then of the
+    real counterpart), a real input a real one, as PyTorch requires."""
+    if dtype is None:
+        return x
+    dtype = D.to_dtype(dtype)
+    if dtype.is_complex != x.dtype.is_complex:
+        what = "complex for complex" if x.dtype.is_complex else "real for real"
+        raise RuntimeError(f"linalg.{op}: dtype should be {what} inputs, but got {dtype.title}")
+    return F.cast(x, dtype)
+
+
 def _vector_norm_decomp(F, x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    if dtype is not None:
-        x = F.cast(x, dtype)
+    x = _norm_cast(F, "vector_norm", x, dtype)
     dims = _norm_dims(dim, x.ndim)
     ax = F.abs(x)
     if ord == math.inf:
@@ -492,7 +534,7 @@ def _vector_norm_decomp(F, x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def _vector_norm_ref(x, ord=2, dim=None, keepdim=False, dtype=None):
-    x = np.abs(x.astype(np.float64))
+    x = np.abs(x).astype(np.float64)
     axis = dim if dim is None or isinstance(dim, int) else tuple(dim)
     if ord == math.inf:
         r = x.max(axis=axis, keepdims=keepdim)
@@ -514,13 +556,12 @@ def _vector_norm_samples(rng, dt):
 declare(
     "linalg_vector_norm", "composite", "x, ord=2, dim=None, keepdim=False, *, dtype=None",
     method=False, attrs_rule=_float("vector_norm", 0), decomp=_vector_norm_decomp,
-    ref=_vector_norm_ref, sample_inputs=_vector_norm_samples, test_dtypes=FLOATS,
+    ref=_vector_norm_ref, sample_inputs=_vector_norm_samples, test_dtypes=FLOATS_COMPLEX,
 )
 
 
 def _matrix_norm_decomp(F, a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    if dtype is not None:
-        a = F.cast(a, dtype)
+    a = _norm_cast(F, "matrix_norm", a, dtype)
     d0, d1 = normalize_dim(dim[0], a.ndim), normalize_dim(dim[1], a.ndim)
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
@@ -550,7 +591,7 @@ declare(
         a, ord, axis=dim, keepdims=keepdim),
     sample_inputs=lambda rng, dt: (((arr(rng, (2, 3, 4), dt),), {"ord": o}) for o in (
         "fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
 
 
@@ -581,6 +622,6 @@ declare(
         ((arr(rng, (4,), dt),), {"ord": 1}), ((arr(rng, (3, 4), dt),), {"dim": 1, "ord": 3}),
         ((arr(rng, (2, 3, 4), dt),), {"dim": (0, 2), "ord": math.inf, "keepdim": True}),
     ]),
-    test_dtypes=FLOATS,
+    test_dtypes=FLOATS_COMPLEX,
 )
-del TensorMeta, D
+del TensorMeta
