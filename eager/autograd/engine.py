@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import grad_mode
 from ..tensor import Tensor
-from . import anomaly
+from . import anomaly, plans
 from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
     _CHECKS,
     FREED,
@@ -132,6 +132,8 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
 
     `capture` maps (node, nr) edges to result slots: `grad()` gets their gradients there, and
     only nodes leading to them run. With `accumulate`, leaves' `.grad` receive their sums."""
+    if capture is None and not create_graph and not anomaly.is_anomaly_enabled():
+        return _run_plain(roots, retain_graph)
     F = _namespaces()[create_graph]
     root_nodes = [e[0] for e, _ in roots]
     deps = _dependencies(root_nodes)
@@ -196,6 +198,85 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
             if not retain_graph:
                 node.release()
     return captured
+
+
+def _run_plain(roots: list, retain_graph: bool) -> dict:
+    """`run_backward`'s loop for the common pass (`backward()` without create_graph, inputs or
+    anomaly mode): gradients between plan-backed nodes stay ndarrays (one Tensor is made only
+    where a gradient leaves for a leaf, a hook or a rule run the generic way); the same order,
+    sums, hooks and releases as the general loop."""
+    F = _namespaces()[0]
+    root_nodes = [e[0] for e, _ in roots]
+    deps = _dependencies(root_nodes)
+    buffers: dict = {}
+    for (node, nr), g in roots:
+        _add(buffers, node, nr, g, node.num_outputs > 1)
+    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    nd = np.ndarray
+    run_arrays = plans.run_arrays
+    with grad_mode.set_grad_enabled(False), np.errstate(all="ignore"):
+        while ready:
+            node = ready.pop()
+            g = buffers.pop(node, None)
+            if g is None:
+                for nxt, _ in node.next_functions:
+                    if nxt is not None:
+                        deps[nxt] -= 1
+                        if deps[nxt] == 0:
+                            ready.append(nxt)
+                continue
+            tn = type(node)
+            grads = None
+            if tn is BackwardNode and node._hk is None:
+                ga = g if type(g) is nd else g._data if type(g) is Tensor else None
+                if type(ga) is nd:
+                    grads = run_arrays(node, ga)
+                ga = None
+            if grads is None:
+                if type(g) is nd:
+                    g = plans._wrap(g)
+                if tn is AccumulateGrad:
+                    node.accumulate(g, False)  # (g: its only reference, so it may be kept)
+                    continue
+                hk = node._hk
+                if hk is not None:
+                    g = hk.before(node, g)
+                grads = node.apply(g, F, False)
+                if hk is not None and hk.post:
+                    grads = hk.after(grads, g)
+            g = None
+            for (nxt, nr), gx in zip(node.next_functions, grads):
+                if nxt is None:
+                    continue
+                if gx is not None:
+                    tg = type(gx)
+                    if tg is not nd and tg is not Tensor:
+                        gx = _plain(gx)
+                    if nxt.num_outputs == 1:
+                        old = buffers.get(nxt)
+                        buffers[nxt] = gx if old is None else _sum_any(old, gx)
+                    else:
+                        _add(buffers, nxt, nr, _tensor(gx), True)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    ready.append(nxt)
+            grads = gx = old = None  # a leaf may then take its gradient's array without a copy
+            if not retain_graph:
+                node.release()
+    return {}
+
+
+def _tensor(g) -> Tensor:
+    return plans._wrap(g) if type(g) is np.ndarray else g
+
+
+def _sum_any(a, b):
+    """The sum of two gradients of one output (ndarrays or Tensors)."""
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and \
+            a.dtype == b.dtype:
+        return a + b
+    return _sum(_tensor(a), _tensor(b))
 
 
 # ---------------------------------------------------------------- user entry points

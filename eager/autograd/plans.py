@@ -177,10 +177,9 @@ def node_key(node, g):
     if name in _UNTRACEABLE:
         return None
     ga, oa = g._data, node.out_data
-    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype]
     attrs = node.attrs
-    if attrs:
-        key.append(tuple(attrs.items()))
+    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype,
+           tuple(attrs.items()) if attrs else None]
     for x in node.saved:
         if type(x) is Tensor or isinstance(x, Tensor):
             a = x._data
@@ -260,24 +259,22 @@ def _dtype(a):
     return D.from_numpy(a.dtype)
 
 
-def run(node, g) -> list | None:
-    """The node's gradients through its plan (as plain Tensors), or None to go the generic
-    way (no plan possible, or stale/freed saved tensors: the generic path raises for those).
-    Builds `node_key`'s key inline (the hot path of every backward pass)."""
+def run_arrays(node, ga) -> list | None:
+    """The node's gradients through its plan, as ndarrays (None where no gradient), for the
+    gradient array `ga` of its output; or None to go the generic way (no plan possible, or
+    stale/freed saved tensors: the generic path raises for those). Builds `node_key`'s key
+    inline (the hot path of every backward pass)."""
     saved = node.saved
-    if saved is None:
+    if saved is None or node.out_vc[0] != node.out_version:
         return None
-    ga = g._data
-    if type(ga) is not _ND or node.out_vc[0] != node.out_version:
-        return None
-    name = node.op.name
+    op = node.op
+    name = op.name
     if name in _UNTRACEABLE:
         return None
     oa = node.out_data
-    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype]
     attrs = node.attrs
-    if attrs:
-        key.append(tuple(attrs.items()))
+    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype,
+           tuple(attrs.items()) if attrs else None]
     args = [ga, oa]
     kadd = key.append
     aadd = args.append
@@ -304,24 +301,27 @@ def run(node, g) -> list | None:
     if fn is None:
         if key in PLANS:
             return None
-        fn = build(node, g)
+        fn = build(node, _wrap(ga))
         if len(PLANS) >= MAX_PLANS:
             PLANS.clear()
         PLANS[key] = fn
         if fn is None:
             return None
-    res = fn(*args)
-    tnew = _tnew
-    T = Tensor
+    return fn(*args)
+
+
+def run(node, g) -> list | None:
+    """`run_arrays` for a Tensor gradient `g`, with the results as plain Tensors."""
+    ga = g._data
+    if type(ga) is not _ND:
+        return None
+    res = run_arrays(node, ga)
+    if res is None:
+        return None
     i = 0
     for r in res:
         if r is not None:
-            t = tnew(T)
-            t._data = r
-            t.requires_grad = t._retains_grad = False
-            t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-            t._vc = [0]
-            res[i] = t
+            res[i] = _wrap(r)
         i += 1
     r = None
     return res
