@@ -447,10 +447,8 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (see `eager.autograd`)."""
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
-                 inputs=inputs)
+        backward = _AUTOGRAD_BACKWARD[0] if _AUTOGRAD_BACKWARD else _autograd_backward()
+        backward(self, gradient, retain_graph, create_graph, inputs)
 
     def _check_inplace(self):
         if self.requires_grad and self.is_leaf and grad_mode.is_grad_enabled():
@@ -542,6 +540,14 @@ class Tensor:
 
 
 _Device = device
+_AUTOGRAD_BACKWARD: list = []  # [eager.autograd.backward], bound on first use (it imports us)
+
+
+def _autograd_backward():
+    from .autograd import backward
+
+    _AUTOGRAD_BACKWARD.append(backward)
+    return backward
 
 
 def _move(t: Tensor, dev: device) -> Tensor:

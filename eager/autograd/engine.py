@@ -339,6 +339,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     without it the graph's saved tensors are freed, and a second pass raises RuntimeError.
     `create_graph=True` records the backward pass (higher-order gradients). `inputs`: only these
     tensors (leaves or not) get `.grad`. RuntimeError when no tensor requires grad."""
+    if grad_tensors is None and inputs is None and not create_graph and type(tensors) is Tensor:
+        fn = tensors.grad_fn  # the common call, `loss.backward()`: the same checks, shorter
+        arr = tensors._data
+        if fn is not None and tensors._base is None and tensors._backward_hooks is None and \
+                fn.num_outputs == 1 and type(arr) is np.ndarray and arr.size == 1 and \
+                arr.dtype.kind == "f" and not anomaly.is_anomaly_enabled():
+            _run_plain([((fn, 0), np.ones(arr.shape, arr.dtype))], bool(retain_graph))
+            return
     tensors = _as_list(tensors)
     grads = _root_grads(tensors, grad_tensors)
     if retain_graph is None:
