@@ -559,3 +559,16 @@ def test_mean_one_node_matches_decomposition():
             (ga,) = eager.autograd.grad(m, a, g, create_graph=True)
             (gb,) = eager.autograd.grad(d, b, g, create_graph=True)
             assert np.array_equal(ga.detach().numpy(), gb.detach().numpy())
+
+
+def test_zero_dim_gradients_summed_from_two_uses_stay_tensors():
+    a = eager.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = eager.tensor(0.5, requires_grad=True)
+    ((a + b) * (a + b)).sum().backward()
+    want = 2 * (np.array([1.0, 2.0, 3.0]) + 0.5)
+    np.testing.assert_allclose(a.grad.numpy(), want)
+    assert b.grad.shape == () and isinstance(b.grad, eager.Tensor)
+    np.testing.assert_allclose(b.grad.numpy(), want.sum())
+    b.grad = None
+    (b * b + b * 3.0).backward()  # three 0-d gradients meet at b
+    np.testing.assert_allclose(b.grad.numpy(), 2 * 0.5 + 3.0)

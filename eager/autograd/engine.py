@@ -97,8 +97,14 @@ def _add(buffers: dict, node, nr: int, g, multi: bool):
 def _sum(a: Tensor, b: Tensor) -> Tensor:
     if not grad_mode.is_grad_enabled() and a._data.shape == b._data.shape and \
             a._data.dtype == b._data.dtype:
-        return Tensor._make(a._data + b._data)
+        return Tensor._make(_added(a._data, b._data))
     return a + b
+
+
+def _added(a, b):
+    """a + b as an array (numpy gives a scalar for two 0-d arrays)."""
+    r = a + b
+    return r if type(r) is np.ndarray or not isinstance(a, np.ndarray) else np.asarray(r)
 
 
 def _plain(g):
@@ -275,7 +281,7 @@ def _sum_any(a, b):
     """The sum of two gradients of one output (ndarrays or Tensors)."""
     if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and \
             a.dtype == b.dtype:
-        return a + b
+        return _added(a, b)
     return _sum(_tensor(a), _tensor(b))
 
 

@@ -37,7 +37,10 @@ register(OpDef(
     Promo("relu", reject=(BOOL, COMPLEX), error=(RuntimeError,
                                                  "Boolean inputs not supported for relu")),
     scalar=lambda b, x: b.maximum(x, 0),
-    backward=lambda F, g, out, x: (F.where(F.gt(out, 0), g, 0.0),),
+    # PyTorch's threshold_backward(g, result, 0): 0 where result <= 0, else g (even inf/NaN g;
+    # a NaN result passes g). A relu result is never negative, so "not <= 0" is "!= 0": one
+    # comparison, and where(mask, g, +0.0) is g's bits times the mask (elementwise._where_impl)
+    backward=lambda F, g, out, x: (F.where(F.ne(out, 0), g, 0.0),),
     ref=lambda x: np.maximum(x, 0),
 ))
 
