@@ -17,6 +17,7 @@ rebasing live in `views.py`, hooks in `hooks.py`.
 from __future__ import annotations
 
 import warnings
+from sys import getrefcount
 
 import numpy as np
 
@@ -220,56 +221,70 @@ def _run_plain(roots: list, retain_graph: bool) -> dict:
     ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
     nd = np.ndarray
     run_arrays = plans.run_arrays
-    with grad_mode.set_grad_enabled(False), np.errstate(all="ignore"):
-        while ready:
-            node = ready.pop()
-            g = buffers.pop(node, None)
-            if g is None:
-                for nxt, _ in node.next_functions:
-                    if nxt is not None:
-                        deps[nxt] -= 1
-                        if deps[nxt] == 0:
-                            ready.append(nxt)
-                continue
-            tn = type(node)
-            grads = None
-            if tn is BackwardNode and node._hk is None:
-                ga = g if type(g) is nd else g._data if type(g) is Tensor else None
-                if type(ga) is nd:
-                    grads = run_arrays(node, ga)
-                ga = None
-            if grads is None:
-                if type(g) is nd:
-                    g = plans._wrap(g)
-                if tn is AccumulateGrad:
-                    node.accumulate(g, False)  # (g: its only reference, so it may be kept)
+    state = grad_mode._state
+    was = state.enabled
+    state.enabled = False
+    try:
+        with np.errstate(all="ignore"):
+            while ready:
+                node = ready.pop()
+                g = buffers.pop(node, None)
+                if g is None:
+                    for nxt, _ in node.next_functions:
+                        if nxt is not None:
+                            deps[nxt] -= 1
+                            if deps[nxt] == 0:
+                                ready.append(nxt)
                     continue
-                hk = node._hk
-                if hk is not None:
-                    g = hk.before(node, g)
-                grads = node.apply(g, F, False)
-                if hk is not None and hk.post:
-                    grads = hk.after(grads, g)
-            g = None
-            for (nxt, nr), gx in zip(node.next_functions, grads):
-                if nxt is None:
-                    continue
-                if gx is not None:
-                    tg = type(gx)
-                    if tg is not nd and tg is not Tensor:
-                        gx = _plain(gx)
-                    if nxt.num_outputs == 1:
-                        old = buffers.get(nxt)
-                        buffers[nxt] = gx if old is None else _sum_any(old, gx)
-                    else:
-                        _add(buffers, nxt, nr, _tensor(gx), True)
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    ready.append(nxt)
-            grads = gx = old = None  # a leaf may then take its gradient's array without a copy
-            if not retain_graph:
-                node.release()
+                tn = type(node)
+                grads = None
+                if tn is BackwardNode and node._hk is None:
+                    ga = g if type(g) is nd else g._data if type(g) is Tensor else None
+                    if type(ga) is nd:
+                        grads = run_arrays(node, ga)
+                    ga = None
+                if grads is None:
+                    if tn is AccumulateGrad:
+                        var = node.variable
+                        if type(g) is nd and var.grad is None and var._backward_hooks is None and \
+                                g.base is None and g.flags.writeable and getrefcount(g) <= 2:
+                            var.grad = plans._wrap(g)  # a fresh array nobody else holds: kept
+                            g = None
+                            continue
+                        if type(g) is nd:
+                            g = plans._wrap(g)
+                        node.accumulate(g, False)  # (g: its only reference, so it may be kept)
+                        continue
+                    if type(g) is nd:
+                        g = plans._wrap(g)
+                    hk = node._hk
+                    if hk is not None:
+                        g = hk.before(node, g)
+                    grads = node.apply(g, F, False)
+                    if hk is not None and hk.post:
+                        grads = hk.after(grads, g)
+                g = None
+                for (nxt, nr), gx in zip(node.next_functions, grads):
+                    if nxt is None:
+                        continue
+                    if gx is not None:
+                        tg = type(gx)
+                        if tg is not nd and tg is not Tensor:
+                            gx = _plain(gx)
+                        if nxt.num_outputs == 1:
+                            old = buffers.get(nxt)
+                            buffers[nxt] = gx if old is None else _sum_any(old, gx)
+                        else:
+                            _add(buffers, nxt, nr, _tensor(gx), True)
+                    d = deps[nxt] - 1
+                    deps[nxt] = d
+                    if d == 0:
+                        ready.append(nxt)
+                grads = gx = old = None  # a leaf may then take its gradient's array without a copy
+                if not retain_graph:
+                    node.release()
+    finally:
+        state.enabled = was
     return {}
 
 

@@ -143,7 +143,8 @@ class BackwardNode(Node):
     view links (`_base`, `_vc`) are set. Holds the operands (for the rule), their versions, and
     the output's array and version cell, not the output tensor (no reference cycle)."""
 
-    __slots__ = ("_freed", "_old", "attrs", "op", "out_data", "out_vc", "saved", "versions")
+    __slots__ = ("_freed", "_old", "_pkey", "attrs", "op", "out_data", "out_vc", "saved",
+                 "versions")
 
     def __init__(self, op: OpDef, inputs: tuple, attrs: dict, out: Tensor):
         self.op = op
@@ -170,7 +171,7 @@ class BackwardNode(Node):
         self.out_version = out._vc[0]
         self._hk = None
         self._old = None
-        self._freed = None
+        self._freed = self._pkey = None
         if _CHECKS:
             for fn in _CHECKS:
                 fn(self, inputs)
@@ -218,9 +219,16 @@ class BackwardNode(Node):
 
     # ---- backward
 
+    def freed_info(self) -> list:
+        """[(shape, dtype) or ("n", value) per operand, then the output's], once released."""
+        f = self._freed
+        if type(f) is tuple:
+            f = self._freed = _info_of_key(f)
+        return f
+
     def saved_output(self, create_graph: bool) -> Tensor:
         if self.out_data is None:
-            return _freed(self._freed[-1])
+            return _freed(self.freed_info()[-1])
         out = Tensor._make(self.out_data)
         out._vc = self.out_vc
         if create_graph:
@@ -232,7 +240,7 @@ class BackwardNode(Node):
     def apply(self, g: Tensor, F, create_graph: bool = False) -> list:
         saved = self.saved
         if saved is None:
-            saved = tuple(_freed(i) for i in self._freed[:-1])
+            saved = tuple(_freed(i) for i in self.freed_info()[:-1])
         args = saved
         versions = self.versions
         for i, x in enumerate(saved):
@@ -253,6 +261,11 @@ class BackwardNode(Node):
         saved = self.saved
         if saved is None:
             return
+        if self._pkey is not None:  # its plan's key has the metadata: decoded when needed
+            self._freed = self._pkey
+            self.saved = self.out_data = None
+            self.versions = (None,) * len(saved)
+            return
         info = []
         add = info.append
         for x in saved:
@@ -266,6 +279,26 @@ class BackwardNode(Node):
         self._freed = info
         self.saved = self.out_data = None
         self.versions = [None] * len(info)
+
+
+def _info_of_key(key: tuple) -> list:
+    """`release`'s metadata list from a plan key (`plans.run_arrays`: name, default dtype, the
+    gradient's and the output's shape and dtype, attributes, then per operand its shape and
+    dtype, or ("n", type, value) for a Python number)."""
+    info = []
+    i = 7
+    while i < len(key):
+        e = key[i]
+        if type(e) is tuple and e[:1] == ("n",):
+            info.append(("n", e[2]))
+            i += 1
+        elif type(e) is tuple:
+            info.append((e, key[i + 1]))
+            i += 2
+        else:
+            break  # the edge flags
+    info.append((key[4], key[5]))
+    return info
 
 
 def finish_grads(F, inputs, grads, edges, g) -> list:

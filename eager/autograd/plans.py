@@ -438,6 +438,7 @@ def run_arrays(node, ga) -> list | None:
     for nxt, _ in node.next_functions:
         kadd(nxt is not None)
     key = tuple(key)
+    node._pkey = key  # (release keeps it as the operands' metadata)
     try:
         fn = PLANS.get(key)
     except TypeError:  # an unhashable attribute
