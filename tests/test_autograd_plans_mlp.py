@@ -22,7 +22,7 @@ def _grads(fn, arrays, use_plans: bool):
     saved = plans.build
     if not use_plans:
         plans.build = lambda node, g: None  # every node the generic way
-    plans.PLANS.clear()
+    plans.clear()
     try:
         ts = [eager.tensor(a, requires_grad=True) for a in arrays]
         out = fn(*ts)
@@ -34,7 +34,7 @@ def _grads(fn, arrays, use_plans: bool):
         return [None if t.grad is None else t.grad.numpy().copy() for t in ts]
     finally:
         plans.build = saved
-        plans.PLANS.clear()
+        plans.clear()
 
 
 def _same_bits(a, b):
@@ -110,7 +110,7 @@ def test_mlp_plans_are_numpy_calls():
     """The traced plans of the MLP step call numpy directly: no kernel wrappers (`fix` of a
     scalar, broadcast views of mean's g / n, keepdim sums reshaped back) in the hot rules."""
     arrays = [eager.tensor(a, requires_grad=True) for a in _mlp_arrays()]
-    plans.PLANS.clear()
+    plans.clear()
     _mlp(eager)(*arrays).backward()
     by_op = {}
     for key, fn in plans.PLANS.items():
@@ -124,7 +124,7 @@ def test_mlp_plans_are_numpy_calls():
     assert len(_steps(relu)) == 2 and ".view(" in _steps(relu)[1], relu.source
     for fn in by_op["matmul"]:
         assert all(".T" in ln or "(" in ln for ln in _steps(fn)), fn.source
-    plans.PLANS.clear()
+    plans.clear()
 
 
 # ---------------------------------------------------------------- mean and sum backward

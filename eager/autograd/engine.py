@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import grad_mode
 from ..tensor import Tensor
-from . import anomaly, plans
+from . import anomaly, plans, programs
 from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
     _CHECKS,
     FREED,
@@ -212,6 +212,12 @@ def _run_plain(roots: list, retain_graph: bool) -> dict:
     anomaly mode): gradients between plan-backed nodes stay ndarrays (one Tensor is made only
     where a gradient leaves for a leaf, a hook or a rule run the generic way); the same order,
     sums, hooks and releases as the general loop."""
+    if len(roots) == 1:  # the whole pass as one program, when the graph qualifies
+        (node, nr), g = roots[0]
+        ga = g if type(g) is np.ndarray else g._data if type(g) is Tensor else None
+        if nr == 0 and type(node) is BackwardNode and type(ga) is np.ndarray and \
+                programs.run(node, ga, retain_graph):
+            return {}
     F = _namespaces()[0]
     root_nodes = [e[0] for e, _ in roots]
     deps = _dependencies(root_nodes)

@@ -399,6 +399,14 @@ def build(node, g):
     return fn
 
 
+def clear() -> None:
+    """Forget every traced plan, and the backward programs (`programs.py`) built from them."""
+    from . import programs
+
+    PLANS.clear()
+    programs.PROGRAMS.clear()
+
+
 def _dtype(a):
     return D.from_numpy(a.dtype)
 

@@ -1,0 +1,291 @@
+"""Backward programs: a whole backward pass run as one generated function.
+
+A training loop builds the same graph at every step: the same ops on the same shapes, wired the
+same way. The engine's loop (`engine._run_plain`) then repeats the same bookkeeping for every
+node of every step: counting dependencies, finding the node's plan, routing gradients through
+dicts, releasing saved tensors. Here the pass is walked once per call to read its structure
+(each node's plan key, as `plans.run_arrays` builds it, and its edges, numbered in discovery
+order) and, the first time that structure is seen, turned into straight-line Python source: each
+node's plan called in the engine's own order, fan-in sums, leaf accumulation and releases
+written out. Later steps with the same structure walk the graph and call that function.
+
+Only plain passes qualify (the engine checks create_graph, anomaly mode and captures first):
+`BackwardNode`s with traceable plans and no hooks, leaves without hooks, one root, CPU arrays.
+Anything else returns False before touching anything, and the engine's loop runs instead.
+The gradients are the loop's, bit for bit: the same plans, the same order of sums.
+
+`program_source(root)` returns the source of the program a graph would get (for reading).
+"""
+
+from __future__ import annotations
+
+from sys import getrefcount
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import plans
+from .nodes import AccumulateGrad, BackwardNode
+
+_ND = np.ndarray
+PROGRAMS: dict = {}
+MAX_PROGRAMS = 512
+MAX_NODES = 256  # larger graphs: the engine's loop (a program's source grows with the graph)
+
+
+def _walk(root):
+    """(signature, nodes, per-node plan arguments) of the graph under `root`, or None when some
+    node does not qualify. Nodes are numbered in breadth-first discovery order. The signature
+    is one flat tuple: the default dtype, then per BackwardNode its op name, attributes, output shape and dtype, operand
+    count, each operand's shape and dtype (("n", type, value) for a Python number) and its edge
+    targets (-1: none); None for a leaf. `_entries` reads it back."""
+    nodes = [root]
+    index = {root: 0}
+    sig = [plans._DEFAULT[0]]
+    args = []
+    s = sig.append
+    aadd = args.append
+    nodes_add = nodes.append
+    i = 0
+    while i < len(nodes):
+        n = nodes[i]
+        i += 1
+        tn = type(n)
+        if tn is AccumulateGrad:
+            m = n.variable._backward_hooks
+            if n._hk is not None or m is not None and (m.hooks or m.post_acc):
+                return None
+            s(None)
+            aadd(None)
+            continue
+        if tn is not BackwardNode or n._hk is not None:
+            return None
+        saved = n.saved
+        if saved is None or n.out_vc[0] != n.out_version:
+            return None
+        oa = n.out_data
+        if type(oa) is not _ND:
+            return None
+        attrs = n.attrs
+        s(n.op.name)
+        s(tuple(attrs.items()) if attrs else None)
+        s(oa.shape)
+        s(oa.dtype)
+        s(len(saved))
+        a = [oa]
+        for x, v in zip(saved, n.versions):
+            if v is None:  # a Python number operand
+                s(("n", type(x), x))
+                a.append(x)
+            else:
+                if x._vc[0] != v:
+                    return None
+                xa = x._data
+                if type(xa) is not _ND:
+                    return None
+                s(xa.shape)
+                s(xa.dtype)
+                a.append(xa)
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                s(-1)
+            else:
+                j = index.get(nxt)
+                if j is None:
+                    j = index[nxt] = len(nodes)
+                    if j >= MAX_NODES:
+                        return None
+                    nodes_add(nxt)
+                s(j)
+        aadd(a)
+    return tuple(sig), nodes, args
+
+
+def _entries(sig: tuple, n: int) -> list:
+    """The signature of `n` nodes read back: per node "leaf" or (plan key, edge targets), the
+    plan key as `plans.run_arrays` builds it (the output's shape and dtype as the gradient's)."""
+    out = []
+    default = sig[0]
+    k = 1
+    for _ in range(n):
+        if sig[k] is None:
+            out.append("leaf")
+            k += 1
+            continue
+        op, attrs, shape, dtype, count = sig[k:k + 5]
+        k += 5
+        key = [op, default, shape, dtype, shape, dtype, attrs]
+        for _ in range(count):
+            e = sig[k]
+            if type(e) is tuple and e[:1] == ("n",):
+                key.append(e)
+                k += 1
+            else:
+                key += [e, sig[k + 1]]
+                k += 2
+        edges = sig[k:k + count]
+        k += count
+        key += [j >= 0 for j in edges]
+        out.append((tuple(key), tuple(edges)))
+    return out
+
+
+def run(root, g, retain_graph: bool) -> bool:
+    """Run the backward pass from node `root` with output gradient array `g` as a program;
+    False (nothing done) when the graph does not qualify."""
+    w = _walk(root)
+    if w is None:
+        return False
+    sig, nodes, args = w
+    out = args[0][0] if args[0] is not None else None
+    if out is None or type(g) is not _ND or g.shape != out.shape or g.dtype != out.dtype:
+        return False
+    try:
+        prog = PROGRAMS.get(sig)
+    except TypeError:  # an unhashable attribute
+        return False
+    if prog is None:
+        if sig in PROGRAMS:
+            return False
+        prog = _build(sig, nodes, args)
+        if len(PROGRAMS) >= MAX_PROGRAMS:
+            PROGRAMS.clear()
+        PROGRAMS[sig] = prog
+        if prog is None:
+            return False
+    with np.errstate(all="ignore"):
+        prog(nodes, args, g, retain_graph)
+    return True
+
+
+def _plan_of(key, node, out):
+    fn = plans.PLANS.get(key)
+    if fn is None and key not in plans.PLANS:
+        fn = plans.build(node, plans._wrap(np.empty(out.shape, out.dtype)))
+        plans.PLANS[key] = fn
+    return fn
+
+
+def _order(sig) -> list:
+    """The engine's order (`engine._run_plain`): a LIFO of nodes whose edges have all been
+    counted down, from the root; edges counted per occurrence."""
+    deps = [0] * len(sig)
+    for e in sig:
+        if e != "leaf":
+            for j in e[1]:
+                if j >= 0:
+                    deps[j] += 1
+    order, ready = [], [0]
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        if sig[i] != "leaf":
+            for j in sig[i][1]:
+                if j >= 0:
+                    deps[j] -= 1
+                    if deps[j] == 0:
+                        ready.append(j)
+    return order
+
+
+def _source(sig) -> list:
+    """The source lines of the program for `sig` (as `_entries` gives it):
+    `program(N, A, g0, retain)` with N the nodes, A their plan arguments ([out, operands...]),
+    g0 the root's gradient array. Node i's plan is the constant P{i}; on release its key K{i}
+    becomes its metadata and V{i} its versions. Gradients are dropped as soon as they are
+    used; saved tensors are released at the end (nothing runs in between)."""
+    lines = ["def program(N, A, g0, retain):"]
+    if len(sig) > 1:
+        lines.append("    " + " = ".join(f"g{i}" for i in range(1, len(sig))) + " = None")
+    assigned = {0}
+    ran = []
+    for i in _order(sig):
+        e = sig[i]
+        g = f"g{i}"
+        if e == "leaf":
+            lines.append(f"    if {g} is not None:")
+            lines.append(f"        leaf(N[{i}], {g})")
+            lines.append(f"        {g} = None")
+            continue
+        if i not in assigned:  # no parent ever gave it a gradient: nothing to do (as the loop)
+            continue
+        ran.append(i)
+        _, edges = e
+        results = [f"r{k}" if j >= 0 else "_" for k, j in enumerate(edges)]
+        unpack = ", ".join(results) + ("," if len(results) == 1 else "")
+        lines.append(f"    if {g} is not None:")
+        lines.append(f"        {unpack} = P{i}({g}, *A[{i}])")
+        lines.append(f"        {g} = None")
+        for k, j in enumerate(edges):
+            if j < 0:
+                continue
+            gj, r = f"g{j}", f"r{k}"
+            if j not in assigned:
+                assigned.add(j)
+                lines.append(f"        {gj} = {r}")
+            else:
+                lines.append(f"        if {r} is not None:")
+                lines.append(f"            {gj} = {r} if {gj} is None else added({gj}, {r})")
+        used = [f"r{k}" for k, j in enumerate(edges) if j >= 0]
+        if used:
+            lines.append(f"        {' = '.join(used)} = None")
+    lines.append("    if not retain:")
+    for i in ran:
+        lines.append(f"        n = N[{i}]")
+        lines.append(f"        n.saved = n.out_data = None; n._freed = K{i}; n.versions = V{i}")
+    if not ran:
+        lines.append("        pass")
+    return lines
+
+
+def _build(sig, nodes, args):
+    """The program function for `sig` (its plans built from this graph's nodes), or None when
+    some node's rule cannot be traced."""
+    from .engine import _added
+
+    sig = _entries(sig, len(nodes))
+    env = {"leaf": _leaf, "added": _added}
+    for i, e in enumerate(sig):
+        if e == "leaf":
+            continue
+        key, _ = e
+        fn = _plan_of(key, nodes[i], args[i][0])
+        if fn is None:
+            return None
+        env[f"P{i}"] = fn
+        env[f"K{i}"] = key
+        env[f"V{i}"] = (None,) * (len(args[i]) - 1)
+    src = "\n".join(_source(sig))
+    code = compile(src, "<backward program>", "exec")
+    exec(code, env)  # noqa: S102  (generated straight-line source, like the plans)
+    prog = env["program"]
+    prog.source = src
+    return prog
+
+
+def _leaf(node, g) -> None:
+    """Accumulate gradient array `g` into a leaf: kept as `.grad` when nobody else holds it
+    (the program's local, this argument and getrefcount's), else added or copied."""
+    var = node.variable
+    if var.grad is None and g.base is None and g.flags.writeable and getrefcount(g) <= 3:
+        var.grad = plans._wrap(g)
+        return
+    t = plans._wrap(g)
+    g = None
+    node.accumulate(t, False)
+
+
+def program_source(t: Tensor) -> str | None:
+    """The source of the backward program `t.backward()` runs (None when the graph under `t`
+    does not qualify and the engine's loop would run)."""
+    fn = t.grad_fn
+    w = _walk(fn) if fn is not None else None
+    if w is None:
+        return None
+    sig, nodes, args = w
+    prog = PROGRAMS.get(sig)
+    if prog is None:
+        prog = _build(sig, nodes, args)
+        if prog is None:
+            return None
+    return prog.source
