@@ -6,7 +6,8 @@
    mean squared error): within 1.3x of numpy doing the same math by hand.
 
 Run: `python benchmarks/bench_autograd.py [--repeat N]`. Prints a table; exits 0 (goals are
-reported, not asserted: timings are not tests). BLAS runs on one thread (torch too:
+reported, not asserted: timings are not tests). Peers are timed interleaved, in rounds, so
+that the machine's drift touches them alike. BLAS runs on one thread (torch too:
 `set_num_threads(1)`), so that every peer does the same single-core work and a busy machine
 does not turn numpy's thread pool into noise; set OPENBLAS_NUM_THREADS to override.
 """
@@ -36,15 +37,23 @@ except ImportError:  # an optional peer
     torch = None
 
 
-def median_us(fn, repeat: int, warmup: int = 20) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+def medians_us(fns: dict, repeat: int, rounds: int = 15, warmup: int = 20) -> dict:
+    """Median time per call (us) of each of `fns` ({peer: fn}), measured interleaved: `rounds`
+    rounds, each timing every peer on `repeat // rounds` calls in turn, so that the machine's
+    drift (other jobs, clock changes) touches every peer alike; the median over all calls."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {k: [] for k in fns}
+    per = max(1, repeat // rounds)
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            add = times[k].append
+            for _ in range(per):
+                t0 = time.perf_counter()
+                fn()
+                add(time.perf_counter() - t0)
+    return {k: statistics.median(v) * 1e6 for k, v in times.items()}
 
 
 # ---------------------------------------------------------------- tiny
@@ -125,25 +134,23 @@ def mlp_lib(lib, x, y, params):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=300)
+    ap.add_argument("--repeat", type=int, default=1500)
     args = ap.parse_args(argv)
     rows = []
 
     rng = np.random.default_rng(0)
     x0, w0 = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
     xe, we = eager.tensor(x0, requires_grad=True), eager.tensor(w0)
-    t_wick = median_us(lambda: tiny_step(eager, xe, we), args.repeat)
-    t_np = median_us(lambda: tiny_numpy(x0, w0), args.repeat)
-    rows.append(("tiny: 10 ops + sum().backward(), 8 x f32", "wick", t_wick, None))
-    rows.append(("", "numpy by hand", t_np, t_wick / t_np))
+    peers = {"wick": lambda: tiny_step(eager, xe, we), "numpy by hand": lambda: tiny_numpy(x0, w0)}
     if torch is not None:
         torch.set_num_threads(1)
         xt, wt = torch.tensor(x0, requires_grad=True), torch.tensor(w0)
-        t_torch = median_us(lambda: tiny_step(torch, xt, wt), args.repeat)
-        rows.append(("", "torch eager", t_torch, t_wick / t_torch))
+        peers["torch eager"] = lambda: tiny_step(torch, xt, wt)
+    t = medians_us(peers, args.repeat)
+    rows.append(("tiny: 10 ops + sum().backward(), 8 x f32", "wick", t["wick"], None))
+    rows += [("", k, v, t["wick"] / v) for k, v in t.items() if k != "wick"]
 
     x, y, params = mlp_data()
-    t_np = median_us(lambda: mlp_numpy(x, y, params), max(30, args.repeat // 5))
     pe = tuple(eager.tensor(p, requires_grad=True) for p in params)
     xe, ye = eager.tensor(x), eager.tensor(y)
     loss, grads = mlp_numpy(x, y, params)
@@ -151,14 +158,15 @@ def main(argv=None) -> int:
     for p, g in zip(pe, grads):  # the benchmark computes the same thing
         np.testing.assert_allclose(p.grad.numpy(), g, rtol=2e-3, atol=1e-5)
     assert abs(got.item() - loss) < 1e-4 * max(1.0, abs(loss))
-    t_wick = median_us(lambda: mlp_lib(eager, xe, ye, pe), max(30, args.repeat // 5))
-    rows.append(("mlp: 784-256-10, batch 64, f32, fwd+bwd", "wick", t_wick, None))
-    rows.append(("", "numpy by hand", t_np, t_wick / t_np))
+    peers = {"wick": lambda: mlp_lib(eager, xe, ye, pe),
+             "numpy by hand": lambda: mlp_numpy(x, y, params)}
     if torch is not None:
         pt = tuple(torch.tensor(p, requires_grad=True) for p in params)
         xt, yt = torch.tensor(x), torch.tensor(y)
-        t_torch = median_us(lambda: mlp_lib(torch, xt, yt, pt), max(30, args.repeat // 5))
-        rows.append(("", "torch eager", t_torch, t_wick / t_torch))
+        peers["torch eager"] = lambda: mlp_lib(torch, xt, yt, pt)
+    t = medians_us(peers, max(30, args.repeat // 3))
+    rows.append(("mlp: 784-256-10, batch 64, f32, fwd+bwd", "wick", t["wick"], None))
+    rows += [("", k, v, t["wick"] / v) for k, v in t.items() if k != "wick"]
 
     print(f"{'benchmark':44s} {'peer':16s} {'median us':>10s} {'wick / peer':>12s}")
     for name, peer, t, ratio in rows:

@@ -113,7 +113,8 @@ def _sum_backward(F, g, out, x, dim, keepdim, dtype=None):
 
 reduction(
     "sum", "input, dim=None, keepdim=False, *, dtype=None",
-    lambda xp, x, dim, keepdim, dtype=None: xp.sum(x, axis=dim, keepdims=keepdim),
+    lambda xp, x, dim, keepdim, dtype=None: (np.add.reduce if xp is np else xp.sum)(
+        x, axis=dim, keepdims=keepdim),  # (numpy's sum, without its Python wrapper)
     _sum_backward, lambda x, dim=None, keepdim=False, dtype=None: np.sum(
         x, axis=_axis(_all_if_empty(dim)), keepdims=keepdim, dtype=np.int64 if x.dtype.kind in
         "biu" else None),
