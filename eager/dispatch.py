@@ -538,6 +538,74 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
     return fast
 
 
+def _reduce_fast_eligible(op: OpDef) -> bool:
+    cls = type(op)
+    return (op.kind == "reduction" and op.decomp is None and op.nin == 1 and not op.variadic
+            and not op.dynamic_shape and op._varargs is None and op.impl is not None
+            and cls.meta is OpDef.meta and cls.dtypes is OpDef.dtypes
+            and cls.canonical_attrs is OpDef.canonical_attrs
+            and all(p.default is not p.empty
+                    for p in list(op.signature.parameters.values())[1:]))
+
+
+def _make_reduce_fast(op: OpDef, fallback):
+    """A reduction called on one CPU tensor with no other argument (`loss.sum()`): the general
+    path's checks depend only on the dtype and shape, so their outcome (canonical attributes,
+    dtypes) is kept per (dtype, shape) and the kernel runs directly, recording the node as
+    `apply` does. Anything else, or a first call the checks reject, calls `fallback`."""
+    cache: dict = {}
+    _CACHES.append(cache)  # (cleared when the default dtype changes)
+    defaults = _default_attrs(op)
+    backward = op.backward
+    hooks = POST_HOOKS
+    impl = op.impl
+
+    def entry(x: Tensor):
+        meta = _meta(x._data)
+        try:
+            attrs = op.canonical_attrs((meta,), dict(defaults))
+            op.meta((meta,), attrs)
+            compute, out = op.dtypes((meta,), attrs)
+        except Exception:  # noqa: BLE001  (the general path raises it with its message)
+            return False
+        return attrs, opmath(op, compute).np, out.np, out.category >= D.FLOATING
+
+    def fast(*args, **kwargs):
+        if kwargs or len(args) != 1 or hooks:
+            return fallback(*args, **kwargs)
+        x = args[0]
+        if type(x) is not Tensor:
+            return fallback(x)
+        xd = x._data
+        if type(xd) is not _ND:
+            return fallback(x)
+        key = (xd.dtype, xd.shape)
+        e = cache.get(key)
+        if e is None:
+            if len(cache) >= _MAX_CHECKED:
+                cache.clear()
+            e = cache[key] = entry(x)
+        if not e:
+            return fallback(x)
+        attrs, cnp, onp, floating = e
+        r = impl(np, xd if xd.dtype is cnp else xd.astype(cnp), **attrs)
+        if type(r) is not _ND:
+            r = np.asarray(r)
+        if r.dtype != onp:
+            r = r.astype(onp)
+        t = _tnew(Tensor)
+        t._data = r
+        t.requires_grad = t._retains_grad = False
+        t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+        t._vc = [0]
+        if floating and x.requires_grad and backward is not None and _grad_enabled():
+            t.requires_grad = True
+            t.grad_fn = BackwardNode(op, (x,), dict(attrs), t)
+        return t
+
+    return fast
+
+
 # ---------------------------------------------------------------- out=
 
 
@@ -632,6 +700,8 @@ def make_function(op: OpDef):
         fn = _make_fast(op, general)
     elif op.name == "matmul":
         fn = _make_matmul_fast(op, general)
+    elif _reduce_fast_eligible(op):
+        fn = _make_reduce_fast(op, general)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = _doc(op)
     fn.__signature__ = op.signature

@@ -572,3 +572,20 @@ def test_zero_dim_gradients_summed_from_two_uses_stay_tensors():
     b.grad = None
     (b * b + b * 3.0).backward()  # three 0-d gradients meet at b
     np.testing.assert_allclose(b.grad.numpy(), 2 * 0.5 + 3.0)
+
+
+@pytest.mark.parametrize("fn", [eager.relu, eager.amax, eager.nansum, eager.abs,
+                                lambda t: eager.where(t > 0, t, 0.0), lambda t: t.clamp(min=0.1)])
+def test_zero_dim_leaves_get_zero_dim_array_gradients(fn):
+    for value in (0.75, -0.5):
+        for _ in range(2):  # the second pass runs the cached plans
+            x = eager.tensor(np.float32(value), requires_grad=True)
+            fn(x).backward()
+            assert x.grad.shape == () and type(x.grad.numpy()) is np.ndarray
+            if torch is not None:
+                xt = torch.tensor(np.float32(value), requires_grad=True)
+                tfn = {eager.relu: torch.relu, eager.amax: torch.amax, eager.nansum: torch.nansum,
+                       eager.abs: torch.abs}.get(fn)
+                if tfn is not None:
+                    tfn(xt).backward()
+                    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())

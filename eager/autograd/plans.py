@@ -140,7 +140,8 @@ class _Tracer:
         if fast is not None:  # numpy's own call, as the kernel makes it (see `_FAST`)
             call, used, checked = fast
             self.n += 1
-            checked = checked or _sure_array(op, meta, cd, out_dtype, inputs)
+            checked = (checked and bool(meta.shape)  # (0-d: numpy may give a scalar)
+                       or _sure_array(op, meta, cd, out_dtype, inputs))
             onp = None if checked else self.const(out_dtype.np)
             self.lines.append((target, call, onp, used))
             return Sym(meta, target)

@@ -621,6 +621,8 @@ def _where_impl(xp, c, x, y):
     m = c.astype(u)
     np.negative(m, out=m)  # all bits set where c
     r = np.bitwise_and(np.bitwise_xor(xb, yb), m)
+    if type(r) is not np.ndarray:  # all 0-d: numpy gives a scalar
+        r = np.asarray(r)
     np.bitwise_xor(r, yb, out=r)  # (x ^ y) & m ^ y: x where c, else y
     return r.view(dt)
 
