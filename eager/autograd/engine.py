@@ -372,7 +372,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if fn is not None and tensors._base is None and tensors._backward_hooks is None and \
                 fn.num_outputs == 1 and type(arr) is np.ndarray and arr.size == 1 and \
                 arr.dtype.kind == "f" and not anomaly.is_anomaly_enabled():
-            _run_plain([((fn, 0), np.ones(arr.shape, arr.dtype))], bool(retain_graph))
+            g = np.ones(arr.shape, arr.dtype)
+            if type(fn) is not BackwardNode or not programs.run(fn, g, bool(retain_graph)):
+                _run_plain([((fn, 0), g)], bool(retain_graph))
             return
     tensors = _as_list(tensors)
     grads = _root_grads(tensors, grad_tensors)

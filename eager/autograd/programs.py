@@ -34,17 +34,15 @@ MAX_NODES = 256  # larger graphs: the engine's loop (a program's source grows wi
 
 
 def _walk(root):
-    """(signature, nodes, per-node plan arguments) of the graph under `root`, or None when some
-    node does not qualify. Nodes are numbered in breadth-first discovery order. The signature
-    is one flat tuple: the default dtype, then per BackwardNode its op name, attributes, output shape and dtype, operand
-    count, each operand's shape and dtype (("n", type, value) for a Python number) and its edge
-    targets (-1: none); None for a leaf. `_entries` reads it back."""
+    """(signature, nodes) of the graph under `root`, or None when some node does not qualify.
+    Nodes are numbered in breadth-first discovery order. The signature is one flat tuple: the
+    default dtype, then per BackwardNode its op name, attributes, output shape and dtype,
+    operand count, each operand's shape and dtype (("n", type, value) for a Python number)
+    and its edge targets (-1: none); None for a leaf. `_entries` reads it back."""
     nodes = [root]
     index = {root: 0}
     sig = [plans._DEFAULT[0]]
-    args = []
     s = sig.append
-    aadd = args.append
     nodes_add = nodes.append
     i = 0
     while i < len(nodes):
@@ -56,7 +54,6 @@ def _walk(root):
             if n._hk is not None or m is not None and (m.hooks or m.post_acc):
                 return None
             s(None)
-            aadd(None)
             continue
         if tn is not BackwardNode or n._hk is not None:
             return None
@@ -67,25 +64,18 @@ def _walk(root):
         if type(oa) is not _ND:
             return None
         attrs = n.attrs
-        s(n.op.name)
-        s(tuple(attrs.items()) if attrs else None)
-        s(oa.shape)
-        s(oa.dtype)
-        s(len(saved))
-        a = [oa]
+        sig += (n.op.name, tuple(attrs.items()) if attrs else None, oa.shape, oa.dtype,
+                len(saved))
         for x, v in zip(saved, n.versions):
             if v is None:  # a Python number operand
                 s(("n", type(x), x))
-                a.append(x)
             else:
                 if x._vc[0] != v:
                     return None
                 xa = x._data
                 if type(xa) is not _ND:
                     return None
-                s(xa.shape)
-                s(xa.dtype)
-                a.append(xa)
+                sig += (xa.shape, xa.dtype)
         for nxt, _ in n.next_functions:
             if nxt is None:
                 s(-1)
@@ -97,8 +87,7 @@ def _walk(root):
                         return None
                     nodes_add(nxt)
                 s(j)
-        aadd(a)
-    return tuple(sig), nodes, args
+    return tuple(sig), nodes
 
 
 def _entries(sig: tuple, n: int) -> list:
@@ -136,9 +125,9 @@ def run(root, g, retain_graph: bool) -> bool:
     w = _walk(root)
     if w is None:
         return False
-    sig, nodes, args = w
-    out = args[0][0] if args[0] is not None else None
-    if out is None or type(g) is not _ND or g.shape != out.shape or g.dtype != out.dtype:
+    sig, nodes = w
+    out = root.out_data
+    if type(g) is not _ND or g.shape != out.shape or g.dtype != out.dtype:
         return False
     try:
         prog = PROGRAMS.get(sig)
@@ -147,14 +136,14 @@ def run(root, g, retain_graph: bool) -> bool:
     if prog is None:
         if sig in PROGRAMS:
             return False
-        prog = _build(sig, nodes, args)
+        prog = _build(sig, nodes)
         if len(PROGRAMS) >= MAX_PROGRAMS:
             PROGRAMS.clear()
         PROGRAMS[sig] = prog
         if prog is None:
             return False
     with np.errstate(all="ignore"):
-        prog(nodes, args, g, retain_graph)
+        prog(nodes, g, retain_graph)
     return True
 
 
@@ -164,6 +153,19 @@ def _plan_of(key, node, out):
         fn = plans.build(node, plans._wrap(np.empty(out.shape, out.dtype)))
         plans.PLANS[key] = fn
     return fn
+
+
+def _operand_items(key: tuple) -> list:
+    """Per operand of a plan key: (shape, dtype), or None for a Python number."""
+    out, k = [], 7
+    while k < len(key) and type(key[k]) is not bool:
+        if type(key[k]) is tuple and key[k][:1] == ("n",):
+            out.append(None)
+            k += 1
+        else:
+            out.append((key[k], key[k + 1]))
+            k += 2
+    return out
 
 
 def _order(sig) -> list:
@@ -190,11 +192,11 @@ def _order(sig) -> list:
 
 def _source(sig) -> list:
     """The source lines of the program for `sig` (as `_entries` gives it):
-    `program(N, A, g0, retain)` with N the nodes, A their plan arguments ([out, operands...]),
+    `program(N, g0, retain)` with N the nodes (each plan reads its node's saved arrays) and
     g0 the root's gradient array. Node i's plan is the constant P{i}; on release its key K{i}
     becomes its metadata and V{i} its versions. Gradients are dropped as soon as they are
     used; saved tensors are released at the end (nothing runs in between)."""
-    lines = ["def program(N, A, g0, retain):"]
+    lines = ["def program(N, g0, retain):"]
     if len(sig) > 1:
         lines.append("    " + " = ".join(f"g{i}" for i in range(1, len(sig))) + " = None")
     assigned = {0}
@@ -210,11 +212,17 @@ def _source(sig) -> list:
         if i not in assigned:  # no parent ever gave it a gradient: nothing to do (as the loop)
             continue
         ran.append(i)
-        _, edges = e
+        key, edges = e
+        numbers = {k for k, item in enumerate(_operand_items(key)) if item is None}
         results = [f"r{k}" if j >= 0 else "_" for k, j in enumerate(edges)]
         unpack = ", ".join(results) + ("," if len(results) == 1 else "")
+        operands = []
+        for k in range(len(edges)):
+            operands.append(f"s[{k}]" if k in numbers else f"s[{k}]._data")
         lines.append(f"    if {g} is not None:")
-        lines.append(f"        {unpack} = P{i}({g}, *A[{i}])")
+        lines.append(f"        n = N[{i}]")
+        lines.append("        s = n.saved")
+        lines.append(f"        {unpack} = P{i}({g}, n.out_data, {', '.join(operands)})")
         lines.append(f"        {g} = None")
         for k, j in enumerate(edges):
             if j < 0:
@@ -238,7 +246,7 @@ def _source(sig) -> list:
     return lines
 
 
-def _build(sig, nodes, args):
+def _build(sig, nodes):
     """The program function for `sig` (its plans built from this graph's nodes), or None when
     some node's rule cannot be traced."""
     from .engine import _added
@@ -249,12 +257,12 @@ def _build(sig, nodes, args):
         if e == "leaf":
             continue
         key, _ = e
-        fn = _plan_of(key, nodes[i], args[i][0])
+        fn = _plan_of(key, nodes[i], nodes[i].out_data)
         if fn is None:
             return None
         env[f"P{i}"] = fn
         env[f"K{i}"] = key
-        env[f"V{i}"] = (None,) * (len(args[i]) - 1)
+        env[f"V{i}"] = (None,) * len(nodes[i].saved)
     src = "\n".join(_source(sig))
     code = compile(src, "<backward program>", "exec")
     exec(code, env)  # noqa: S102  (generated straight-line source, like the plans)
@@ -282,10 +290,10 @@ def program_source(t: Tensor) -> str | None:
     w = _walk(fn) if fn is not None else None
     if w is None:
         return None
-    sig, nodes, args = w
+    sig, nodes = w
     prog = PROGRAMS.get(sig)
     if prog is None:
-        prog = _build(sig, nodes, args)
+        prog = _build(sig, nodes)
         if prog is None:
             return None
     return prog.source
