@@ -105,6 +105,7 @@ def test_program_is_used_and_readable():
     _chain(x, w, b).backward()
     src = programs.program_source(_chain(x, w, b))
     assert src is not None and src.startswith("def program(") and "leaf(N[" in src
+    assert " = P" not in src  # every plan written in place: straight-line numpy calls
     assert len(programs.PROGRAMS) == 1
 
 

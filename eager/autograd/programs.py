@@ -19,6 +19,9 @@ The gradients are the loop's, bit for bit: the same plans, the same order of sum
 
 from __future__ import annotations
 
+import builtins
+import dis
+import re
 from sys import getrefcount
 
 import numpy as np
@@ -190,12 +193,14 @@ def _order(sig) -> list:
     return order
 
 
-def _source(sig) -> list:
+def _source(sig, fns=None, env=None) -> list:
     """The source lines of the program for `sig` (as `_entries` gives it):
     `program(N, g0, retain)` with N the nodes (each plan reads its node's saved arrays) and
     g0 the root's gradient array. Node i's plan is the constant P{i}; on release its key K{i}
     becomes its metadata and V{i} its versions. Gradients are dropped as soon as they are
-    used; saved tensors are released at the end (nothing runs in between)."""
+    used; saved tensors are released at the end (nothing runs in between). With `fns` (node
+    index -> plan function) each plan's lines are written in place (`_inlined`), their
+    constants added to `env`; else each plan is called."""
     lines = ["def program(N, g0, retain):"]
     if len(sig) > 1:
         lines.append("    " + " = ".join(f"g{i}" for i in range(1, len(sig))) + " = None")
@@ -220,23 +225,27 @@ def _source(sig) -> list:
         for k in range(len(edges)):
             operands.append(f"s[{k}]" if k in numbers else f"s[{k}]._data")
         lines.append(f"    if {g} is not None:")
-        lines.append(f"        n = N[{i}]")
-        lines.append("        s = n.saved")
-        lines.append(f"        {unpack} = P{i}({g}, n.out_data, {', '.join(operands)})")
-        lines.append(f"        {g} = None")
+        inl = _inlined(i, fns[i], env, g, operands, edges) if fns is not None else None
+        if inl is not None:  # the plan's own lines, its names made this node's
+            body, rs, temps = inl
+            lines += body
+        else:
+            lines.append(f"        n = N[{i}]; s = n.saved")
+            lines.append(f"        {unpack} = P{i}({g}, n.out_data, {', '.join(operands)})")
+            rs, temps = [f"r{k}" for k in range(len(edges))], [r for r in results if r != "_"]
         for k, j in enumerate(edges):
             if j < 0:
                 continue
-            gj, r = f"g{j}", f"r{k}"
+            gj, r = f"g{j}", rs[k]
+            if r == "None":
+                continue
             if j not in assigned:
                 assigned.add(j)
                 lines.append(f"        {gj} = {r}")
             else:
                 lines.append(f"        if {r} is not None:")
                 lines.append(f"            {gj} = {r} if {gj} is None else added({gj}, {r})")
-        used = [f"r{k}" for k, j in enumerate(edges) if j >= 0]
-        if used:
-            lines.append(f"        {' = '.join(used)} = None")
+        lines.append(f"        {' = '.join([g] + temps)} = None")
     lines.append("    if not retain:")
     for i in ran:
         lines.append(f"        n = N[{i}]")
@@ -246,13 +255,76 @@ def _source(sig) -> list:
     return lines
 
 
+_NAME = re.compile(r"(?<![.\w])(g|out|a\d+|t\d+|c\d+)\b")
+
+
+def _keyword(m) -> bool:
+    """Whether the name matched is a keyword argument's (`out=` in a call), not a value."""
+    after = m.string[m.end():].lstrip()
+    before = m.string[:m.start()].rstrip()
+    return after[:1] == "=" and after[:2] != "==" and before[-1:] in ("(", ",")
+
+
+def _inlined(i: int, fn, env: dict, g: str, operands: list, edges):
+    """Plan `fn` written for node i inside the program: (lines, one result expression per
+    operand, its temporaries). Its parameters become the node's gradient `g`, output and
+    operands (read only when used), its steps' and constants' names get the node's number.
+    None when the source does not have the plan shape (then the plan is called)."""
+    src = getattr(fn, "source", None)
+    if src is None:
+        return None
+    head, *body = src.split("\n")
+    params = head[head.index("(") + 1:head.rindex(")")].split(", ")
+    if not body or not body[-1].startswith("    return [") or params[:2] != ["g", "out"] \
+            or len(params) != 2 + len(operands):
+        return None
+    names = {"g": g, "out": f"o{i}"}
+    names.update({p: f"a{i}_{k}" for k, p in enumerate(params[2:])})
+    temps, used = [], set()
+
+    def rename(m):
+        name = m.group(1)
+        if _keyword(m):
+            return name
+        if name in names:
+            used.add(name)
+            return names[name]
+        if name[0] == "t":
+            new = f"t{i}_{name[1:]}"
+            if new not in temps:
+                temps.append(new)
+            return new
+        if name not in fn.__globals__:
+            raise KeyError(name)
+        env[f"C{i}_{name[1:]}"] = fn.__globals__[name]
+        return f"C{i}_{name[1:]}"
+
+    try:
+        steps = ["    " + _NAME.sub(rename, line) for line in body[:-1]]
+        results = [_NAME.sub(rename, r) for r in body[-1].strip()[len("return ["):-1].split(", ")]
+    except KeyError:
+        return None
+    if len(results) != len(edges):
+        return None
+    loads = []
+    if "out" in used:
+        loads.append(f"        o{i} = n.out_data")
+    loads += [f"        a{i}_{k} = {op}" for k, (p, op) in enumerate(zip(params[2:], operands))
+              if p in used]
+    if loads:
+        loads.insert(0, f"        n = N[{i}]" if "out" in used and len(loads) == 1 else
+                     f"        n = N[{i}]; s = n.saved")
+    return loads + steps, results, temps
+
+
 def _build(sig, nodes):
     """The program function for `sig` (its plans built from this graph's nodes), or None when
     some node's rule cannot be traced."""
     from .engine import _added
 
     sig = _entries(sig, len(nodes))
-    env = {"leaf": _leaf, "added": _added}
+    env = {"leaf": _leaf, "added": _added, "np": np, "asarray": np.asarray, "ndarray": _ND,
+           "fix": plans._fix, "B": plans._B}  # (the names plans' lines use)
     for i, e in enumerate(sig):
         if e == "leaf":
             continue
@@ -263,10 +335,15 @@ def _build(sig, nodes):
         env[f"P{i}"] = fn
         env[f"K{i}"] = key
         env[f"V{i}"] = (None,) * len(nodes[i].saved)
-    src = "\n".join(_source(sig))
+    src = "\n".join(_source(sig, {i: env[f"P{i}"] for i, e in enumerate(sig) if e != "leaf"},
+                             env))
     code = compile(src, "<backward program>", "exec")
     exec(code, env)  # noqa: S102  (generated straight-line source, like the plans)
     prog = env["program"]
+    missing = {ins.argval for ins in dis.get_instructions(prog) if ins.opname == "LOAD_GLOBAL"
+               and ins.argval not in env and not hasattr(builtins, ins.argval)}
+    if missing:  # a plan line naming something the program lacks: call the loop instead
+        return None
     prog.source = src
     return prog
 
