@@ -28,7 +28,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import plans
-from .nodes import AccumulateGrad, BackwardNode
+from .nodes import AccumulateGrad, BackwardNode, _camel
 
 _ND = np.ndarray
 PROGRAMS: dict = {}
@@ -210,7 +210,7 @@ def _source(sig, fns=None, env=None) -> list:
         e = sig[i]
         g = f"g{i}"
         if e == "leaf":
-            lines.append(f"    if {g} is not None:")
+            lines.append(f"    if {g} is not None:  # AccumulateGrad")
             lines.append(f"        leaf(N[{i}], {g})")
             lines.append(f"        {g} = None")
             continue
@@ -224,7 +224,7 @@ def _source(sig, fns=None, env=None) -> list:
         operands = []
         for k in range(len(edges)):
             operands.append(f"s[{k}]" if k in numbers else f"s[{k}]._data")
-        lines.append(f"    if {g} is not None:")
+        lines.append(f"    if {g} is not None:  # {_camel(key[0])}Backward0")
         inl = _inlined(i, fns[i], env, g, operands, edges) if fns is not None else None
         if inl is not None:  # the plan's own lines, its names made this node's
             body, rs, temps = inl
@@ -362,7 +362,8 @@ def _leaf(node, g) -> None:
 
 def program_source(t: Tensor) -> str | None:
     """The source of the backward program `t.backward()` runs (None when the graph under `t`
-    does not qualify and the engine's loop would run)."""
+    does not qualify and the engine's loop would run). Its constants (C{node}_{k}: numpy
+    functions and values of the plans) are in the program function's globals."""
     fn = t.grad_fn
     w = _walk(fn) if fn is not None else None
     if w is None:
