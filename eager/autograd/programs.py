@@ -47,10 +47,7 @@ def _walk(root):
     sig = [plans._DEFAULT[0]]
     s = sig.append
     nodes_add = nodes.append
-    i = 0
-    while i < len(nodes):
-        n = nodes[i]
-        i += 1
+    for n in nodes:  # (the list grows as nodes are discovered: breadth first)
         tn = type(n)
         if tn is AccumulateGrad:
             m = n.variable._backward_hooks
