@@ -6,5 +6,5 @@ One module per family; importing this package registers them all, in this order.
 from . import (  # noqa: F401
     elementwise, unary, activations, reductions, statistics, linalg, shape, indexing, complex,
 )
-from . import join, matrix, scatter, sorting  # noqa: F401  (part C's families)
+from . import join, matrix, norms, scatter, sorting  # noqa: F401  (part C's families)
 from . import device  # noqa: F401
