@@ -103,6 +103,8 @@ def test_program_is_used_and_readable():
     plans.clear()
     x, w, b = _leaves(np.random.default_rng(1), [(8,), (8,), (8,)])
     _chain(x, w, b).backward()
+    assert not programs.PROGRAMS  # seen once: the loop ran
+    _chain(x, w, b).backward()
     src = programs.program_source(_chain(x, w, b))
     assert src is not None and src.startswith("def program(") and "leaf(N[" in src
     assert " = P" not in src  # every plan written in place: straight-line numpy calls
@@ -178,3 +180,16 @@ def test_hooks_make_the_loop_run_them():
     y.retain_grad()
     y.sum().backward()
     np.testing.assert_allclose(y.grad.numpy(), np.ones(8))
+
+
+def test_a_number_changing_every_step_leaves_the_pass_to_the_loop():
+    plans.clear()
+    x, w, b = _leaves(np.random.default_rng(8), [(8,), (8,), (8,)])
+    for step in range(6):
+        for t in (x, w, b):
+            t.grad = None
+        scale = 1.0 + 0.1 * step  # a new structure each step (numbers are in the plan keys)
+        (eager.tanh(x * w + b) * scale).sum().backward()
+        y = np.tanh(x.detach().numpy() * w.detach().numpy() + b.detach().numpy())
+        np.testing.assert_allclose(b.grad.numpy(), scale * (1 - y * y), rtol=1e-12)
+    assert not programs.PROGRAMS  # never built: each structure was seen once

@@ -207,12 +207,13 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
     return captured
 
 
-def _run_plain(roots: list, retain_graph: bool) -> dict:
+def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
     """`run_backward`'s loop for the common pass (`backward()` without create_graph, inputs or
     anomaly mode): gradients between plan-backed nodes stay ndarrays (one Tensor is made only
     where a gradient leaves for a leaf, a hook or a rule run the generic way); the same order,
-    sums, hooks and releases as the general loop."""
-    if len(roots) == 1:  # the whole pass as one program, when the graph qualifies
+    sums, hooks and releases as the general loop. With `program`, a one-root pass is first
+    offered to `programs.run` (False: the caller already did)."""
+    if program and len(roots) == 1:  # the whole pass as one program, when the graph qualifies
         (node, nr), g = roots[0]
         ga = g if type(g) is np.ndarray else g._data if type(g) is Tensor else None
         if nr == 0 and type(node) is BackwardNode and type(ga) is np.ndarray and \
@@ -374,7 +375,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 arr.dtype.kind == "f" and not anomaly.is_anomaly_enabled():
             g = np.ones(arr.shape, arr.dtype)
             if type(fn) is not BackwardNode or not programs.run(fn, g, bool(retain_graph)):
-                _run_plain([((fn, 0), g)], bool(retain_graph))
+                _run_plain([((fn, 0), g)], bool(retain_graph), program=False)
             return
     tensors = _as_list(tensors)
     grads = _root_grads(tensors, grad_tensors)

@@ -406,6 +406,7 @@ def clear() -> None:
 
     PLANS.clear()
     programs.PROGRAMS.clear()
+    programs.SEEN.clear()
 
 
 def _dtype(a):

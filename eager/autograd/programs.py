@@ -5,9 +5,11 @@ same way. The engine's loop (`engine._run_plain`) then repeats the same bookkeep
 node of every step: counting dependencies, finding the node's plan, routing gradients through
 dicts, releasing saved tensors. Here the pass is walked once per call to read its structure
 (each node's plan key, as `plans.run_arrays` builds it, and its edges, numbered in discovery
-order) and, the first time that structure is seen, turned into straight-line Python source: each
-node's plan called in the engine's own order, fan-in sums, leaf accumulation and releases
-written out. Later steps with the same structure walk the graph and call that function.
+order); the second time a structure is seen it becomes straight-line Python source: each
+node's plan written in place in the engine's own order, fan-in sums, leaf accumulation and
+releases. Later steps with the same structure walk the graph and call that function. (A
+structure seen once, such as one with a Python number that changes every step, stays with
+the loop.)
 
 Only plain passes qualify (the engine checks create_graph, anomaly mode and captures first):
 `BackwardNode`s with traceable plans and no hooks, leaves without hooks, one root, CPU arrays.
@@ -32,6 +34,7 @@ from .nodes import AccumulateGrad, BackwardNode, _camel
 
 _ND = np.ndarray
 PROGRAMS: dict = {}
+SEEN: dict = {}  # structures seen once
 MAX_PROGRAMS = 512
 MAX_NODES = 256  # larger graphs: the engine's loop (a program's source grows with the graph)
 
@@ -135,6 +138,11 @@ def run(root, g, retain_graph: bool) -> bool:
         return False
     if prog is None:
         if sig in PROGRAMS:
+            return False
+        if SEEN.pop(sig, None) is None:  # first sight: the loop runs; a program the second time
+            if len(SEEN) >= MAX_PROGRAMS:  # (a Python number that changes every step gives a
+                SEEN.clear()               # new structure each time: it stays with the loop)
+            SEEN[sig] = True
             return False
         prog = _build(sig, nodes)
         if len(PROGRAMS) >= MAX_PROGRAMS:
