@@ -159,6 +159,8 @@ def _plan_of(key, node, out):
     fn = plans.PLANS.get(key)
     if fn is None and key not in plans.PLANS:
         fn = plans.build(node, plans._wrap(np.empty(out.shape, out.dtype)))
+        if len(plans.PLANS) >= plans.MAX_PLANS:
+            plans.PLANS.clear()
         plans.PLANS[key] = fn
     return fn
 
