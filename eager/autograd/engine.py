@@ -108,6 +108,15 @@ def _added(a, b):
     return r if type(r) is np.ndarray or not isinstance(a, np.ndarray) else np.asarray(r)
 
 
+def _pass_over(node, deps: dict, ready: list) -> None:
+    """A node that gets no gradient: its edges are counted down as if it had run."""
+    for nxt, _ in node.next_functions:
+        if nxt is not None:
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                ready.append(nxt)
+
+
 def _plain(g):
     """A gradient leaving a node: a lazy result is computed and wrapped as a plain Tensor."""
     return g if type(g) is Tensor or g is None else _force(g)
@@ -162,11 +171,7 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
             node = ready.pop()
             g = buffers.pop(node, None)
             if g is None or (needed is not None and node not in needed):
-                for nxt, _ in node.next_functions:
-                    if nxt is not None:
-                        deps[nxt] -= 1
-                        if deps[nxt] == 0:
-                            ready.append(nxt)
+                _pass_over(node, deps, ready)
                 continue
             hk = node._hk
             if hk is not None:
@@ -237,11 +242,7 @@ def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
                 node = ready.pop()
                 g = buffers.pop(node, None)
                 if g is None:
-                    for nxt, _ in node.next_functions:
-                        if nxt is not None:
-                            deps[nxt] -= 1
-                            if deps[nxt] == 0:
-                                ready.append(nxt)
+                    _pass_over(node, deps, ready)
                     continue
                 tn = type(node)
                 grads = None

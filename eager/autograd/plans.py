@@ -313,31 +313,6 @@ class _TraceNamespace:
         return call
 
 
-def node_key(node, g):
-    """The plan key of a BackwardNode call, or None when it cannot have a plan: the op, the
-    default dtype, the attributes, each operand's (shape, dtype) or ("n", type, value) for a
-    Python number, the gradient's and the output's shape and dtype, which edges exist."""
-    name = node.op.name
-    if name in _UNTRACEABLE:
-        return None
-    ga, oa = g._data, node.out_data
-    attrs = node.attrs
-    key = [name, _DEFAULT[0], ga.shape, ga.dtype, oa.shape, oa.dtype,
-           tuple(attrs.items()) if attrs else None]
-    for x in node.saved:
-        if type(x) is Tensor or isinstance(x, Tensor):
-            a = x._data
-            if type(a) is not _ND:
-                return None
-            key.append(a.shape)
-            key.append(a.dtype)
-        else:
-            key.append(("n", type(x), x))
-    for nxt, _ in node.next_functions:
-        key.append(nxt is not None)
-    return tuple(key)
-
-
 _ND = np.ndarray
 _DEFAULT = D._default_float  # [the default dtype]: read by get_default_dtype()
 
@@ -400,6 +375,14 @@ def build(node, g):
     return fn
 
 
+def remember(cache: dict, key, value, limit: int):
+    """`cache[key] = value`, emptying `cache` first when it holds `limit` entries; `value`."""
+    if len(cache) >= limit:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def clear() -> None:
     """Forget every traced plan, and the backward programs (`programs.py`) built from them."""
     from . import programs
@@ -416,8 +399,9 @@ def _dtype(a):
 def run_arrays(node, ga) -> list | None:
     """The node's gradients through its plan, as ndarrays (None where no gradient), for the
     gradient array `ga` of its output; or None to go the generic way (no plan possible, or
-    stale/freed saved tensors: the generic path raises for those). Builds `node_key`'s key
-    inline (the hot path of every backward pass)."""
+    stale/freed saved tensors: the generic path raises for those). The plan key: the op, the
+    default dtype, the gradient's and the output's shape and dtype, the attributes, each
+    operand's shape and dtype (("n", type, value) for a Python number), which edges exist."""
     saved = node.saved
     if saved is None or node.out_vc[0] != node.out_version:
         return None
@@ -456,10 +440,7 @@ def run_arrays(node, ga) -> list | None:
     if fn is None:
         if key in PLANS:
             return None
-        fn = build(node, _wrap(ga))
-        if len(PLANS) >= MAX_PLANS:
-            PLANS.clear()
-        PLANS[key] = fn
+        fn = remember(PLANS, key, build(node, _wrap(ga)), MAX_PLANS)
         if fn is None:
             return None
     return fn(*args)

@@ -140,14 +140,9 @@ def run(root, g, retain_graph: bool) -> bool:
         if sig in PROGRAMS:
             return False
         if SEEN.pop(sig, None) is None:  # first sight: the loop runs; a program the second time
-            if len(SEEN) >= MAX_PROGRAMS:  # (a Python number that changes every step gives a
-                SEEN.clear()               # new structure each time: it stays with the loop)
-            SEEN[sig] = True
-            return False
-        prog = _build(sig, nodes)
-        if len(PROGRAMS) >= MAX_PROGRAMS:
-            PROGRAMS.clear()
-        PROGRAMS[sig] = prog
+            plans.remember(SEEN, sig, True, MAX_PROGRAMS)  # (a Python number changing every
+            return False                                   # step: a new structure each time)
+        prog = plans.remember(PROGRAMS, sig, _build(sig, nodes), MAX_PROGRAMS)
         if prog is None:
             return False
     with np.errstate(all="ignore"):
@@ -158,10 +153,9 @@ def run(root, g, retain_graph: bool) -> bool:
 def _plan_of(key, node, out):
     fn = plans.PLANS.get(key)
     if fn is None and key not in plans.PLANS:
-        fn = plans.build(node, plans._wrap(np.empty(out.shape, out.dtype)))
-        if len(plans.PLANS) >= plans.MAX_PLANS:
-            plans.PLANS.clear()
-        plans.PLANS[key] = fn
+        fn = plans.remember(plans.PLANS, key,
+                            plans.build(node, plans._wrap(np.empty(out.shape, out.dtype))),
+                            plans.MAX_PLANS)
     return fn
 
 
