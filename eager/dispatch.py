@@ -30,7 +30,8 @@ from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
 from .autograd import BackwardNode  # imported by eager before this module
-from .tensor import Tensor
+from .autograd.record import ONE, record
+from .tensor import Tensor, bump_version
 
 VIEW_KINDS = ("view",)
 
@@ -334,7 +335,7 @@ def direct_kernel(op: OpDef, compute=None):
 _tnew = Tensor.__new__
 
 # The fast paths' common end: the kernel's result `r` as a new tensor, recording a grad_fn over
-# the `{operands}` when autograd needs one.
+# the `{operands}` when autograd needs one (with a structure id from the entry's table `ids`).
 _FAST_RESULT = """    if type(r) is not nd:
         r = asarray(r)
     if r.dtype is not onp and r.dtype != onp:
@@ -346,7 +347,7 @@ _FAST_RESULT = """    if type(r) is not nd:
     t._vc = [0]
     if rec and backward is not None:
         t.requires_grad = True
-        t.grad_fn = Node(op, {operands}, dict(defaults), t)
+        t.grad_fn = record(op, {operands}, defaults, t, ids)
     return t
 """
 
@@ -369,7 +370,7 @@ def fast({params}{extra}):
         e = entry(dt, (_meta(xd),), False)
     if not e:
         return fallback(x)
-    cnp, onp, kern = e
+    cnp, onp, kern, ids = e
     if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
         return fallback(x)
     if dt is not cnp:
@@ -411,7 +412,7 @@ def fast({params}{extra}):
                         y if ty is not tensor else _meta(yd)), tx is not ty)
     if not e:
         return fallback({params})
-    cnp, onp, kern = e
+    cnp, onp, kern, ids = e
     if rec and onp.kind not in "fc":  # half/bfloat16 or integer results: general path
         return fallback({params})
     if tx is tensor and xd.dtype is not cnp:
@@ -434,7 +435,7 @@ def _fast_code(nin: int, exact: bool, reflected: bool):
         extra = "" if exact else ", *rest, **kw"
         guard = "pass" if exact else f"if rest or kw:\n        return fallback({params}, " \
             "*rest, **kw)"
-        operands = "(x,)" if nin == 1 else "(x, y)"
+        operands = "x, ONE" if nin == 1 else "x, y"
         src = _FAST_SRC[nin].format(params=params, extra=extra, guard=guard, operands=operands)
         code = _FAST_CODE[key] = compile(src, f"<eager fast path, {nin} operand(s)>", "exec")
     return code
@@ -471,13 +472,13 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
         if with_scalar and cd.category == D.INTEGER and cd is not D.int64:
             e = False  # Python ints wrap to narrow integers: the general path does it
         else:
-            e = (cd.np, out_dtype.np, kernel(cd))
+            e = (cd.np, out_dtype.np, kernel(cd), {})
         cache[key] = e
         return e
 
     env = {"fallback": fallback, "tensor": Tensor, "nd": _ND, "hooks": POST_HOOKS,
            "grad_on": _grad_enabled, "cache": cache, "entry": entry, "_meta": _meta,
-           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "Node": BackwardNode,
+           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "record": record, "ONE": ONE,
            "op": op, "defaults": defaults, "scalars": _SCALARS, "scalar_ok": op.scalar_ok,
            "__name__": __name__}
     exec(_fast_code(op.nin, exact, reflected), env)  # noqa: S102  (the fixed template above)
@@ -568,7 +569,7 @@ def _make_reduce_fast(op: OpDef, fallback):
             compute, out = op.dtypes((meta,), attrs)
         except Exception:  # noqa: BLE001  (the general path raises it with its message)
             return False
-        return attrs, opmath(op, compute).np, out.np, out.category >= D.FLOATING
+        return attrs, opmath(op, compute).np, out.np, out.category >= D.FLOATING, {}
 
     def fast(*args, **kwargs):
         if kwargs or len(args) != 1 or hooks:
@@ -587,7 +588,7 @@ def _make_reduce_fast(op: OpDef, fallback):
             e = cache[key] = entry(x)
         if not e:
             return fallback(x)
-        attrs, cnp, onp, floating = e
+        attrs, cnp, onp, floating, ids = e
         r = impl(np, xd if xd.dtype is cnp else xd.astype(cnp), **attrs)
         if type(r) is not _ND:
             r = np.asarray(r)
@@ -600,7 +601,7 @@ def _make_reduce_fast(op: OpDef, fallback):
         t._vc = [0]
         if floating and x.requires_grad and backward is not None and _grad_enabled():
             t.requires_grad = True
-            t.grad_fn = BackwardNode(op, (x,), dict(attrs), t)
+            t.grad_fn = record(op, x, ONE, attrs, t, ids)
         return t
 
     return fast
@@ -650,7 +651,7 @@ def write_out(op: OpDef, result, out):
         out._data = xp.empty(result._data.shape, out._data.dtype)
         out._base = None
     out._data[...] = result._data
-    out._vc[0] += 1
+    bump_version(out)
     return out
 
 

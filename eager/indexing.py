@@ -20,7 +20,7 @@ from ir.ops.indexing import _adv_key, _adv_shape
 
 from . import grad_mode
 from .dispatch import FUNCTIONS
-from .tensor import Tensor
+from .tensor import Tensor, bump_version
 
 _INDEX_KINDS = "iub"
 
@@ -177,7 +177,7 @@ def _put(self: Tensor, basic, idx, dims, value, accumulate=False) -> Tensor:
         np.add.at(view, key, np.broadcast_to(v, view[key].shape))
     else:
         view[key] = v
-    self._vc[0] += 1
+    bump_version(self)
     return self
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ir import dtypes as D
 
-from .tensor import Tensor
+from .tensor import Tensor, bump_version
 
 
 class Generator:
@@ -262,7 +262,7 @@ def _fill(t: Tensor, arr) -> Tensor:
 
     t._check_inplace()
     t._data[...] = to_device(np.asarray(arr).astype(t._data.dtype), t.device)
-    t._vc[0] += 1
+    bump_version(t)
     return t
 
 

@@ -20,6 +20,19 @@ from .device import CPU, device, device_of_array, resolve, to_device
 
 __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
+# How many times something changed that a recorded autograd graph depends on: in-place writes
+# (any version counter going up), `.data` swaps, hooks added, saved tensors released. A backward
+# program found by the root's structure id (eager/autograd/programs.py) runs only when nothing
+# changed since the graph's first node was recorded; otherwise the graph is walked and checked.
+MUTATIONS = [0]
+
+
+def bump_version(t) -> None:
+    """After an in-place write to `t`: its version counter (shared with its views) goes up,
+    and so does the count of mutations."""
+    t._vc[0] += 1
+    MUTATIONS[0] += 1
+
 
 class Size(tuple):
     """`tensor.shape`: a tuple of ints that prints as `eager.Size([2, 3])`."""
@@ -358,6 +371,24 @@ class Tensor:
         t._base = self._base
         return t
 
+    @property
+    def data(self) -> Tensor:
+        """A new leaf sharing this tensor's memory, outside autograd, with a version counter of
+        its own: in-place changes through it are not seen by autograd (PyTorch's `.data`; the
+        checked way is `detach()`)."""
+        t = Tensor._make(self._data)
+        t._base = self._base
+        return t
+
+    @data.setter
+    def data(self, value) -> None:
+        """`t.data = other`: `t` takes `other`'s memory (any shape, dtype or device; the
+        version counter and autograd history stay). TypeError when `other` is not a Tensor."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        self._data = value._data
+        MUTATIONS[0] += 1
+
     def detach_(self) -> Tensor:
         self.grad_fn = None
         self.requires_grad = False
@@ -476,7 +507,7 @@ class Tensor:
         if node is not None:
             node.keep_old_operand(self)  # before the write: backward may need the old value
         self._data[...] = result._data
-        self._vc[0] += 1
+        bump_version(self)
         if node is not None:
             self.grad_fn = node
             self.requires_grad = True
@@ -485,7 +516,7 @@ class Tensor:
 
     def zero_(self) -> Tensor:
         self._data[...] = 0
-        self._vc[0] += 1
+        bump_version(self)
         return self
 
     def fill_(self, value) -> Tensor:
@@ -493,7 +524,7 @@ class Tensor:
         if isinstance(value, Tensor):
             value = value.item()
         self._data[...] = value
-        self._vc[0] += 1
+        bump_version(self)
         return self
 
     def copy_(self, src, non_blocking=False) -> Tensor:
@@ -510,7 +541,7 @@ class Tensor:
             src = FUNCTIONS["expand"](src, tuple(self.shape))
         if not src.requires_grad or not grad_mode.is_grad_enabled():
             self._data[...] = src._data
-            self._vc[0] += 1
+            bump_version(self)
             return self
         self._check_inplace()
         return self._inplace_update(FUNCTIONS["clone"](src), check_cast=False)

@@ -375,8 +375,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 fn.num_outputs == 1 and type(arr) is np.ndarray and arr.size == 1 and \
                 arr.dtype.kind == "f" and not anomaly.is_anomaly_enabled():
             g = np.ones(arr.shape, arr.dtype)
-            if type(fn) is not BackwardNode or not programs.run(fn, g, bool(retain_graph)):
-                _run_plain([((fn, 0), g)], bool(retain_graph), program=False)
+            retain = bool(retain_graph)
+            if type(fn) is not BackwardNode or not (programs.run_known(fn, g, retain) or
+                                                    programs.run(fn, g, retain)):
+                _run_plain([((fn, 0), g)], retain, program=False)
             return
     tensors = _as_list(tensors)
     grads = _root_grads(tensors, grad_tensors)

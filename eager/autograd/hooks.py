@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from ..tensor import MUTATIONS
+
 _ids = itertools.count()
 
 
@@ -50,6 +52,7 @@ class _HookDict(dict):
 
 
 def add_hook(hooks: dict, value) -> RemovableHandle:
+    MUTATIONS[0] += 1  # graphs recorded before now may run hooks: no structure-id programs
     key = next(_ids)
     hooks[key] = value
     return RemovableHandle(hooks, key)

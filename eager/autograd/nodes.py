@@ -21,7 +21,7 @@ import numpy as np
 
 from ir.opdef import OpDef, sum_to_shape
 
-from ..tensor import Tensor
+from ..tensor import MUTATIONS, Tensor, bump_version
 from . import plans
 from .hooks import NodeHooks, TensorAutogradMeta
 from .lazy import dtype_of, shape_of
@@ -52,6 +52,8 @@ class Node:
 
     __slots__ = ("__weakref__", "_hk", "next_functions", "out_version")
     num_outputs = 1
+    struct_id = None  # (BackwardNode: see `record`; other nodes have none)
+    _clock = 0
 
     def name(self) -> str:
         return type(self).__name__
@@ -66,6 +68,7 @@ class Node:
         hk = self._hk
         if hk is None:
             hk = self._hk = NodeHooks()
+            MUTATIONS[0] += 1  # (the node may now run hooks: see tensor.MUTATIONS)
         return hk
 
     @property
@@ -119,7 +122,7 @@ class AccumulateGrad(Node):
                 var.grad = Tensor._make(old._data + g._data)
             else:
                 old._data += g._data  # PyTorch accumulates in place outside create_graph
-                old._vc[0] += 1
+                bump_version(old)
         if m is not None and m.post_acc:
             for fn in list(m.post_acc.values()):
                 fn(var)
@@ -143,8 +146,8 @@ class BackwardNode(Node):
     view links (`_base`, `_vc`) are set. Holds the operands (for the rule), their versions, and
     the output's array and version cell, not the output tensor (no reference cycle)."""
 
-    __slots__ = ("_freed", "_old", "_pkey", "attrs", "op", "out_data", "out_vc", "saved",
-                 "versions")
+    __slots__ = ("_clock", "_freed", "_old", "_pkey", "attrs", "op", "out_data", "out_vc",
+                 "saved", "struct_id", "versions")
 
     def __init__(self, op: OpDef, inputs: tuple, attrs: dict, out: Tensor):
         self.op = op
@@ -171,7 +174,8 @@ class BackwardNode(Node):
         self.out_version = out._vc[0]
         self._hk = None
         self._old = None
-        self._freed = self._pkey = None
+        self._freed = self._pkey = self.struct_id = None
+        self._clock = 0
         if _CHECKS:
             for fn in _CHECKS:
                 fn(self, inputs)
@@ -261,6 +265,7 @@ class BackwardNode(Node):
         saved = self.saved
         if saved is None:
             return
+        MUTATIONS[0] += 1
         if self._pkey is not None:  # its plan's key has the metadata: decoded when needed
             self._freed = self._pkey
             self.saved = self.out_data = None

@@ -390,6 +390,7 @@ def clear() -> None:
     PLANS.clear()
     programs.PROGRAMS.clear()
     programs.SEEN.clear()
+    programs.BY_ID.clear()
 
 
 def _dtype(a):

@@ -1,0 +1,109 @@
+"""Recording a node from the eager fast paths, with the graph's structure id.
+
+`eager/dispatch.py`'s fast paths (elementwise functions and dunders on CPU tensors, no-argument
+reductions) call `record` instead of `BackwardNode(...)`: the same node, built without the
+general constructor's loop, plus a structure id.
+
+A structure id names what the graph under a node looks like, unfolded as a tree: each node's
+op and attributes (one table per fast path and dtype key holds both), its operands' shapes
+(dtypes are the table's) or Python numbers, and per operand whether the edge goes to a leaf
+(`LEAF`), to no node (-1) or to a node with an id (that id). Equal ids mean equal trees, so a
+training loop's step gets the id of the previous step, and `programs` finds the backward
+program by the root's id without walking the graph; the program's guards check what a tree
+does not say (which positions are the same node). Operands through views, with hooks or from
+nodes without an id give no id (the walk handles those graphs).
+
+Each node also keeps `_clock`: the lowest `tensor.MUTATIONS` count at which a node of its
+graph was recorded. The graph is as recorded (versions, hooks, saved tensors) while that is
+the current count.
+
+Touches the slots of the nodes it builds, and reads operands' autograd slots.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from ..tensor import MUTATIONS, Tensor
+from .nodes import _CHECKS, NO_EDGE, BackwardNode, edge_of, grad_accumulator
+
+LEAF = 0
+MAX_IDS = 64  # per table: a Python number changing every call gets ids up to here, then none
+_ids = itertools.count(1)
+_new = object.__new__
+
+
+def _link(x: Tensor):
+    """(edge, structure part, clock) of tensor operand `x` (see the module docstring; the
+    clock is the child node's, or None)."""
+    if not x.requires_grad:
+        return NO_EDGE, -1, None
+    fn = x.grad_fn
+    if x._base is None:
+        if fn is not None:
+            if x._backward_hooks is None:
+                return (fn, 0), fn.struct_id, fn._clock
+        else:
+            acc = grad_accumulator(x)
+            m = x._backward_hooks
+            if acc._hk is None and not m.hooks and not m.post_acc:
+                return (acc, 0), LEAF, None
+            return (acc, 0), None, None
+    return edge_of(x), None, None
+
+
+def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
+    """`BackwardNode(op, (x, y), attrs, out)` for one or two operands (`y` is `record.ONE` for
+    an op of one operand), each a CPU tensor or a Python number, `out` a new tensor. `attrs`
+    is kept as is (nodes never change theirs). `table` maps operand keys to structure ids for
+    this op, attributes and dtypes."""
+    n = _new(BackwardNode)
+    n.op = op
+    n.attrs = attrs
+    clock = MUTATIONS[0]
+    if type(x) is Tensor:
+        vx = x._vc[0]
+        ex, px, cx = _link(x)
+        kx = x._data.shape
+        if cx is not None and cx < clock:
+            clock = cx
+    else:
+        vx, ex, px, kx = None, NO_EDGE, -1, x
+    if y is ONE:
+        n.saved = (x,)
+        n.versions = [vx]
+        n.next_functions = (ex,)
+        key = (kx, px)
+        ok = px is not None
+    else:
+        n.saved = (x, y)
+        if type(y) is Tensor:
+            vy = y._vc[0]
+            ey, py, cy = _link(y)
+            ky = y._data.shape
+            if cy is not None and cy < clock:
+                clock = cy
+        else:
+            vy, ey, py, ky = None, NO_EDGE, -1, y
+        n.versions = [vx, vy]
+        n.next_functions = (ex, ey)
+        key = (kx, px, ky, py)
+        ok = px is not None and py is not None
+    n.out_data = out._data
+    n.out_vc = vc = out._vc
+    n.out_version = vc[0]
+    n._hk = n._old = n._freed = n._pkey = None
+    sid = None
+    if ok:
+        sid = table.get(key)
+        if sid is None and len(table) < MAX_IDS:
+            sid = table[key] = next(_ids)
+    n.struct_id = sid
+    n._clock = clock
+    if _CHECKS:
+        for fn in _CHECKS:
+            fn(n, n.saved)
+    return n
+
+
+ONE = object()  # `record`'s y for an op of one operand
