@@ -165,14 +165,16 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
             e = cache.get(key)
         except TypeError:  # an unhashable attribute: check every time
             key = None
+    ids = None  # the structure ids of nodes recorded for this call key (autograd.record)
     if e is None:
         inputs, attrs, dts = _check(op, inputs, attrs)
         if key is not None:
             if len(cache) >= _MAX_CHECKED:
                 cache.clear()
-            cache[key] = (attrs, dts)
+            ids = {}
+            cache[key] = (attrs, dts, ids)
     else:
-        attrs, dts = e
+        attrs, dts, ids = e
         attrs = dict(attrs)
     if dts is None:
         fast = op.eager_impl
@@ -187,7 +189,7 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
                         out = Tensor._make(r)
                         if rec:
                             out.requires_grad = True
-                            out.grad_fn = BackwardNode(_whole(op), inputs, attrs, out)
+                            out.grad_fn = _node(_whole(op), inputs, attrs, out, ids)
                         return out
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
@@ -209,7 +211,7 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
             and _grad_enabled()
             and any(isinstance(x, Tensor) and x.requires_grad for x in inputs)):
         out.requires_grad = True
-        out.grad_fn = BackwardNode(op, inputs, attrs, out)
+        out.grad_fn = _node(op, inputs, attrs, out, ids)
     if POST_HOOKS:
         for hook in POST_HOOKS:
             hook(op, inputs, attrs, out)
@@ -217,6 +219,14 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 
 
 F = OpNamespace(apply)
+
+
+def _node(op, inputs: tuple, attrs: dict, out: Tensor, ids):
+    """The grad_fn of `apply`'s result: recorded with a structure id when the call has a key
+    (`ids`, its table) and one or two operands."""
+    if ids is not None and len(inputs) <= 2:
+        return record(op, inputs[0], inputs[1] if len(inputs) == 2 else ONE, attrs, out, ids)
+    return BackwardNode(op, inputs, attrs, out)
 
 
 class _Whole:
@@ -502,6 +512,9 @@ if _on_inference not in getattr(grad_mode, "INFERENCE_LISTENERS", [_on_inference
     grad_mode.INFERENCE_LISTENERS.append(_on_inference)
 
 
+_NO_ATTRS: dict = {}  # (shared by nodes: they never change their attrs)
+
+
 def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
     """`matmul` with a fast path for two CPU matrices of one floating dtype (float32/float64)
     whose inner sizes agree: the checks of the general path hold by construction (devices,
@@ -509,6 +522,7 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
     directly. Anything else (other ranks or dtypes, subclasses, hooks, keyword arguments, a
     size mismatch, which the general path reports) calls `fallback`."""
     floats = (np.dtype(np.float32), np.dtype(np.float64))
+    ids = {dt: {} for dt in floats}  # structure ids per dtype (autograd.record)
     matmul = np.matmul
     backward = op.backward
     hooks = POST_HOOKS
@@ -529,7 +543,7 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
         t._vc = [0]
         if (x.requires_grad or y.requires_grad) and backward is not None and _grad_enabled():
             t.requires_grad = True
-            t.grad_fn = BackwardNode(op, (x, y), {}, t)
+            t.grad_fn = record(op, x, y, _NO_ATTRS, t, ids[dt])
         return t
 
     if exact:

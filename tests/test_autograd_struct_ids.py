@@ -371,7 +371,12 @@ def test_hooks_and_releases_count_as_changes():
 def test_graphs_through_views_or_general_ops_get_no_id():
     x, w = _leaves(2, seed=13)
     assert (x * w).grad_fn.struct_id is not None
-    assert (x[1:] * w[1:]).grad_fn.struct_id is None  # a view operand
+    v = x.unsqueeze(0)
+    assert v._base is x and v.grad_fn.struct_id is not None
+    assert (v * w).grad_fn.struct_id is not None  # a view operand, as recorded
+    with eager.no_grad():
+        x.detach().mul_(1.0)  # its base written since (the same version counter)
+    assert (v * w).grad_fn.struct_id is None
     assert (eager.where(x > 0, x, w) * 2.0).grad_fn.struct_id is None  # a node without an id
     x.register_hook(lambda g: g)
     assert (x * w).grad_fn.struct_id is None  # a leaf with hooks
@@ -416,3 +421,59 @@ def test_data_assignment_takes_any_shape_and_dtype_and_rejects_non_tensors():
     assert x._version == 0
     with pytest.raises(TypeError, match="has to be a tensor"):
         x.data = [1.0]
+
+
+# ---------------------------------------------------------------- the general path and matmul
+
+
+def _mlp_step(model, x, y):
+    for p in model.parameters():
+        p.grad = None
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    return [p.grad.numpy() for p in model.parameters()]
+
+
+def _mlp(seed):
+    eager.manual_seed(seed)
+    nn = eager.nn
+    return nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def test_parameters_general_ops_and_matmul_get_ids():
+    x, w = _leaves(2, seed=15)
+    p = eager.nn.Parameter(eager.tensor(np.ones(8, np.float32)))
+    assert (p * x).grad_fn.struct_id is not None  # a Parameter goes the general way
+    assert (x * w).mean().grad_fn.struct_id is not None  # a composite recorded whole
+    a = eager.tensor(np.ones((3, 8), np.float32), requires_grad=True)
+    assert (a @ eager.ones(8, 2)).grad_fn.struct_id is not None
+
+
+def test_an_nn_mlp_step_does_not_walk_after_the_second(walks):
+    model = _mlp(0)
+    rng = np.random.default_rng(16)
+    x = eager.tensor(rng.standard_normal((5, 12)).astype(np.float32))
+    y = eager.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+    for _ in range(2):
+        _mlp_step(model, x, y)
+    walked = len(walks)
+    for _ in range(3):
+        _mlp_step(model, x, y)
+    assert len(walks) == walked
+
+
+def test_an_nn_mlp_step_equals_the_loop_bit_for_bit():
+    def scenario():
+        model = _mlp(1)
+        rng = np.random.default_rng(17)
+        x = eager.tensor(rng.standard_normal((5, 12)).astype(np.float32))
+        y = eager.tensor(rng.standard_normal((5, 3)).astype(np.float32))
+        out = []
+        for _ in range(4):
+            out += _mlp_step(model, x, y)
+            with eager.no_grad():  # an SGD step between: in place, before the next graph
+                for p in model.parameters():
+                    p.add_(p.grad, alpha=-0.1)
+        return out
+
+    _same_as_loop(scenario)

@@ -10,8 +10,8 @@ op and attributes (one table per fast path and dtype key holds both), its operan
 (`LEAF`), to no node (-1) or to a node with an id (that id). Equal ids mean equal trees, so a
 training loop's step gets the id of the previous step, and `programs` finds the backward
 program by the root's id without walking the graph; the program's guards check what a tree
-does not say (which positions are the same node). Operands through views, with hooks or from
-nodes without an id give no id (the walk handles those graphs).
+does not say (which positions are the same node). Operands with hooks, views whose base was
+written since, leaf views and nodes without an id give no id (the walk handles those graphs).
 
 Each node also keeps `_clock`: the lowest `tensor.MUTATIONS` count at which a node of its
 graph was recorded. The graph is as recorded (versions, hooks, saved tensors) while that is
@@ -39,16 +39,15 @@ def _link(x: Tensor):
     if not x.requires_grad:
         return NO_EDGE, -1, None
     fn = x.grad_fn
-    if x._base is None:
-        if fn is not None:
-            if x._backward_hooks is None:
-                return (fn, 0), fn.struct_id, fn._clock
-        else:
-            acc = grad_accumulator(x)
-            m = x._backward_hooks
-            if acc._hk is None and not m.hooks and not m.post_acc:
-                return (acc, 0), LEAF, None
-            return (acc, 0), None, None
+    if fn is not None:  # (a view whose base was written since has its history regenerated)
+        if x._backward_hooks is None and (x._base is None or fn.out_version == x._vc[0]):
+            return (fn, 0), fn.struct_id, fn._clock
+    elif x._base is None:
+        acc = grad_accumulator(x)
+        m = x._backward_hooks
+        if acc._hk is None and not m.hooks and not m.post_acc:
+            return (acc, 0), LEAF, None
+        return (acc, 0), None, None
     return edge_of(x), None, None
 
 
@@ -56,12 +55,13 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
     """`BackwardNode(op, (x, y), attrs, out)` for one or two operands (`y` is `record.ONE` for
     an op of one operand), each a CPU tensor or a Python number, `out` a new tensor. `attrs`
     is kept as is (nodes never change theirs). `table` maps operand keys to structure ids for
-    this op, attributes and dtypes."""
+    this op, attributes, operand dtypes and Python number types (the caller keeps one table
+    per such combination)."""
     n = _new(BackwardNode)
     n.op = op
     n.attrs = attrs
     clock = MUTATIONS[0]
-    if type(x) is Tensor:
+    if isinstance(x, Tensor):
         vx = x._vc[0]
         ex, px, cx = _link(x)
         kx = x._data.shape
@@ -77,7 +77,7 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
         ok = px is not None
     else:
         n.saved = (x, y)
-        if type(y) is Tensor:
+        if isinstance(y, Tensor):
             vy = y._vc[0]
             ey, py, cy = _link(y)
             ky = y._data.shape
