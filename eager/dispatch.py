@@ -30,7 +30,7 @@ from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
 from .autograd import BackwardNode  # imported by eager before this module
-from .autograd.record import ONE, record
+from .autograd.record import ONE, new_table, record
 from .tensor import Tensor, bump_version
 
 VIEW_KINDS = ("view",)
@@ -171,7 +171,7 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         if key is not None:
             if len(cache) >= _MAX_CHECKED:
                 cache.clear()
-            ids = {}
+            ids = new_table()
             cache[key] = (attrs, dts, ids)
     else:
         attrs, dts, ids = e
@@ -482,7 +482,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
         if with_scalar and cd.category == D.INTEGER and cd is not D.int64:
             e = False  # Python ints wrap to narrow integers: the general path does it
         else:
-            e = (cd.np, out_dtype.np, kernel(cd), {})
+            e = (cd.np, out_dtype.np, kernel(cd), new_table())
         cache[key] = e
         return e
 
@@ -522,7 +522,7 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
     directly. Anything else (other ranks or dtypes, subclasses, hooks, keyword arguments, a
     size mismatch, which the general path reports) calls `fallback`."""
     floats = (np.dtype(np.float32), np.dtype(np.float64))
-    ids = {dt: {} for dt in floats}  # structure ids per dtype (autograd.record)
+    ids = {dt: new_table() for dt in floats}  # structure ids per dtype (autograd.record)
     matmul = np.matmul
     backward = op.backward
     hooks = POST_HOOKS
@@ -583,7 +583,8 @@ def _make_reduce_fast(op: OpDef, fallback):
             compute, out = op.dtypes((meta,), attrs)
         except Exception:  # noqa: BLE001  (the general path raises it with its message)
             return False
-        return attrs, opmath(op, compute).np, out.np, out.category >= D.FLOATING, {}
+        return (attrs, opmath(op, compute).np, out.np, out.category >= D.FLOATING,
+                new_table())
 
     def fast(*args, **kwargs):
         if kwargs or len(args) != 1 or hooks:

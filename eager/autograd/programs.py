@@ -434,3 +434,12 @@ def program_source(t: Tensor) -> str | None:
         if prog is None:
             return None
     return prog.source
+
+
+def guards_source(t: Tensor) -> str | None:
+    """The source of the guards through which `t.backward()` finds its program by the root's
+    structure id (`record`), without walking the graph; None when that program is not known
+    yet (it is registered when the program runs for a graph of that structure)."""
+    fn = t.grad_fn
+    entry = BY_ID.get(fn.struct_id) if fn is not None else None
+    return None if entry is None else entry.source

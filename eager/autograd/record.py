@@ -23,14 +23,32 @@ Touches the slots of the nodes it builds, and reads operands' autograd slots.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 from ..tensor import MUTATIONS, Tensor
 from .nodes import _CHECKS, NO_EDGE, BackwardNode, edge_of, grad_accumulator
 
 LEAF = 0
-MAX_IDS = 64  # per table: a Python number changing every call gets ids up to here, then none
-_ids = itertools.count(1)
+MAX_IDS = 1024  # keys per table; a full table starts over (a Python number changing every
+_ids = itertools.count(1)  # call makes new keys; the ids it gave stay valid, never reused)
 _new = object.__new__
+
+
+class IdTable(dict):
+    """One table of structure ids (operand key -> id), for one op, attributes and dtypes."""
+
+    __slots__ = ("__weakref__",)
+    __eq__ = object.__eq__  # (a table is itself, not its contents: TABLES holds each one)
+    __hash__ = object.__hash__
+
+
+TABLES: weakref.WeakSet = weakref.WeakSet()  # every live table (for tests and inspection)
+
+
+def new_table() -> IdTable:
+    t = IdTable()
+    TABLES.add(t)
+    return t
 
 
 def _link(x: Tensor):
@@ -96,7 +114,9 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
     sid = None
     if ok:
         sid = table.get(key)
-        if sid is None and len(table) < MAX_IDS:
+        if sid is None:
+            if len(table) >= MAX_IDS:
+                table.clear()
             sid = table[key] = next(_ids)
     n.struct_id = sid
     n._clock = clock
