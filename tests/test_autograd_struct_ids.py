@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import eager
 from eager.autograd import plans, programs, record
@@ -477,6 +479,62 @@ def test_an_nn_mlp_step_equals_the_loop_bit_for_bit():
             with eager.no_grad():  # an SGD step between: in place, before the next graph
                 for p in model.parameters():
                     p.add_(p.grad, alpha=-0.1)
+        return out
+
+    _same_as_loop(scenario)
+
+
+# ---------------------------------------------------------------- random graphs
+
+
+_OPS = {
+    "add": (2, lambda a, b: a + b),
+    "sub": (2, lambda a, b: eager.sub(a, b)),
+    "mul": (2, lambda a, b: a * b),
+    "tanh": (1, eager.tanh),
+    "sin": (1, lambda a: a.sin()),
+    "half": (1, lambda a: a * 0.5),
+    "one_plus": (1, lambda a: 1.0 + a),
+    "view": (1, lambda a: a.unsqueeze(0).squeeze(0)),
+}
+
+
+@st.composite
+def _recipes(draw):
+    """Ops on a pool that starts with three leaves, two choices of operands for the same ops
+    (the same structure ids, maybe other sharing), the order the steps use them in, and
+    which leaves require grad."""
+    ops = draw(st.lists(st.sampled_from(sorted(_OPS)), min_size=1, max_size=7))
+
+    def operands():
+        return [tuple(draw(st.integers(0, 2 + i)) for _ in range(_OPS[o][0]))
+                for i, o in enumerate(ops)]
+
+    order = draw(st.lists(st.sampled_from("AB"), min_size=3, max_size=7))
+    requires = draw(st.lists(st.booleans(), min_size=3, max_size=3))
+    return ops, operands(), operands(), order, requires
+
+
+@settings(max_examples=80, deadline=None)
+@given(_recipes())
+def test_random_graphs_with_any_sharing_equal_the_loop(recipe):
+    ops, a, b, order, requires = recipe
+
+    def scenario():
+        rng = np.random.default_rng(18)
+        leaves = [eager.tensor(rng.standard_normal(4), requires_grad=r) for r in requires]
+        out = []
+        for which in order:
+            pool = list(leaves)
+            for op, picks in zip(ops, a if which == "A" else b):
+                pool.append(_OPS[op][1](*[pool[k] for k in picks]))
+            loss = pool[-1].sum()
+            if not loss.requires_grad:
+                continue
+            for t in leaves:
+                t.grad = None
+            loss.backward()
+            out += _grads(*leaves)
         return out
 
     _same_as_loop(scenario)
