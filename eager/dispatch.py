@@ -554,11 +554,15 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
 
 
 def _reduce_fast_eligible(op: OpDef) -> bool:
+    """A primitive reduction, or a composite recorded whole (`mean`: its `eager_impl` and
+    `eager_backward`), of one operand whose other parameters all have defaults."""
     cls = type(op)
-    return (op.kind == "reduction" and op.decomp is None and op.nin == 1 and not op.variadic
-            and not op.dynamic_shape and op._varargs is None and op.impl is not None
-            and cls.meta is OpDef.meta and cls.dtypes is OpDef.dtypes
-            and cls.canonical_attrs is OpDef.canonical_attrs
+    primitive = (op.kind == "reduction" and op.decomp is None and op.impl is not None
+                 and cls.meta is OpDef.meta and cls.dtypes is OpDef.dtypes)
+    whole = (op.kind == "composite" and op.eager_impl is not None
+             and op.eager_backward is not None)
+    return ((primitive or whole) and op.nin == 1 and not op.variadic and not op.dynamic_shape
+            and op._varargs is None and cls.canonical_attrs is OpDef.canonical_attrs
             and all(p.default is not p.empty
                     for p in list(op.signature.parameters.values())[1:]))
 
@@ -567,18 +571,24 @@ def _make_reduce_fast(op: OpDef, fallback):
     """A reduction called on one CPU tensor with no other argument (`loss.sum()`): the general
     path's checks depend only on the dtype and shape, so their outcome (canonical attributes,
     dtypes) is kept per (dtype, shape) and the kernel runs directly, recording the node as
-    `apply` does. Anything else, or a first call the checks reject, calls `fallback`."""
+    `apply` does. A composite recorded whole (`mean`) runs its `eager_impl` (None: the
+    general path) and records `_whole(op)`, as `apply` does. Anything else, or a first call
+    the checks reject, calls `fallback`."""
     cache: dict = {}
     _CACHES.append(cache)  # (cleared when the default dtype changes)
     defaults = _default_attrs(op)
-    backward = op.backward
     hooks = POST_HOOKS
-    impl = op.impl
+    whole = op.decomp is not None
+    node_op = _whole(op) if whole else op
+    backward = node_op.backward
+    impl = op.eager_impl if whole else op.impl
 
     def entry(x: Tensor):
         meta = _meta(x._data)
         try:
             attrs = op.canonical_attrs((meta,), dict(defaults))
+            if whole:  # (the result's dtype is the eager_impl's)
+                return attrs, None, None, None, new_table()
             op.meta((meta,), attrs)
             compute, out = op.dtypes((meta,), attrs)
         except Exception:  # noqa: BLE001  (the general path raises it with its message)
@@ -604,11 +614,19 @@ def _make_reduce_fast(op: OpDef, fallback):
         if not e:
             return fallback(x)
         attrs, cnp, onp, floating, ids = e
-        r = impl(np, xd if xd.dtype is cnp else xd.astype(cnp), **attrs)
-        if type(r) is not _ND:
-            r = np.asarray(r)
-        if r.dtype != onp:
-            r = r.astype(onp)
+        if whole:
+            r = impl(np, xd, **attrs)
+            if type(r) is not _ND:
+                return fallback(x)
+            floating = r.dtype.kind in "fc"
+            if not floating and x.requires_grad and _grad_enabled():
+                return fallback(x)  # (apply then takes the decomposition)
+        else:
+            r = impl(np, xd if xd.dtype is cnp else xd.astype(cnp), **attrs)
+            if type(r) is not _ND:
+                r = np.asarray(r)
+            if r.dtype != onp:
+                r = r.astype(onp)
         t = _tnew(Tensor)
         t._data = r
         t.requires_grad = t._retains_grad = False
@@ -616,7 +634,7 @@ def _make_reduce_fast(op: OpDef, fallback):
         t._vc = [0]
         if floating and x.requires_grad and backward is not None and _grad_enabled():
             t.requires_grad = True
-            t.grad_fn = record(op, x, ONE, attrs, t, ids)
+            t.grad_fn = record(node_op, x, ONE, attrs, t, ids)
         return t
 
     return fast
