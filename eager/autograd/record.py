@@ -81,13 +81,7 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
     clock = MUTATIONS[0]
     if isinstance(x, Tensor):
         vx = x._vc[0]
-        fn = x.grad_fn
-        if fn is not None and x._base is None and x._backward_hooks is None:
-            ex, px, cx = (fn, 0), fn.struct_id, fn._clock  # (_link's common case, inline)
-        elif x.requires_grad:
-            ex, px, cx = _link(x)
-        else:
-            ex, px, cx = NO_EDGE, -1, None
+        ex, px, cx = _link(x)
         kx = x._data.shape
         if cx is not None and cx < clock:
             clock = cx
@@ -103,13 +97,7 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
         n.saved = (x, y)
         if isinstance(y, Tensor):
             vy = y._vc[0]
-            fn = y.grad_fn
-            if fn is not None and y._base is None and y._backward_hooks is None:
-                ey, py, cy = (fn, 0), fn.struct_id, fn._clock
-            elif y.requires_grad:
-                ey, py, cy = _link(y)
-            else:
-                ey, py, cy = NO_EDGE, -1, None
+            ey, py, cy = _link(y)
             ky = y._data.shape
             if cy is not None and cy < clock:
                 clock = cy
