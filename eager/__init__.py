@@ -119,6 +119,7 @@ indexing.install(Tensor)
 from . import linalg  # noqa: E402  (eager.linalg: the torch.linalg namespace)
 
 from . import nn
+from . import optim  # noqa: E402  (eager.optim: the torch.optim namespace)
 
 
 def compile(fn=None, **kwargs):

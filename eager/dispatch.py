@@ -492,7 +492,71 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
            "op": op, "defaults": defaults, "scalars": _SCALARS, "scalar_ok": op.scalar_ok,
            "__name__": __name__}
     exec(_fast_code(op.nin, exact, reflected), env)  # noqa: S102  (the fixed template above)
-    return env["fast"]
+    fast = env["fast"]
+    nin, scalar_ok = op.nin, op.scalar_ok
+
+    def inplace(x: Tensor, args: tuple) -> bool:
+        """`x.<op>_(*args)` written by the kernel's ufunc straight into `x`'s array (`out=`),
+        when that is exactly what the general way would write: a CPU array, nothing to record
+        (grad mode off or nothing requires grad), no hooks, compute and result dtype `x`'s.
+        False when it cannot (nothing written)."""
+        xd = x._data
+        if type(xd) is not _ND or POST_HOOKS or len(args) != nin - 1:
+            return False
+        dx = xd.dtype
+        if nin == 1:
+            yd = None
+            key, metas, with_scalar = dx, (_meta(xd),), False
+            rec = x.requires_grad
+        else:
+            y = args[0]
+            if isinstance(y, Tensor):
+                yd = y._data
+                if type(yd) is not _ND:
+                    return False
+                dy = yd.dtype
+                key = dx if dx is dy else (dx, dy, not xd.ndim, not yd.ndim)
+                metas, with_scalar = (_meta(xd), _meta(yd)), False
+                rec = x.requires_grad or y.requires_grad
+            elif type(y) in _SCALARS and scalar_ok:
+                yd = y
+                key, metas, with_scalar = (dx, type(y)), (_meta(xd), y), True
+                rec = x.requires_grad
+            else:
+                return False
+        if rec and _grad_enabled():
+            return False
+        e = cache.get(key)
+        if e is None:
+            e = entry(key, metas, with_scalar)
+        if not e or e[0] != dx or e[1] != dx:
+            return False
+        ufunc = _UFUNCS.get(e[2], e[2])
+        if type(ufunc) is not np.ufunc:
+            return False
+        try:
+            if yd is None:
+                ufunc(xd, out=xd)
+            else:
+                if type(yd) is _ND and yd.dtype != dx:
+                    yd = yd.astype(dx)
+                ufunc(xd, yd, out=xd)
+        except (ValueError, TypeError):  # (checked before writing: the general way raises)
+            return False
+        return True
+
+    if not exact and not reflected:
+        _INPLACE[op.name] = inplace
+    return fast
+
+
+# In-place routes of the fast paths (`_make_inplace`), by op name; the ufunc behind each
+# operator-module kernel (`direct_kernel`), for writing with `out=`.
+_INPLACE: dict = {}
+_UFUNCS = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+           operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
+           operator.lt: np.less, operator.le: np.less_equal, operator.gt: np.greater,
+           operator.ge: np.greater_equal, operator.eq: np.equal, operator.ne: np.not_equal}
 
 
 def _on_inference(mode: bool) -> None:
@@ -776,11 +840,26 @@ def _make_dunder(op: OpDef, dunder: str):
     return method
 
 
+def _all_defaults(kwargs: dict, defaults: dict) -> bool:
+    """Whether keyword arguments only restate defaults (`add_(y, alpha=1)`, or 1.0)."""
+    def same(v, d):
+        kinds = (type(v), type(d))
+        return (kinds[0] is kinds[1] or set(kinds) <= {int, float}) and v == d
+
+    return all(k in defaults and same(v, defaults[k]) for k, v in kwargs.items())
+
+
 def _make_inplace(op: OpDef):
     fn = FUNCTIONS[op.name]
+    direct = _INPLACE.get(op.name)
+    defaults = _default_attrs(op)
 
     def method(self, *args, **kwargs):
         self._check_inplace()
+        if direct is not None and (not kwargs or _all_defaults(kwargs, defaults)) and \
+                direct(self, args):
+            bump_version(self)
+            return self
         return self._inplace_update(fn(self, *args, **kwargs))
 
     method.__name__ = op.name + "_"

@@ -1,0 +1,103 @@
+"""`Adagrad`, as `torch.optim.Adagrad` (the algorithm of
+https://pytorch.org/docs/stable/generated/torch.optim.Adagrad.html: Duchi et al. 2011).
+
+Unlike the other optimizers, Adagrad's state (`step`, `sum`) is created for every parameter
+in the constructor, as PyTorch's (and, for groups added later, at their first step). The update runs under `no_grad` as in-place tensor ops.
+Complex parameters are updated through `view_as_real`, as PyTorch's. Touches `eager` only.
+"""
+
+from __future__ import annotations
+
+from ..creation import full_like
+from ..dispatch import FUNCTIONS
+from .optimizer import (
+    Optimizer,
+    _check_not_differentiable,
+    _new_step,
+    _no_grad_step,
+    _to_scalar,
+)
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (`torch.optim.Adagrad`).
+
+    Per parameter p with gradient g, at step t (from 1): g <- -g if maximize;
+    g <- g + weight_decay * p; clr = lr / (1 + (t - 1) * lr_decay); s <- s + g * g;
+    p <- p - clr * g / (sqrt(s) + eps). State: `step`, `sum` (starting at
+    initial_accumulator_value, of the parameter's shape and dtype).
+
+    Args: params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+    eps=1e-10, foreach=None, and keywords maximize=False, differentiable=False, fused=None
+    (foreach and fused are accepted and ignored).
+
+    Raises:
+        ValueError: a negative lr, lr_decay, weight_decay, initial_accumulator_value or eps
+            ("Invalid lr_decay value: -1").
+        NotImplementedError: differentiable=True.
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
+                 initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
+        if not 0.0 <= _to_scalar(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError("Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_not_differentiable(differentiable)
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+                    "maximize": maximize, "differentiable": differentiable, "fused": fused}
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, group)
+
+    def _init_state(self, p, group) -> None:
+        state = self.state[p]
+        state["step"] = _new_step()
+        init = group["initial_accumulator_value"]
+        state["sum"] = full_like(p, complex(init, init) if p.is_complex() else init)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("foreach", None), ("maximize", False),
+                               ("differentiable", False), ("fused", None)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """One Adagrad step over every parameter with a `.grad`; returns the closure's loss."""
+        loss = self._eval_closure(closure)
+        view_as_real = FUNCTIONS["view_as_real"]
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            lr_decay, wd, eps = group["lr_decay"], group["weight_decay"], group["eps"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:  # added by add_param_group after construction
+                    self._init_state(p, group)
+                step_t = state["step"]
+                step_t.add_(1)
+                step = step_t.item()
+                grad = -p.grad if group["maximize"] else p.grad
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                clr = lr / (1 + (step - 1) * lr_decay)
+                param, state_sum = p, state["sum"]
+                if p.is_complex():
+                    param, grad, state_sum = (view_as_real(t) for t in (p, grad, state_sum))
+                state_sum.addcmul_(grad, grad, value=1)
+                std = state_sum.sqrt().add_(eps)
+                param.addcdiv_(grad, std, value=-clr)
+        return loss

@@ -1,0 +1,368 @@
+"""Learning-rate schedulers, as `torch.optim.lr_scheduler`: `LRScheduler` and `StepLR`,
+`MultiStepLR`, `ConstantLR`, `LinearLR`, `ExponentialLR`, `CosineAnnealingLR`, `LambdaLR`,
+`MultiplicativeLR`.
+
+Why it exists: PyTorch training loops call `scheduler.step()` once per epoch after
+`optimizer.step()`; the schedulers rewrite each group's `"lr"`. As PyTorch's, `step()` uses
+the chainable (recursive) form of each schedule, which reads the groups' current `lr` so that
+schedulers compose, and `step(epoch)` (deprecated) the closed form. Semantics:
+https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate. Touches
+`eager.optim.optimizer` only.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import warnings
+from bisect import bisect_right
+from collections import Counter
+
+from ..tensor import Tensor
+from .optimizer import Optimizer, _to_scalar
+
+__all__ = ["ConstantLR", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR",
+           "LinearLR", "MultiStepLR", "MultiplicativeLR", "StepLR"]
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available. Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
+def _lrs(optimizer) -> list:
+    """Each group's current lr (tensor lrs cloned, so that callers never alias them)."""
+    return [g["lr"].clone() if isinstance(g["lr"], Tensor) else g["lr"]
+            for g in optimizer.param_groups]
+
+
+class LRScheduler:
+    """Base class of the schedulers (`torch.optim.lr_scheduler.LRScheduler`).
+
+    On construction with last_epoch=-1 every group gets `initial_lr` (its current lr), which
+    becomes `base_lrs`; then one `step()` runs, so `last_epoch` is 0 and the groups hold the
+    schedule's first lr. Subclasses implement `get_lr()` (the chainable form) and may give
+    `_get_closed_form_lr()`.
+
+    Raises:
+        TypeError: `optimizer` is not an `Optimizer`.
+        KeyError: last_epoch != -1 and a group has no `initial_lr`.
+    """
+
+    _get_lr_called_within_step = False
+    _is_initial = False
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                lr = group["lr"]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
+                                   "when resuming scheduler with last_epoch >= 0.")
+        self.base_lrs = [g["initial_lr"].clone() if isinstance(g["initial_lr"], Tensor)
+                         else g["initial_lr"] for g in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def state_dict(self) -> dict:
+        """Every attribute except the optimizer (`torch`'s layout)."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the attributes saved by `state_dict()`."""
+        self.__dict__.update(state_dict)
+
+    def get_last_lr(self) -> list:
+        """The lrs set by the last `step()`, one per group."""
+        return self._last_lr
+
+    def get_lr(self) -> list:
+        """The next lr of every group, from the current ones (the chainable form)."""
+        raise NotImplementedError
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance the schedule by one epoch (or, deprecated, to `epoch`, by the closed form)
+        and write the new lrs into the optimizer's groups. Warns when called before the
+        optimizer ever stepped (PyTorch 1.1 ordering)."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                          "In PyTorch 1.1.0 and later, you should call them in the opposite "
+                          "order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to "
+                          "do this will result in PyTorch skipping the first value of the "
+                          "learning rate schedule. See more details at "
+                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                          UserWarning, stacklevel=2)
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
+            if isinstance(group["lr"], Tensor):
+                group["lr"].fill_(_to_scalar(lr))
+            else:
+                group["lr"] = lr
+        self._last_lr = _lrs(self.optimizer)
+
+    def _warn_outside_step(self) -> None:
+        if not self._get_lr_called_within_step:
+            warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                          "`get_last_lr()`.", UserWarning, stacklevel=3)
+
+
+_LRScheduler = LRScheduler
+
+
+def _per_group(name: str, optimizer, value) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(f"Expected {len(optimizer.param_groups)} {name}, but got "
+                             f"{len(value)}")
+        return list(value)
+    return [value] * len(optimizer.param_groups)
+
+
+def _lambdas_state(sched) -> dict:
+    """`state_dict` of a lambda scheduler: callable objects' `__dict__`s are saved, plain
+    functions and lambdas are not (as PyTorch's)."""
+    sd = {k: v for k, v in sched.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+    sd["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                        for fn in sched.lr_lambdas]
+    return sd
+
+
+def _load_lambdas_state(sched, state_dict) -> None:
+    state_dict = dict(state_dict)
+    lambdas = state_dict.pop("lr_lambdas")
+    sched.__dict__.update(state_dict)
+    for fn, saved in zip(sched.lr_lambdas, lambdas):
+        if saved is not None:
+            fn.__dict__.update(saved)
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(epoch) (`torch.optim.lr_scheduler.LambdaLR`); `lr_lambda` is
+    a function of the epoch or a list of them, one per group (ValueError if the count
+    differs)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _per_group("lr_lambdas", optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict:
+        return _lambdas_state(self)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        _load_lambdas_state(self, state_dict)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr <- lr * lr_lambda(epoch) at each step after the first
+    (`torch.optim.lr_scheduler.MultiplicativeLR`)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _per_group("lr_lambdas", optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict:
+        return _lambdas_state(self)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        _load_lambdas_state(self, state_dict)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [g["lr"] * fn(self.last_epoch)
+                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+
+
+class StepLR(LRScheduler):
+    """lr = base_lr * gamma ** (epoch // step_size) (`torch.optim.lr_scheduler.StepLR`):
+    multiplied by gamma every `step_size` epochs."""
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return _lrs(self.optimizer)
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base * self.gamma ** (self.last_epoch // self.step_size)
+                for base in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """lr multiplied by gamma at each milestone epoch (gamma ** n for a milestone listed n
+    times) (`torch.optim.lr_scheduler.MultiStepLR`)."""
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self.last_epoch not in self.milestones:
+            return _lrs(self.optimizer)
+        k = self.milestones[self.last_epoch]
+        return [g["lr"] * self.gamma ** k for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        milestones = sorted(self.milestones.elements())
+        return [base * self.gamma ** bisect_right(milestones, self.last_epoch)
+                for base in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr * factor until epoch `total_iters`, then base_lr
+    (`torch.optim.lr_scheduler.ConstantLR`). ValueError unless 0 <= factor <= 1."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self.last_epoch == 0:
+            return [g["lr"] * self.factor for g in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return _lrs(self.optimizer)
+        return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """lr = base_lr * factor, the factor going linearly from `start_factor` (epoch 0) to
+    `end_factor` (epoch `total_iters` and after) (`torch.optim.lr_scheduler.LinearLR`).
+
+    Raises:
+        ValueError: start_factor not in (0, 1], or end_factor not in [0, 1].
+    """
+
+    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self.last_epoch == 0:
+            return [g["lr"] * self.start_factor for g in self.optimizer.param_groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        delta = self.end_factor - self.start_factor
+        ratio = 1.0 + delta / (self.total_iters * self.start_factor
+                               + (self.last_epoch - 1) * delta)
+        return [g["lr"] * ratio for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        frac = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * (self.start_factor + (self.end_factor - self.start_factor) * frac)
+                for base in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """lr = base_lr * gamma ** epoch (`torch.optim.lr_scheduler.ExponentialLR`)."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing without restarts (`torch.optim.lr_scheduler.CosineAnnealingLR`, SGDR
+    of Loshchilov & Hutter 2017): lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch /
+    T_max)) / 2, computed recursively from the current lr by `step()` (so that it composes
+    with other schedulers) and in closed form by `step(epoch)`. Past T_max the lr rises again
+    (the cosine continues), as PyTorch's."""
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        groups, eta_min, t_max = self.optimizer.param_groups, self.eta_min, self.T_max
+        if self._is_initial:
+            return _lrs(self.optimizer)
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [eta_min + (base - eta_min) * (1 + math.cos(self.last_epoch * math.pi
+                                                               / t_max)) / 2
+                    for base in self.base_lrs]
+        if (self.last_epoch - 1 - t_max) % (2 * t_max) == 0:
+            return [g["lr"] + (base - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
+                    for base, g in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / t_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / t_max))
+                * (g["lr"] - eta_min) + eta_min for g in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [self.eta_min + (base - self.eta_min)
+                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]

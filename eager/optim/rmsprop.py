@@ -1,0 +1,110 @@
+"""`RMSprop`, as `torch.optim.RMSprop` (the algorithm of
+https://pytorch.org/docs/stable/generated/torch.optim.RMSprop.html: Hinton's lecture 6.5,
+centered version of Graves 2013).
+
+The update runs under `no_grad` as in-place tensor ops on the parameters and state, in
+PyTorch's order of operations. Complex parameters are updated through `view_as_real`, as
+PyTorch's. Touches `eager` only.
+"""
+
+from __future__ import annotations
+
+from ..creation import zeros_like
+from ..dispatch import FUNCTIONS
+from .optimizer import (
+    Optimizer,
+    _check_not_differentiable,
+    _new_step,
+    _no_grad_step,
+    _to_scalar,
+)
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop (`torch.optim.RMSprop`).
+
+    Per parameter p with gradient g: g <- -g if maximize; g <- g + weight_decay * p;
+    v <- alpha * v + (1 - alpha) * g * g; centered: gavg <- lerp(gavg, g, 1 - alpha) and
+    avg = sqrt(v - gavg^2), else avg = sqrt(v); avg <- avg + eps; with momentum mu > 0,
+    b <- mu * b + g / avg and p <- p - lr * b, else p <- p - lr * g / avg. State: `step`,
+    `square_avg`, `momentum_buffer` (momentum > 0), `grad_avg` (centered).
+
+    Args: params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+    capturable=False, foreach=None, maximize=False, differentiable=False (foreach and
+    capturable are accepted and ignored).
+
+    Raises:
+        ValueError: negative lr, eps, momentum, weight_decay or alpha ("Invalid alpha value: -1").
+        NotImplementedError: differentiable=True.
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        if not 0.0 <= _to_scalar(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_not_differentiable(differentiable)
+        defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
+                    "centered": centered, "weight_decay": weight_decay, "capturable": capturable,
+                    "foreach": foreach, "maximize": maximize, "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            for key, value in (("momentum", 0), ("centered", False), ("foreach", None),
+                               ("maximize", False), ("differentiable", False),
+                               ("capturable", False)):
+                group.setdefault(key, value)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """One RMSprop step over every parameter with a `.grad`; returns the closure's loss."""
+        loss = self._eval_closure(closure)
+        view_as_real = FUNCTIONS["view_as_real"]
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            alpha, eps, wd = group["alpha"], group["eps"], group["weight_decay"]
+            momentum, centered = group["momentum"], group["centered"]
+            for p in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step()
+                    state["square_avg"] = zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = zeros_like(p)
+                grad = -p.grad if group["maximize"] else p.grad
+                state["step"].add_(1)
+                if wd != 0:
+                    grad = grad.add(p, alpha=wd)
+                param, square_avg = p, state["square_avg"]
+                grad_avg, buf = state.get("grad_avg"), state.get("momentum_buffer")
+                if p.is_complex():
+                    param, grad, square_avg = (view_as_real(t) for t in (p, grad, square_avg))
+                    grad_avg = view_as_real(grad_avg) if centered else None
+                    buf = view_as_real(buf) if momentum > 0 else None
+                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                if centered:
+                    grad_avg.lerp_(grad, 1 - alpha)
+                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+                else:
+                    avg = square_avg.sqrt()
+                avg = avg.add_(eps)
+                if momentum > 0:
+                    buf.mul_(momentum).addcdiv_(grad, avg)
+                    param.add_(buf, alpha=-lr)
+                else:
+                    param.addcdiv_(grad, avg, value=-lr)
+        return loss
