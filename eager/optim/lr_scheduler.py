@@ -166,10 +166,8 @@ def _load_lambdas_state(sched, state_dict) -> None:
             fn.__dict__.update(saved)
 
 
-class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(epoch) (`torch.optim.lr_scheduler.LambdaLR`); `lr_lambda` is
-    a function of the epoch or a list of them, one per group (ValueError if the count
-    differs)."""
+class _LambdaScheduler(LRScheduler):
+    """A scheduler driven by one function of the epoch per group (`lr_lambda`)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
         self.optimizer = optimizer
@@ -181,26 +179,21 @@ class LambdaLR(LRScheduler):
 
     def load_state_dict(self, state_dict: dict) -> None:
         _load_lambdas_state(self, state_dict)
+
+
+class LambdaLR(_LambdaScheduler):
+    """lr = base_lr * lr_lambda(epoch) (`torch.optim.lr_scheduler.LambdaLR`); `lr_lambda` is
+    a function of the epoch or a list of them, one per group (ValueError if the count
+    differs)."""
 
     def get_lr(self) -> list:
         self._warn_outside_step()
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """lr <- lr * lr_lambda(epoch) at each step after the first
     (`torch.optim.lr_scheduler.MultiplicativeLR`)."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _per_group("lr_lambdas", optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict:
-        return _lambdas_state(self)
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        _load_lambdas_state(self, state_dict)
 
     def get_lr(self) -> list:
         self._warn_outside_step()
