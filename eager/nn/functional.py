@@ -3,12 +3,20 @@
 Each name is the registry function (`ir/ops/activations.py`, `reductions.py`, ...) or a thin
 wrapper adding what the functional form has on top: `inplace=` (the result is written into the
 input, as `Tensor.<op>_` does: same checks, version bump) and PyTorch's functional defaults
-(`softmax(dim=None)` picks PyTorch's legacy implicit dim). Semantics: torch.nn.functional.
+(`softmax(dim=None)` picks PyTorch's legacy implicit dim). Compositions as PyTorch writes them:
+`dropout`, `one_hot`, `embedding`, `layer_norm` here, the losses in `losses.py` (re-exported).
+Semantics: torch.nn.functional. Touches `eager` only.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from ir import dtypes as D
+
 from ..dispatch import FUNCTIONS
+from .losses import *  # the losses (mse_loss, cross_entropy, ...), re-exported
+from .losses import value_check
 
 gelu = FUNCTIONS["gelu"]
 sigmoid = FUNCTIONS["sigmoid"]
@@ -108,3 +116,150 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 
 pad = FUNCTIONS["pad"]
 linear = FUNCTIONS["linear"]
+
+
+# ---------------------------------------------------------------- dropout and layers
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability `p` and scale the others by 1 / (1 - p)
+    (`torch.nn.functional.dropout`); the mask comes from eager's default generator
+    (`eager.manual_seed`). `training=False` or p = 0 return `input` itself; p = 1 gives zeros
+    (input * 0). ValueError for p outside [0, 1]; RuntimeError for a non-floating input."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{input.dtype.title}")
+    if p == 1:
+        out = input * 0.0
+    else:
+        from ..random import rand
+
+        keep = rand(tuple(input.shape), dtype=D.float64, device=input.device) >= p
+        out = input * FUNCTIONS["div"](keep.to(input.dtype), 1.0 - p)
+    return _inplace(input, out) if inplace else out
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 tensor of shape tensor.shape + (num_classes,) with 1 at each class index
+    (`torch.nn.functional.one_hot`); num_classes = -1 infers max + 1. RuntimeError for a
+    tensor that is not int64, negative classes, classes >= num_classes, or an empty tensor
+    with num_classes = -1."""
+    if tensor.dtype is not D.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    a = tensor._host()
+    if num_classes == -1:
+        if a.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(a.max()) + 1
+    if a.size and a.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if (a.size and a.max() >= num_classes) or num_classes < 0:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    from ..creation import as_tensor
+
+    out = (a[..., None] == np.arange(num_classes)).astype(np.int64)
+    return as_tensor(out, device=tensor.device)
+
+
+def _embedding_renorm(weight, rows, max_norm, norm_type) -> None:
+    """`torch.embedding_renorm_`: rows of `weight` used by the lookup whose `norm_type`-norm
+    exceeds `max_norm` are scaled in place to norm max_norm (no gradient recorded)."""
+    from ..creation import as_tensor
+    from ..grad_mode import no_grad
+
+    with no_grad():
+        idx = as_tensor(np.unique(rows), device=weight.device)
+        sel = FUNCTIONS["index_select"](weight, 0, idx)
+        norms = FUNCTIONS["linalg_vector_norm"](sel, norm_type, 1, True)
+        scale = FUNCTIONS["where"](norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight.index_copy_(0, idx, sel * scale)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` (num_embeddings, embedding_dim) at the int64/int32 indices `input`:
+    result input.shape + (embedding_dim,) (`torch.nn.functional.embedding`). The gradient of
+    row `padding_idx` is zero; `max_norm` renormalises the used rows in place first. The
+    weight gradient is dense (`sparse=True` is accepted). RuntimeError for other index dtypes
+    or a weight that is not 2-D; IndexError for indices outside [0, num_embeddings);
+    AssertionError for padding_idx out of range; NotImplementedError for scale_grad_by_freq."""
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if input.dtype not in (D.int64, D.int32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{input.dtype.title} instead (while checking arguments for "
+                           "embedding)")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % num
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq=True is not supported")
+    check_embedding_indices(input, num)
+    if max_norm is not None:
+        _embedding_renorm(weight, input._host(), max_norm, norm_type)
+    idx = input.reshape(-1)
+    rows = FUNCTIONS["index_select"](weight, 0, idx)
+    if padding_idx is not None and weight.requires_grad:
+        pad = (idx == padding_idx).unsqueeze(1)
+        rows = FUNCTIONS["where"](pad, rows.detach(), rows)
+    return rows.reshape(tuple(input.shape) + (weight.shape[1],))
+
+
+@value_check
+def check_embedding_indices(input, num_embeddings: int) -> None:
+    """IndexError "index out of range in self" for an index outside [0, num_embeddings)."""
+    a = input._host()
+    if a.size and (a.min() < 0 or a.max() >= num_embeddings):
+        raise IndexError("index out of range in self")
+
+
+def _same_sizes(a, b) -> bool:
+    """a == b for two sequences of ints, written element by element so that capture folds it
+    when one side is a list the caller built (a tuple made from it is not a constant)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x != y:
+            return False
+    return True
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
+    (biased variance; `torch.nn.functional.layer_norm`). weight and bias: normalized_shape.
+    RuntimeError when input's trailing dims, weight or bias do not match normalized_shape, or
+    normalized_shape is empty; NotImplementedError for non-floating input."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+        tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and not _same_sizes(t.shape, shape):
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
+                               f"got {name} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(shape)}")
+    k = len(shape)
+    if input.ndim < k or not _same_sizes(input.shape[input.ndim - k:], shape):
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
+                                  f"'{input.dtype.title}'")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    centered = input - input.mean(dims, keepdim=True)
+    var = (centered * centered).mean(dims, keepdim=True)
+    out = centered * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
