@@ -532,19 +532,48 @@ def _softmax_decomp(F, x, dim, dtype=None):
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
+def _softmax_eager(log: bool):
+    """Eager's kernel of (log_)softmax: the decomposition's kernels (amax, sub, exp, sum,
+    then log and sub, or div) on float32/float64 numpy arrays without a dtype, its exact
+    results in one call. None otherwise (half types, dtype=, empty, other arrays)."""
+    def impl(xp, x, dim, dtype=None):
+        if xp is not np or dtype is not None or x.dtype.type not in (np.float32, np.float64) \
+                or x.size == 0:
+            return None
+        with np.errstate(all="ignore"):  # IEEE results without warnings, as the kernels run
+            shifted = x - np.maximum.reduce(x, axis=dim, keepdims=True)
+            if log:
+                return shifted - np.log(np.add.reduce(np.exp(shifted), axis=dim, keepdims=True))
+            e = np.exp(shifted)
+            return e / np.add.reduce(e, axis=dim, keepdims=True)
+    return impl
+
+
+def _softmax_backward(F, g, out, x, dim, dtype=None):
+    """PyTorch's `_softmax_backward_data`: out * (g - sum(g * out, dim))."""
+    return (F.mul(out, F.sub(g, F.sum(F.mul(g, out), dim, keepdim=True))),)
+
+
+def _log_softmax_backward(F, g, out, x, dim, dtype=None):
+    """PyTorch's `_log_softmax_backward_data`: g - exp(out) * sum(g, dim)."""
+    return (F.sub(g, F.mul(F.exp(out), F.sum(g, dim, keepdim=True))),)
+
+
 def _softmax_ref(x, dim, dtype=None):
     e = np.exp(x - x.max(axis=dim, keepdims=True))
     return e / e.sum(axis=dim, keepdims=True)
 
 
-for _name, _decomp, _ref in [
-    ("softmax", _softmax_decomp, _softmax_ref),
-    ("log_softmax", _log_softmax_decomp, lambda x, dim, dtype=None: np.log(_softmax_ref(x, dim))),
+for _name, _decomp, _ref, _log, _backward in [
+    ("softmax", _softmax_decomp, _softmax_ref, False, _softmax_backward),
+    ("log_softmax", _log_softmax_decomp, lambda x, dim, dtype=None: np.log(_softmax_ref(x, dim)),
+     True, _log_softmax_backward),
 ]:
     register(OpDef(
         _name, "composite", "input, dim, dtype=None", 1, "int_to_float",
         shape=lambda s, dim, dtype=None: s, attrs_rule=_softmax_attrs(_name), decomp=_decomp,
+        eager_impl=_softmax_eager(_log), eager_backward=_backward,
         ref=_ref, samples=({"dim": -1}, {"dim": 0}), test_dtypes=FLOATS,
     ))
 
-del _name, _impl, _decomp, _ref
+del _name, _impl, _decomp, _ref, _log, _backward
