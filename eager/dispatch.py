@@ -30,7 +30,7 @@ from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
 from .autograd import BackwardNode  # imported by eager before this module
-from .autograd.record import ONE, new_table, record
+from .autograd.record import ONE, new_table, record, record_many
 from .tensor import Tensor, bump_version
 
 VIEW_KINDS = ("view",)
@@ -223,10 +223,12 @@ F = OpNamespace(apply)
 
 def _node(op, inputs: tuple, attrs: dict, out: Tensor, ids):
     """The grad_fn of `apply`'s result: recorded with a structure id when the call has a key
-    (`ids`, its table) and one or two operands."""
-    if ids is not None and len(inputs) <= 2:
+    (`ids`, its table)."""
+    if ids is None:
+        return BackwardNode(op, inputs, attrs, out)
+    if len(inputs) <= 2:
         return record(op, inputs[0], inputs[1] if len(inputs) == 2 else ONE, attrs, out, ids)
-    return BackwardNode(op, inputs, attrs, out)
+    return record_many(op, inputs, attrs, out, ids)
 
 
 class _Whole:
@@ -344,6 +346,10 @@ def direct_kernel(op: OpDef, compute=None):
 
 _tnew = Tensor.__new__
 
+# Tensor subclasses that behave as Tensor in every op (`nn.Parameter`: registered by eager.nn):
+# the fast paths take them, and their results are plain Tensors.
+PLAIN_SUBCLASSES: set = set()
+
 # The fast paths' common end: the kernel's result `r` as a new tensor, recording a grad_fn over
 # the `{operands}` when autograd needs one (with a structure id from the entry's table `ids`).
 _FAST_RESULT = """    if type(r) is not nd:
@@ -368,7 +374,7 @@ _FAST_RESULT = """    if type(r) is not nd:
 _FAST_SRC = {1: """
 def fast({params}{extra}):
     {guard}
-    if type(x) is not tensor:
+    if type(x) is not tensor and type(x) not in plain:
         return fallback(x)
     xd = x._data
     if type(xd) is not nd or hooks:
@@ -390,6 +396,10 @@ def fast({params}{extra}):
 def fast({params}{extra}):
     {guard}
     tx, ty = type(x), type(y)
+    if tx is not tensor and tx in plain:
+        tx = tensor
+    if ty is not tensor and ty in plain:
+        ty = tensor
     if tx is tensor:
         xd = x._data
         if ty is tensor:
@@ -488,7 +498,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
 
     env = {"fallback": fallback, "tensor": Tensor, "nd": _ND, "hooks": POST_HOOKS,
            "grad_on": _grad_enabled, "cache": cache, "entry": entry, "_meta": _meta,
-           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "record": record, "ONE": ONE,
+           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "record": record, "ONE": ONE, "plain": PLAIN_SUBCLASSES,
            "op": op, "defaults": defaults, "scalars": _SCALARS, "scalar_ok": op.scalar_ok,
            "__name__": __name__}
     exec(_fast_code(op.nin, exact, reflected), env)  # noqa: S102  (the fixed template above)
@@ -506,7 +516,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
         dx = xd.dtype
         if nin == 1:
             yd = None
-            key, metas, with_scalar = dx, (_meta(xd),), False
+            key = dx
             rec = x.requires_grad
         else:
             y = args[0]
@@ -516,11 +526,10 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
                     return False
                 dy = yd.dtype
                 key = dx if dx is dy else (dx, dy, not xd.ndim, not yd.ndim)
-                metas, with_scalar = (_meta(xd), _meta(yd)), False
                 rec = x.requires_grad or y.requires_grad
             elif type(y) in _SCALARS and scalar_ok:
                 yd = y
-                key, metas, with_scalar = (dx, type(y)), (_meta(xd), y), True
+                key = (dx, type(y))
                 rec = x.requires_grad
             else:
                 return False
@@ -528,7 +537,9 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
             return False
         e = cache.get(key)
         if e is None:
-            e = entry(key, metas, with_scalar)
+            metas = (_meta(xd),) if yd is None else \
+                (_meta(xd), _meta(yd) if type(yd) is _ND else yd)
+            e = entry(key, metas, type(yd) is not _ND and yd is not None)
         if not e or e[0] != dx or e[1] != dx:
             return False
         ufunc = _UFUNCS.get(e[2], e[2])
@@ -592,7 +603,8 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
     hooks = POST_HOOKS
 
     def fast(x, y, *rest, **kw):
-        if rest or kw or type(x) is not Tensor or type(y) is not Tensor or hooks:
+        if rest or kw or hooks or (type(x) is not Tensor and type(x) not in PLAIN_SUBCLASSES) \
+                or (type(y) is not Tensor and type(y) not in PLAIN_SUBCLASSES):
             return fallback(x, y, *rest, **kw)
         a, b = x._data, y._data
         if type(a) is not _ND or type(b) is not _ND or a.ndim != 2 or b.ndim != 2:
@@ -664,7 +676,7 @@ def _make_reduce_fast(op: OpDef, fallback):
         if kwargs or len(args) != 1 or hooks:
             return fallback(*args, **kwargs)
         x = args[0]
-        if type(x) is not Tensor:
+        if type(x) is not Tensor and type(x) not in PLAIN_SUBCLASSES:
             return fallback(x)
         xd = x._data
         if type(xd) is not _ND:

@@ -382,7 +382,17 @@ def test_graphs_through_views_or_general_ops_get_no_id():
     with eager.no_grad():
         x.detach().mul_(1.0)  # its base written since (the same version counter)
     assert (v * w).grad_fn.struct_id is None
-    assert (eager.where(x > 0, x, w) * 2.0).grad_fn.struct_id is None  # a node without an id
+    class Twice(eager.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2.0
+
+    assert (Twice.apply(x) * 2.0).grad_fn.struct_id is None  # a node without an id
+    assert (eager.where(x > 0, x, w) * 2.0).grad_fn.struct_id is not None  # three operands
     x.register_hook(lambda g: g)
     assert (x * w).grad_fn.struct_id is None  # a leaf with hooks
     y = x.detach().requires_grad_() * w
@@ -448,7 +458,7 @@ def _mlp(seed):
 def test_parameters_general_ops_and_matmul_get_ids():
     x, w = _leaves(2, seed=15)
     p = eager.nn.Parameter(eager.tensor(np.ones(8, np.float32)))
-    assert (p * x).grad_fn.struct_id is not None  # a Parameter goes the general way
+    assert (p * x).grad_fn.struct_id is not None  # a Parameter takes the fast path
     assert (x * w).mean().grad_fn.struct_id is not None  # a composite recorded whole
     a = eager.tensor(np.ones((3, 8), np.float32), requires_grad=True)
     assert (a @ eager.ones(8, 2)).grad_fn.struct_id is not None
@@ -496,6 +506,8 @@ _OPS = {
     "half": (1, lambda a: a * 0.5),
     "one_plus": (1, lambda a: 1.0 + a),
     "view": (1, lambda a: a.unsqueeze(0).squeeze(0)),
+    "where": (3, lambda c, a, b: eager.where(c > 0, a, b)),
+    "addcmul": (3, lambda a, b, c: eager.addcmul(a, b, c, value=0.5)),
 }
 
 
@@ -538,3 +550,28 @@ def test_random_graphs_with_any_sharing_equal_the_loop(recipe):
         return out
 
     _same_as_loop(scenario)
+
+
+def test_parameters_on_the_fast_paths_equal_the_general_way():
+    from eager import dispatch
+
+    rng = np.random.default_rng(19)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    cases = [("mul", lambda p, q: p * q), ("add", lambda p, q: p + q),
+             ("sub", lambda p, q: 2.0 - p), ("matmul", lambda p, q: p @ q.unsqueeze(1)),
+             ("sum", lambda p, q: p.sum()), ("tanh", lambda p, q: eager.tanh(p))]
+    for name, fn in cases:
+        p, q = eager.nn.Parameter(eager.tensor(a)), eager.nn.Parameter(eager.tensor(b))
+        got = fn(p, q)
+        general = dispatch.FUNCTIONS[name].__wick_general__
+        want = {"mul": lambda: general(p, q), "add": lambda: general(p, q),
+                "sub": lambda: general(2.0, p), "matmul": lambda: general(p, q.unsqueeze(1)),
+                "sum": lambda: general(p), "tanh": lambda: general(p)}[name]()
+        assert type(got) is eager.Tensor and got.grad_fn.name() == want.grad_fn.name()
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        got.sum().backward()
+        g_fast = p.grad.numpy().copy()
+        p.grad = q.grad = None
+        want.sum().backward()
+        np.testing.assert_array_equal(g_fast, p.grad.numpy())

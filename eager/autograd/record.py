@@ -107,12 +107,42 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
         n.next_functions = (ex, ey)
         key = (kx, px, ky, py)
         ok = px is not None and py is not None
+    return _close(n, out, key if ok else None, clock, table)
+
+
+def record_many(op, inputs: tuple, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
+    """`record` for any number of operands (`where(cond, x, y)`, `addcmul`, ...)."""
+    n = _new(BackwardNode)
+    n.op = op
+    n.attrs = attrs
+    n.saved = inputs
+    clock = MUTATIONS[0]
+    versions, edges, key = [], [], []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            versions.append(x._vc[0])
+            e, p, c = _link(x)
+            key += (x._data.shape, p)
+            if c is not None and c < clock:
+                clock = c
+        else:
+            versions.append(None)
+            e = NO_EDGE
+            key += (x, -1)
+        edges.append(e)
+    n.versions = versions
+    n.next_functions = tuple(edges)
+    return _close(n, out, tuple(key) if None not in key[1::2] else None, clock, table)
+
+
+def _close(n: BackwardNode, out: Tensor, key, clock: int, table: dict) -> BackwardNode:
+    """The rest of a node (`record`): its output, its structure id (None without a `key`)."""
     n.out_data = out._data
     n.out_vc = vc = out._vc
     n.out_version = vc[0]
     n._hk = n._old = n._freed = n._pkey = None
     sid = None
-    if ok:
+    if key is not None:
         sid = table.get(key)
         if sid is None:
             if len(table) >= MAX_IDS:

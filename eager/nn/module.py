@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 
+from ..dispatch import PLAIN_SUBCLASSES
 from ..tensor import Tensor
 
 
@@ -35,6 +36,9 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + Tensor.__repr__(self)
+
+
+PLAIN_SUBCLASSES.add(Parameter)  # ops treat it as a Tensor (eager.dispatch's fast paths)
 
 
 class Module:
