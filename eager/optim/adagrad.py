@@ -16,6 +16,8 @@ from .optimizer import (
     _new_step,
     _no_grad_step,
     _to_scalar,
+    addcdiv_,
+    addcmul_,
 )
 
 __all__ = ["Adagrad"]
@@ -97,7 +99,7 @@ class Adagrad(Optimizer):
                 param, state_sum = p, state["sum"]
                 if p.is_complex():
                     param, grad, state_sum = (view_as_real(t) for t in (p, grad, state_sum))
-                state_sum.addcmul_(grad, grad, value=1)
+                addcmul_(state_sum, grad, grad)
                 std = state_sum.sqrt().add_(eps)
-                param.addcdiv_(grad, std, value=-clr)
+                addcdiv_(param, grad, std, value=-clr)
         return loss

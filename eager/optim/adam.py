@@ -18,6 +18,9 @@ from .optimizer import (
     _new_step,
     _no_grad_step,
     _to_scalar,
+    addcdiv_,
+    addcmul_,
+    lerp_,
 )
 
 __all__ = ["Adam", "AdamW"]
@@ -105,8 +108,8 @@ class Adam(Optimizer):
                         view_as_real(t) for t in (grad, exp_avg, exp_avg_sq, param))
                     if max_sq is not None:
                         max_sq = view_as_real(max_sq)
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                lerp_(exp_avg, grad, 1 - beta1)
+                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
                 step = step_t.item()
                 step_size = lr / (1 - beta1 ** step)
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
@@ -115,7 +118,7 @@ class Adam(Optimizer):
                     denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                 else:
                     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                param.addcdiv_(exp_avg, denom, value=-step_size)
+                addcdiv_(param, exp_avg, denom, value=-step_size)
         return loss
 
 

@@ -17,6 +17,9 @@ from .optimizer import (
     _new_step,
     _no_grad_step,
     _to_scalar,
+    addcdiv_,
+    addcmul_,
+    lerp_,
 )
 
 __all__ = ["RMSprop"]
@@ -95,16 +98,16 @@ class RMSprop(Optimizer):
                     param, grad, square_avg = (view_as_real(t) for t in (p, grad, square_avg))
                     grad_avg = view_as_real(grad_avg) if centered else None
                     buf = view_as_real(buf) if momentum > 0 else None
-                square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
                 if centered:
-                    grad_avg.lerp_(grad, 1 - alpha)
+                    lerp_(grad_avg, grad, 1 - alpha)
                     avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
                 avg = avg.add_(eps)
                 if momentum > 0:
-                    buf.mul_(momentum).addcdiv_(grad, avg)
+                    addcdiv_(buf.mul_(momentum), grad, avg)
                     param.add_(buf, alpha=-lr)
                 else:
-                    param.addcdiv_(grad, avg, value=-lr)
+                    addcdiv_(param, grad, avg, value=-lr)
         return loss

@@ -1,0 +1,103 @@
+"""Whole training steps written as PyTorch code (`nn.Sequential`, `F.cross_entropy`,
+`torch.optim`), run by wick (`import eager as torch`) and by torch eager.
+
+1. `small`: 64-32-10 MLP (ReLU), batch 64, float32, cross entropy, SGD with momentum.
+2. `mnist-sized`: 784-256-10 MLP (ReLU), batch 64, float32, cross entropy, Adam.
+
+Run: `python benchmarks/bench_train.py [--repeat N]`. Prints the median time of one step
+(forward, backward, optimizer step) per peer and the ratio wick / torch; both peers start
+from the same weights and data, and the script checks that their losses agree over the timed
+steps. No goal is asserted (timings are not tests); BLAS and torch run on one thread.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import eager
+from bench_autograd import medians_us
+
+try:
+    import torch
+except ImportError:  # an optional peer
+    torch = None
+
+
+def make_step(lib, sizes, optimizer, lr, seed=0):
+    """A training step closure for `lib` (eager or torch): same weights (numpy-drawn), same
+    batch, the given optimizer; returns the step and a function giving the last loss."""
+    rng = np.random.default_rng(seed)
+    nn = lib.nn
+    layers = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        lin = nn.Linear(fan_in, fan_out)
+        with lib.no_grad():
+            bound = 1 / fan_in ** 0.5
+            lin.weight.copy_(lib.tensor(rng.uniform(-bound, bound, (fan_out, fan_in))
+                                        .astype(np.float32)))
+            lin.bias.copy_(lib.tensor(rng.uniform(-bound, bound, fan_out).astype(np.float32)))
+        layers.append(lin)
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    model = nn.Sequential(*layers)
+    opt = {"sgd": lambda p: lib.optim.SGD(p, lr=lr, momentum=0.9),
+           "adam": lambda p: lib.optim.Adam(p, lr=lr)}[optimizer](model.parameters())
+    x = lib.tensor(rng.standard_normal((64, sizes[0])).astype(np.float32))
+    y = lib.tensor(rng.integers(0, sizes[-1], 64))
+    last = []
+
+    def step():
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        last.append(loss)
+
+    return step, lambda: float(last[-1].item())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=600)
+    args = ap.parse_args(argv)
+    if torch is not None:
+        torch.set_num_threads(1)
+    rows = []
+    for name, sizes, optimizer, lr in (("small: 64-32-10, SGD momentum", (64, 32, 10), "sgd",
+                                        0.05),
+                                       ("mnist-sized: 784-256-10, Adam", (784, 256, 10),
+                                        "adam", 1e-3)):
+        peers, losses = {}, {}
+        for label, lib in (("wick", eager), ("torch eager", torch)):
+            if lib is None:
+                continue
+            peers[label], losses[label] = make_step(lib, sizes, optimizer, lr)
+        t = medians_us(peers, args.repeat, warmup=5)
+        if "torch eager" in peers:  # both ran the same number of steps from the same start
+            a, b = losses["wick"](), losses["torch eager"]()
+            assert abs(a - b) <= 1e-3 * max(1.0, abs(b)), (name, a, b)
+        for label, us in t.items():
+            ratio = us / t["torch eager"] if "torch eager" in t else None
+            rows.append((name if label == "wick" else "", label, us, ratio))
+    print(f"{'training step (fwd + bwd + optimizer), batch 64, f32':52s} {'peer':12s} "
+          f"{'median us':>10s} {'/ torch':>8s}")
+    for name, label, us, ratio in rows:
+        r = f"{ratio:8.2f}" if ratio is not None else ""
+        print(f"{name:52s} {label:12s} {us:10.1f} {r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
