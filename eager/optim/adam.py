@@ -3,8 +3,9 @@ https://pytorch.org/docs/stable/generated/torch.optim.Adam.html and AdamW.html: 
 2014, AMSGrad of Reddi et al. 2018, decoupled weight decay of Loshchilov & Hutter 2019).
 
 The update runs under `no_grad` as in-place tensor ops on the parameters and state (`lerp_`,
-`mul_`, `addcmul_`, `addcdiv_`), in PyTorch's order of operations so that float32 results
-agree with PyTorch's to rounding. Complex parameters are updated through `view_as_real`, as
+`mul_`, `addcmul_`, `addcdiv_`; the three-operand ones through optimizer.py's unfused forms,
+equal to them bit for bit), in PyTorch's order of operations so that float32 results agree
+with PyTorch's to rounding. Complex parameters are updated through `view_as_real`, as
 PyTorch's. Touches `eager` only.
 """
 
