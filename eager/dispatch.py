@@ -12,7 +12,8 @@ Per-op overhead: elementwise calls on CPU tensors of equal shapes (or a tensor a
 number) take a fast path that skips binding and meta objects but keeps every check: both
 operands on the CPU, shapes that broadcast (numpy's rule is PyTorch's; a clash goes the general
 way, which raises), the dtype rule of the op (evaluated once per dtype pair and cached), grad
-mode. A formula that is one scalar primitive (add, exp...) runs as numpy's C function. See benchmarks/bench_eager.py.
+mode. A formula that is one scalar primitive (add, exp...) runs as numpy's C function. See
+benchmarks/bench_eager.py.
 """
 
 from __future__ import annotations
@@ -498,9 +499,9 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
 
     env = {"fallback": fallback, "tensor": Tensor, "nd": _ND, "hooks": POST_HOOKS,
            "grad_on": _grad_enabled, "cache": cache, "entry": entry, "_meta": _meta,
-           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "record": record, "ONE": ONE, "plain": PLAIN_SUBCLASSES,
-           "op": op, "defaults": defaults, "scalars": _SCALARS, "scalar_ok": op.scalar_ok,
-           "__name__": __name__}
+           "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "record": record,
+           "ONE": ONE, "plain": PLAIN_SUBCLASSES, "op": op, "defaults": defaults,
+           "scalars": _SCALARS, "scalar_ok": op.scalar_ok, "__name__": __name__}
     exec(_fast_code(op.nin, exact, reflected), env)  # noqa: S102  (the fixed template above)
     fast = env["fast"]
     nin, scalar_ok = op.nin, op.scalar_ok

@@ -171,7 +171,8 @@ def _guarded(sig, nodes, prog):
     A graph whose root has the structure id of `nodes[0]` then has the walk's signature `sig`
     (`record` explains why)."""
     entries = _entries(sig, len(nodes))
-    lines = ["def entry(n0, g0, retain):", "    if DEFAULT[0] is not DTYPE:", "        return False"]
+    lines = ["def entry(n0, g0, retain):", "    if DEFAULT[0] is not DTYPE:",
+             "        return False"]
     have = {0}
     for i, e in enumerate(entries):
         if e == "leaf":

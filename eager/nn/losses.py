@@ -226,12 +226,12 @@ def check_class_indices(target, n_classes: int, ignore_index: int) -> None:
 
 def _picked(input, target, weight, ignore_index: int, class_dim: int):
     """-input[target] per sample, weighted and zero where ignored; and the per-sample weight
-    (0 where ignored) that "mean" divides by. `input` (N, C, ...) or (C,); target (N, ...)
+    (0 where ignored; without `weight`, the bool mask of kept targets) that "mean" divides by. `input` (N, C, ...) or (C,); target (N, ...)
     checked by `_class_target`."""
     if target.dtype is D.uint8:
         target = target.long()
     keep = target != ignore_index
-    safe = _where(keep, target, 0)
+    safe = target * keep  # (0 where ignored: a valid index to gather)
     if class_dim == 0:  # (C,) with a 0-d target
         loss = -_gather(input, 0, safe.reshape(1)).reshape(())
     else:
@@ -241,7 +241,7 @@ def _picked(input, target, weight, ignore_index: int, class_dim: int):
         loss = loss * wt
         w = _where(keep, wt, 0.0)
     else:
-        w = keep.to(input.dtype)
+        w = keep  # (its sum, an int64 count, divides "mean" exactly as a float would)
     # `where`, not `* keep`: an ignored position may hold -inf (a masked logit), and
     # -inf * 0 would be NaN where PyTorch gives 0
     return _where(keep, loss, 0.0), w, keep

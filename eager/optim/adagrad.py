@@ -2,8 +2,9 @@
 https://pytorch.org/docs/stable/generated/torch.optim.Adagrad.html: Duchi et al. 2011).
 
 Unlike the other optimizers, Adagrad's state (`step`, `sum`) is created for every parameter
-in the constructor, as PyTorch's (and, for groups added later, at their first step). The update runs under `no_grad` as in-place tensor ops.
-Complex parameters are updated through `view_as_real`, as PyTorch's. Touches `eager` only.
+in the constructor, as PyTorch's (and, for groups added later, at their first step). The
+update runs under `no_grad` as in-place tensor ops. Complex parameters are updated through
+`view_as_real`, as PyTorch's. Touches `eager` only.
 """
 
 from __future__ import annotations

@@ -48,7 +48,14 @@ def _gather_impl(xp, x, dim, index, sparse_grad=False):
     check_bounds(xp, index, x.shape[dim] if x.ndim else 1, dim)
     if index.shape != x.shape:
         x = x[tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(index.shape))]
-    return xp.take_along_axis(x, index, axis=dim) if x.ndim else x[()] + 0 * index
+    if not x.ndim:
+        return x[()] + 0 * index
+    # take_along_axis's indexing, without its Python checks (done above): the index along
+    # `dim`, broadcast aranges along the others
+    nd = index.ndim
+    return x[tuple(index if d == dim else
+                   xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1))
+                   for d, n in enumerate(index.shape))]
 
 
 def _gather_backward(F, g, out, x, dim, index, sparse_grad=False):

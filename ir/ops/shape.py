@@ -73,7 +73,7 @@ def _transpose_shape(s, dim0, dim1):
 register(OpDef(
     "transpose", "view", "input, dim0, dim1", 1, "keep",
     shape=_transpose_shape, attrs_rule=_transpose_attrs,
-    impl=lambda xp, x, dim0, dim1: xp.swapaxes(x, dim0, dim1),
+    impl=lambda xp, x, dim0, dim1: x.swapaxes(dim0, dim1),  # (the array's method: no wrapper)
     backward=lambda F, g, out, x, dim0, dim1: (F.transpose(g, dim0, dim1),),
     ref=lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1),
     samples=({"dim0": 0, "dim1": -1},),
@@ -88,7 +88,7 @@ def _unsqueeze_attrs(inputs, attrs):
 register(OpDef(
     "unsqueeze", "view", "input, dim", 1, "keep",
     shape=lambda s, dim: s[:dim] + (1,) + s[dim:], attrs_rule=_unsqueeze_attrs,
-    impl=lambda xp, x, dim: xp.expand_dims(x, dim),
+    impl=lambda xp, x, dim: x.reshape(x.shape[:dim] + (1,) + x.shape[dim:]),  # (expand_dims)
     backward=lambda F, g, out, x, dim: (F.reshape(g, tuple(x.shape)),),
     ref=lambda x, dim: np.expand_dims(x, dim), samples=({"dim": 0}, {"dim": -1}),
 ))
@@ -192,7 +192,7 @@ def _squeeze_attrs(inputs, attrs):
 
 view_op("squeeze", "input, dim=None",
         lambda s, dim: tuple(n for d, n in enumerate(s) if d not in dim),
-        lambda xp, x, dim: xp.squeeze(x, axis=dim),
+        lambda xp, x, dim: x.squeeze(axis=dim),
         backward=lambda F, g, out, x, dim: (F.reshape(g, tuple(x.shape)),),
         ref=lambda x, dim=None: np.squeeze(x, axis=tuple(
             d for d in ((dim,) if isinstance(dim, int) else dim or range(x.ndim))
