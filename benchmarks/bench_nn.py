@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_table import median_ms
 
 import eager
 import eager.nn.functional as F
@@ -27,17 +28,6 @@ try:
     import torch.nn.functional as TF
 except ImportError:  # an optional peer
     torch = None
-
-
-def median_ms(fn, repeat, warm=2):
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
 
 
 def np_log_softmax(x):

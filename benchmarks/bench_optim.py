@@ -19,14 +19,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_autograd import medians_us
 
 import eager
 import eager.optim
@@ -46,22 +47,6 @@ CONFIGS = {
     "Adagrad": ("Adagrad", {"lr": 1e-2}),
 }
 SHAPES = {"mlp": [(256, 784), (256,), (10, 256), (10,)], "small": [(64,)] * 20}
-
-
-def medians_us(fns: dict, repeat: int, rounds: int = 10, warmup: int = 5) -> dict:
-    """Median time per call (us) of each of `fns`, timed interleaved in `rounds` rounds."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    times = {k: [] for k in fns}
-    per = max(1, repeat // rounds)
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            for _ in range(per):
-                t0 = time.perf_counter()
-                fn()
-                times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) * 1e6 for k, v in times.items()}
 
 
 def numpy_step(name, kw, ps, gs, st):

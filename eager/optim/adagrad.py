@@ -71,12 +71,9 @@ class Adagrad(Optimizer):
         init = group["initial_accumulator_value"]
         state["sum"] = full_like(p, complex(init, init) if p.is_complex() else init)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("foreach", None), ("maximize", False),
-                               ("differentiable", False), ("fused", None)):
-                group.setdefault(key, value)
+    _group_defaults = (
+        ("foreach", None), ("maximize", False), ("differentiable", False), ("fused", None),
+    )
 
     @_no_grad_step
     def step(self, closure=None):

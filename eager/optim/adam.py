@@ -68,13 +68,10 @@ class Adam(Optimizer):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("amsgrad", False), ("maximize", False), ("foreach", None),
-                               ("capturable", False), ("differentiable", False),
-                               ("decoupled_weight_decay", False), ("fused", None)):
-                group.setdefault(key, value)
+    _group_defaults = (
+        ("amsgrad", False), ("maximize", False), ("foreach", None), ("capturable", False),
+        ("differentiable", False), ("decoupled_weight_decay", False), ("fused", None),
+    )
 
     @_no_grad_step
     def step(self, closure=None):

@@ -323,11 +323,17 @@ class Optimizer:
         return {"defaults": self.defaults, "state": self.state,
                 "param_groups": self.param_groups}
 
+    # (key, value) options that groups saved by older versions may lack (PyTorch's setstate)
+    _group_defaults: tuple = ()
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_optimizer_step_pre_hooks", {})
         self.__dict__.setdefault("_optimizer_step_post_hooks", {})
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._group_defaults:
+                group.setdefault(key, value)
 
     def __repr__(self) -> str:
         s = type(self).__name__ + " ("

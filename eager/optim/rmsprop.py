@@ -62,13 +62,10 @@ class RMSprop(Optimizer):
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable}
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("momentum", 0), ("centered", False), ("foreach", None),
-                               ("maximize", False), ("differentiable", False),
-                               ("capturable", False)):
-                group.setdefault(key, value)
+    _group_defaults = (
+        ("momentum", 0), ("centered", False), ("foreach", None), ("maximize", False),
+        ("differentiable", False), ("capturable", False),
+    )
 
     @_no_grad_step
     def step(self, closure=None):

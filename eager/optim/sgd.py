@@ -48,12 +48,10 @@ class SGD(Optimizer):
         _check_not_differentiable(differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for key, value in (("nesterov", False), ("maximize", False), ("foreach", None),
-                               ("differentiable", False), ("fused", False)):
-                group.setdefault(key, value)
+    _group_defaults = (
+        ("nesterov", False), ("maximize", False), ("foreach", None), ("differentiable", False),
+        ("fused", False),
+    )
 
     @_no_grad_step
     def step(self, closure=None):
