@@ -18,6 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
@@ -26,8 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import eager
 from bench_autograd import medians_us
+
+import eager
 
 try:
     import torch
@@ -41,7 +43,7 @@ def make_step(lib, sizes, optimizer, lr, seed=0):
     rng = np.random.default_rng(seed)
     nn = lib.nn
     layers = []
-    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
         lin = nn.Linear(fan_in, fan_out)
         with lib.no_grad():
             bound = 1 / fan_in ** 0.5

@@ -78,6 +78,7 @@ from .random import (
     seed,
     set_rng_state,
 )
+from .serialization import load, save
 from .tensor import Size, Tensor, UntypedStorage
 
 try:
@@ -116,10 +117,11 @@ from . import indexing
 
 indexing.install(Tensor)
 
-from . import linalg  # noqa: E402  (eager.linalg: the torch.linalg namespace)
-
-from . import nn
-from . import optim  # noqa: E402  (eager.optim: the torch.optim namespace)
+from . import (
+    linalg,
+    nn,
+    optim,
+)
 
 
 def compile(fn=None, **kwargs):

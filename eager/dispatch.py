@@ -194,14 +194,15 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
                         return out
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
-    arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
+    arrays = tuple([x._data if isinstance(x, Tensor) else x for x in inputs])
     xp = np
-    for a in arrays:
-        if not is_number(a) and type(a) is not _ND:
-            from ir.execute import namespace_of
+    if key is None:  # (a call key means numpy arrays and numbers only)
+        for a in arrays:
+            if not is_number(a) and type(a) is not _ND:
+                from ir.execute import namespace_of
 
-            xp = namespace_of(a)
-            break
+                xp = namespace_of(a)
+                break
     out = Tensor._make(run_kernel(xp, op, arrays, attrs, compute, out_dtype))
     if op.kind in VIEW_KINDS:
         base = inputs[0]

@@ -558,16 +558,18 @@ def test_parameters_on_the_fast_paths_equal_the_general_way():
     rng = np.random.default_rng(19)
     a = rng.standard_normal((3, 4)).astype(np.float32)
     b = rng.standard_normal(4).astype(np.float32)
-    cases = [("mul", lambda p, q: p * q), ("add", lambda p, q: p + q),
-             ("sub", lambda p, q: 2.0 - p), ("matmul", lambda p, q: p @ q.unsqueeze(1)),
-             ("sum", lambda p, q: p.sum()), ("tanh", lambda p, q: eager.tanh(p))]
-    for name, fn in cases:
+    cases = [  # (op, the call, its operands for the general way)
+        ("mul", lambda p, q: p * q, lambda p, q: (p, q)),
+        ("add", lambda p, q: p + q, lambda p, q: (p, q)),
+        ("sub", lambda p, q: 2.0 - p, lambda p, q: (2.0, p)),
+        ("matmul", lambda p, q: p @ q.unsqueeze(1), lambda p, q: (p, q.unsqueeze(1))),
+        ("sum", lambda p, q: p.sum(), lambda p, q: (p,)),
+        ("tanh", lambda p, q: eager.tanh(p), lambda p, q: (p,)),
+    ]
+    for name, fn, operands in cases:
         p, q = eager.nn.Parameter(eager.tensor(a)), eager.nn.Parameter(eager.tensor(b))
         got = fn(p, q)
-        general = dispatch.FUNCTIONS[name].__wick_general__
-        want = {"mul": lambda: general(p, q), "add": lambda: general(p, q),
-                "sub": lambda: general(2.0, p), "matmul": lambda: general(p, q.unsqueeze(1)),
-                "sum": lambda: general(p), "tanh": lambda: general(p)}[name]()
+        want = dispatch.FUNCTIONS[name].__wick_general__(*operands(p, q))
         assert type(got) is eager.Tensor and got.grad_fn.name() == want.grad_fn.name()
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
         got.sum().backward()

@@ -1,9 +1,23 @@
 """eager.nn: neural-network building blocks (`torch.nn`): `functional`, a small `Module` system
-(`Parameter`, `Module`, `Linear`, `ReLU`, `GELU`, `ModuleList`, `Sequential`), and the losses,
-dropout and common layers of `layers.py` (`CrossEntropyLoss`, `MSELoss`, `Dropout`, `LayerNorm`,
-`Embedding`, ...)."""
+(`Parameter`, `Module`, `Linear`, `ReLU`, `GELU`), the containers (`ModuleList`, `Sequential`,
+`ModuleDict`, `ParameterList`, `ParameterDict`), the losses, dropout and common layers of
+`layers.py` (`CrossEntropyLoss`, `MSELoss`, `Dropout`, `LayerNorm`, `Embedding`, ...), and the
+`init` and `utils` namespaces."""
 
-from . import functional
+from . import functional, init, utils
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv_layers import (  # brief C: convolution, pooling, batch norm
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv1d,
+    Conv2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .layers import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -24,4 +38,4 @@ from .layers import (
     Softmax,
     Tanh,
 )
-from .module import GELU, Linear, Module, ModuleList, Parameter, ReLU, Sequential
+from .module import GELU, Linear, Module, Parameter, ReLU

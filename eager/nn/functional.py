@@ -263,3 +263,5 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias
     return out
+
+from .conv import *  # conv1d/2d, pooling and batch_norm (eager.nn.conv)

@@ -156,9 +156,57 @@ def _index_map(xp, op: OpDef, size: tuple, args: dict):
     return xp.asarray(op.impl(xp, pos, **args)).reshape(-1) - 1
 
 
+def _injective(v) -> bool:
+    """Whether no two elements of strided array `v` share an address (sufficient test: along
+    the dims of extent > 1 sorted by stride, each stride clears the previous dims' span)."""
+    span = v.itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(v.strides, v.shape) if n > 1):
+        if stride < span:
+            return False
+        span = stride * n
+    return True
+
+
+def _adjoint_direct(g, size, op: str, args: dict):
+    """The adjoint on numpy without an index map, or None: a constant `pad` with no negative
+    widths crops `g`; a view op is applied to a zero buffer and `g` written through it (views
+    whose elements are distinct), or added one window offset at a time (`unfold`)."""
+    from .. import REGISTRY
+
+    if op == "pad":
+        pad = args["pad"]
+        if args.get("mode", "constant") != "constant" or min(pad, default=0) < 0:
+            return None
+        crop = [slice(None)] * g.ndim
+        for i in range(len(pad) // 2):
+            d = g.ndim - 1 - i
+            crop[d] = slice(pad[2 * i], g.shape[d] - pad[2 * i + 1])
+        return g[tuple(crop)].copy()
+    if REGISTRY[op].kind != "view":
+        return None
+    out = np.zeros(size, g.dtype)
+    v = REGISTRY[op].impl(np, out, **args)
+    if not isinstance(v, np.ndarray) or v.shape != g.shape or not np.shares_memory(v, out):
+        return None
+    if _injective(v):
+        v[...] = g
+        return out
+    if op == "unfold" and out.ndim:  # window k of each step: distinct elements, added
+        d, k_size, step = args["dimension"], args["size"], args["step"]
+        n = g.shape[d]
+        for k in range(k_size):
+            out[(slice(None),) * d + (slice(k, k + step * (n - 1) + 1, step),)] += g[..., k]
+        return out
+    return None
+
+
 def _adjoint_impl(xp, g, size, op, args):
     from .. import REGISTRY
 
+    if xp is np:
+        r = _adjoint_direct(g, tuple(size), op, dict(args))
+        if r is not None:
+            return r
     view = REGISTRY[op]
     idx = _index_map(xp, view, size, dict(args))
     keep = idx >= 0
