@@ -132,6 +132,8 @@ def fusible(node: Node, device: str = "cpu") -> bool:
         if dims is None or node.kwargs.get("dtype") not in (None, node.meta["val"].dtype):
             return False
         shape = src.meta["val"].shape
+        if not shape:  # a 0-d source: no reduction loop to order its users after it
+            return False
         # amax/amin of an empty dim raise in eager: leave them to the library call
         return not (op.name in ("amax", "amin") and any(shape[d] == 0 for d in dims))
     if op.kind != "elementwise" or op.scalar is None:
@@ -150,6 +152,10 @@ def _library_reason(node: Node) -> str:
     if op.kind == "matmul":
         return f"{op.name}: library call"
     if op.kind == "reduction":
+        src = node.args[0] if node.args else None
+        if isinstance(src, Node) and src.meta.get("val") is not None and \
+                not src.meta["val"].shape:
+            return f"{op.name}: reduction of a 0-d tensor, library call"
         return f"{op.name}: reduction codegen does not combine, library call"
     if op.kind == "view":
         return f"{op.name}: view, run by numpy (no copy)"

@@ -261,7 +261,7 @@ def torch_call_forms(torch, op, inputs, attrs):
         return getattr(torch, name)(t, **kw)
     if name.startswith("linalg_"):
         return getattr(torch.linalg, name[len("linalg_"):])(*t, **kw)
-    if name in ("pad", "linear"):
+    if name in ("pad", "linear", "nll_loss"):
         return getattr(torch.nn.functional, name)(*t, **kw)
     fn = getattr(torch, name, None)
     return fn(*t, **kw) if fn is not None else getattr(t[0], name)(*t[1:], **kw)

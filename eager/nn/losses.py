@@ -224,6 +224,13 @@ def check_class_indices(target, n_classes: int, ignore_index: int) -> None:
         raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
 
 
+def _nll(input, target, ignore_index: int, reduction: str):
+    """The registry's `nll_loss` (no class weights), on an int64 target."""
+    if target.dtype is D.uint8:
+        target = target.long()
+    return _F["nll_loss"](input, target, ignore_index=ignore_index, reduction=reduction)
+
+
 def _picked(input, target, weight, ignore_index: int, class_dim: int):
     """-input[target] per sample, weighted and zero where ignored; and the per-sample weight
     (0 where ignored; without `weight`, the bool mask of kept targets) that "mean" divides by. `input` (N, C, ...) or (C,); target (N, ...)
@@ -261,6 +268,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _reduction(reduction, size_average, reduce)
     target = _class_target(input, target, weight, ignore_index)
     check_class_indices(target, input.shape[0 if input.ndim == 1 else 1], ignore_index)
+    if weight is None:  # the registry op: one node, one kernel call
+        return _nll(input, target, ignore_index, reduction)
     loss, w, _ = _picked(input, target, weight, ignore_index, 0 if input.ndim == 1 else 1)
     if reduction == "mean":
         return loss.sum() / w.sum()
@@ -293,6 +302,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     target = _class_target(input, target, weight, ignore_index)
     check_class_indices(target, n_classes, ignore_index)
     logp = _log_softmax(input, class_dim)
+    if weight is None and label_smoothing == 0:
+        return _nll(logp, target, ignore_index, reduction)
     loss, w, keep = _picked(logp, target, weight, ignore_index, class_dim)
     nll = loss.sum() / w.sum() if reduction == "mean" else _reduce(loss, reduction)
     if label_smoothing == 0:

@@ -583,3 +583,100 @@ declare(
     ]),
     test_dtypes=ALL,
 )
+
+
+# ---------------------------------------------------------------- nll_loss (class indices)
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _nll_attrs(inputs, attrs):
+    x, t = inputs[0], inputs[1]
+    check_index("nll_loss", t, "target")
+    if attrs["reduction"] not in _REDUCTIONS:
+        raise ValueError(f"{attrs['reduction']} is not a valid value for reduction")
+    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
+    if x.ndim < 1 or tuple(t.shape) != want:
+        raise RuntimeError(f"Expected target size {list(want)}, got {list(t.shape)}")
+    return attrs
+
+
+def _nll_decomp(F, x, target, ignore_index=-100, reduction="mean"):
+    """-x[n, target[n], ...], 0 where target == ignore_index; "mean" divides by the number of
+    kept targets (PyTorch's nll_loss without class weights)."""
+    keep = F.ne(target, ignore_index)
+    safe = F.mul(target, keep)  # (0 where ignored: a valid index to gather)
+    if x.ndim == 1:
+        picked = F.reshape(F.gather(x, 0, F.reshape(safe, (1,))), ())
+    else:
+        picked = F.squeeze(F.gather(x, 1, F.unsqueeze(safe, 1)), 1)
+    # `where`, not `* keep`: an ignored position may hold -inf, and -inf * 0 is NaN
+    loss = F.where(keep, F.neg(picked), 0.0)
+    if reduction == "mean":
+        return F.div(F.sum(loss), F.sum(keep))
+    return F.sum(loss) if reduction == "sum" else loss
+
+
+def _nll_eager(xp, x, target, ignore_index=-100, reduction="mean"):
+    """The decomposition's kernels in one call on float32/float64 numpy arrays (its exact
+    results); None otherwise."""
+    if xp is not np or x.dtype.type not in (np.float32, np.float64) or x.size == 0:
+        return None
+    keep = target != ignore_index
+    safe = target * keep
+    cd = 0 if x.ndim == 1 else 1
+    check_bounds(xp, safe, x.shape[cd], cd)
+    if x.ndim == 1:
+        picked = x[safe.reshape(1)].reshape(())
+    else:
+        picked = _gather_impl(xp, x, 1, np.expand_dims(safe, 1)).squeeze(1)
+    loss = np.where(keep, -picked, x.dtype.type(0))
+    if reduction == "none":
+        return loss
+    total = np.asarray(np.add.reduce(loss, axis=None))
+    if reduction == "sum":
+        return total
+    return np.asarray(total / x.dtype.type(np.add.reduce(keep, axis=None)))
+
+
+def _nll_backward(F, g, out, x, target, ignore_index=-100, reduction="mean"):
+    """-g (divided by the kept count for "mean") scattered to each kept target's class."""
+    keep = F.ne(target, ignore_index)
+    safe = F.mul(target, keep)
+    if reduction == "mean":
+        g = F.div(g, F.sum(keep))
+    if reduction != "none":
+        g = F.expand(g, tuple(target.shape))
+    src = F.where(keep, F.neg(g), 0.0)
+    cd = 0 if x.ndim == 1 else 1
+    at = (lambda t: F.reshape(t, (1,))) if x.ndim == 1 else (lambda t: F.unsqueeze(t, 1))
+    return (F.scatter_add(F.new_zeros(x, tuple(x.shape)), cd, at(safe), at(src)), None)
+
+
+def _nll_ref(x, t, ignore_index=-100, reduction="mean"):
+    keep = t != ignore_index
+    safe = np.where(keep, t, 0)
+    picked = x[safe] if x.ndim == 1 else np.squeeze(
+        np.take_along_axis(x, np.expand_dims(safe, 1), 1), 1)
+    loss = np.where(keep, -picked, 0.0)
+    if reduction == "none":
+        return loss
+    return loss.sum() / keep.sum() if reduction == "mean" else loss.sum()
+
+
+def _nll_samples(rng, dt):
+    t = ints(rng, (4,), 5)
+    t[1] = -100
+    yield (arr(rng, (4, 5), dt), ints(rng, (4,), 5)), {}
+    yield (arr(rng, (4, 5), dt), t), {"reduction": "sum"}
+    yield (arr(rng, (4, 5), dt), t), {"reduction": "none"}
+    yield (arr(rng, (2, 3, 4), dt), ints(rng, (2, 4), 3)), {"ignore_index": 1}
+    yield (arr(rng, (5,), dt), np.asarray(3)), {}
+
+
+declare(
+    "nll_loss", "composite", "input, target, ignore_index=-100, reduction='mean'", 2,
+    attrs_rule=_nll_attrs, decomp=_nll_decomp, eager_impl=_nll_eager,
+    eager_backward=_nll_backward, ref=_nll_ref, sample_inputs=_nll_samples, method=False,
+    test_dtypes=FLOATS,
+)
