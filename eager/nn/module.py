@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ir import dtypes as D
 
-from ..dispatch import PLAIN_SUBCLASSES
+from ..dispatch import FUNCTIONS, PLAIN_SUBCLASSES
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 
@@ -531,10 +531,7 @@ class Linear(Module):
             if bias else None
 
     def forward(self, input):
-        out = input @ self.weight.t()
-        if self.bias is not None:
-            out = out + self.bias
-        return out
+        return FUNCTIONS["linear"](input, self.weight, self.bias)  # (F.linear, as PyTorch's)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, " \

@@ -191,9 +191,30 @@ def _linear_decomp(F, x, weight, bias=None):
     return out if bias is None else F.add(out, bias)
 
 
+def _linear_eager(xp, x, weight, bias=None):
+    """The decomposition's kernels (matmul with the transposed weight, then add) in one call,
+    on float32/float64 numpy arrays of one dtype with weight (out, in) and bias (out,) or
+    none; None otherwise (the decomposition runs, and raises for bad shapes)."""
+    dt = x.dtype
+    if xp is not np or dt.type not in (np.float32, np.float64) or weight.dtype != dt or \
+            weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1] or \
+            (bias is not None and (bias.dtype != dt or bias.shape != weight.shape[:1])):
+        return None
+    out = np.matmul(x, weight.T)
+    return out if bias is None else np.add(out, bias)
+
+
+def _linear_backward(F, g, out, x, weight, bias=None):
+    """PyTorch's: g @ W, g^T x over the flattened batch dims, and g summed over them."""
+    o, i = weight.shape
+    g2 = F.reshape(g, (-1, o))
+    grads = (F.matmul(g, weight), F.matmul(F.transpose(g2, 0, 1), F.reshape(x, (-1, i))))
+    return grads if bias is None else grads + (F.sum(g2, 0),)
+
+
 declare(
     "linear", "composite", "input, weight, bias=None", 3, scalar_ok=False, method=False,
-    decomp=_linear_decomp,
+    decomp=_linear_decomp, eager_impl=_linear_eager, eager_backward=_linear_backward,
     ref=lambda x, w, b=None: x @ w.T + (0 if b is None else b),
     sample_inputs=lambda rng, dt: iter([
         ((arr(rng, (2, 3, 4), dt), arr(rng, (5, 4), dt), arr(rng, (5,), dt)), {}),
