@@ -230,12 +230,17 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")  # noqa: TRY004
         return mod
 
-    def get_parameter(self, target: str) -> Parameter:
-        """The parameter at dotted path `target` ("fc1.weight")."""
+    def _owner_of(self, target: str):
+        """(module, attribute name) of dotted path `target`; AttributeError as PyTorch."""
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if not hasattr(mod, name):
             raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        return mod, name
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path `target` ("fc1.weight")."""
+        mod, name = self._owner_of(target)
         param = getattr(mod, name)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + name + "` is not an nn.Parameter")  # noqa: TRY004
@@ -243,10 +248,7 @@ class Module:
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path `target`."""
-        mod_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(mod_path)
-        if not hasattr(mod, name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        mod, name = self._owner_of(target)
         if name not in mod._buffers:
             raise AttributeError("`" + name + "` is not a buffer")
         return getattr(mod, name)
