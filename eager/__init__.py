@@ -121,6 +121,7 @@ from . import (
     linalg,
     nn,
     optim,
+    utils,
 )
 
 
