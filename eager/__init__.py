@@ -9,6 +9,7 @@ and `eager.compile` (a lazy alias of `capture.compile`). Imports only `ir`.
 from __future__ import annotations
 
 from builtins import bool as builtins_bool
+from builtins import int as builtins_int
 
 from ir.dtypes import (
     DType as dtype,
@@ -134,3 +135,27 @@ def compile(fn=None, **kwargs):
 
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> builtins_bool:
+    """`torch.allclose`: whether `isclose` holds everywhere (broadcast operands, same dtype;
+    RuntimeError otherwise, as `isclose`)."""
+    close = dispatch.FUNCTIONS["isclose"](input, other, rtol=rtol, atol=atol,
+                                          equal_nan=equal_nan)
+    return builtins_bool(close.all().item())
+
+
+def equal(input, other) -> builtins_bool:
+    """`torch.equal`: same shape and the same values (False for other shapes)."""
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return builtins_bool((input == other).all().item())
+
+
+def numel(input) -> builtins_int:
+    """`torch.numel`: the number of elements."""
+    return input.numel()
+
+
+Tensor.allclose = allclose  # (Tensor.allclose / Tensor.equal, as PyTorch's methods)
+Tensor.equal = equal

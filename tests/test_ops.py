@@ -244,6 +244,7 @@ NOT_GRADCHECKED = {
              "(gradchecked with ties broken in test_autograd_gradcheck.py)"
        for name in ("_unique", "unique")},
     "bucketize": "not differentiable: integer bucket indices",
+    "isclose": "not differentiable: a bool result",
     "nonzero": "not differentiable: integer indices",
     **{name: _COMPLEX for name in ("real", "imag", "view_as_real", "view_as_complex", "polar",
                                    "complex")},

@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as D
-from ..opdef import OpDef, register
+from ..opdef import OpDef, is_number, register
 from ..scalar import ArrayBuilder
 from .elementwise import (
     BOOL,
     COMPLEX,
     FLOATING,
+    FLOATS,
     INTEGER,
     LN2,
     LN10,
@@ -331,3 +332,47 @@ unary("nan_to_num", _nan_to_num_scalar,
       sample_inputs=_nan_to_num_samples)
 
 del _name, _scalar, _ref
+
+
+# ---------------------------------------------------------------- isclose
+
+
+def _isclose_attrs(inputs, attrs):
+    a, b = inputs
+    if not is_number(a) and not is_number(b) and a.dtype is not b.dtype:
+        raise RuntimeError(f"{a.dtype.title} did not match {b.dtype.title}")
+    if attrs["rtol"] < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got "
+                           f"{attrs['rtol']}")
+    if attrs["atol"] < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got "
+                           f"{attrs['atol']}")
+    return attrs
+
+
+def _isclose_decomp(F, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """PyTorch's isclose: equal, or |a - b| finite and <= atol + |rtol * b| (NaNs equal with
+    equal_nan)."""
+    close = F.eq(a, b)
+    if equal_nan:
+        close = F.logical_or(close, F.logical_and(F.isnan(a), F.isnan(b)))
+    err = F.abs(F.sub(a, b))
+    ok = F.logical_and(F.isfinite(err), F.le(err, F.add(F.abs(F.mul(b, rtol)), atol)))
+    return F.logical_or(close, ok)
+
+
+register(OpDef(
+    "isclose", "composite", "input, other, rtol=1e-05, atol=1e-08, equal_nan=False", 2,
+    attrs_rule=_isclose_attrs, decomp=_isclose_decomp,
+    ref=lambda a, b, rtol=1e-05, atol=1e-08, equal_nan=False: np.isclose(
+        a, b, rtol=rtol, atol=atol, equal_nan=equal_nan),
+    sample_inputs=lambda rng, dt: iter(_isclose_samples(rng, dt)), test_dtypes=FLOATS,
+))
+
+
+def _isclose_samples(rng, dt):
+    a = rng.standard_normal((3, 4)).astype(dt.np)
+    b = (a + rng.standard_normal((3, 4)) * np.asarray([0, 1e-9, 1e-3, 1])).astype(dt.np)
+    b[0, 0], a[1, 1], b[1, 1], a[2, 2], b[2, 2] = np.nan, np.nan, np.nan, np.inf, np.inf
+    return [((a, b), {}), ((a, b), {"rtol": 0.5, "atol": 0.1}), ((a, b), {"equal_nan": True}),
+            ((a, b[0]), {"rtol": 0, "atol": 0})]
