@@ -199,3 +199,79 @@ def test_scheduler_drives_training_lr():
         want -= 0.5 ** e
         sched.step()
     np.testing.assert_allclose(p.detach().numpy(), [want])
+
+
+# ---------------------------------------------------------------- ReduceLROnPlateau
+
+# a validation metric that improves, stalls, improves a little, then stalls for good
+_METRICS = [1.0, 0.8, 0.7, 0.7, 0.71, 0.7, 0.69999, 0.69, 0.69, 0.69, 0.69, 0.69, 0.69,
+            0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+_PLATEAU = [{}, {"patience": 2}, {"patience": 1, "cooldown": 2, "factor": 0.5},
+            {"mode": "max", "patience": 2}, {"threshold_mode": "abs", "threshold": 0.05,
+                                              "patience": 1},
+            {"patience": 0, "min_lr": [0.02, 0.3]}]
+
+
+def _plateau_lrs(lib, kw):
+    p = [lib.zeros(2, requires_grad=True), lib.zeros(2, requires_grad=True)]
+    opt = lib.optim.SGD([{"params": [p[0]]}, {"params": [p[1]], "lr": 0.5}], lr=0.1)
+    sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kw)
+    out = []
+    for m in _METRICS:
+        sched.step(m)
+        out.append([g["lr"] for g in opt.param_groups] + [sched.num_bad_epochs,
+                                                          sched.cooldown_counter])
+    return out
+
+
+def _plateau_by_hand(kw):
+    """The documented rule, written out (mode min/max, rel/abs threshold, cooldown)."""
+    mode, factor = kw.get("mode", "min"), kw.get("factor", 0.1)
+    patience, cooldown = kw.get("patience", 10), kw.get("cooldown", 0)
+    thr, rel = kw.get("threshold", 1e-4), kw.get("threshold_mode", "rel") == "rel"
+    mins = kw.get("min_lr", 0)
+    mins = mins if isinstance(mins, list) else [mins, mins]
+    lrs, best, bad, cool, out = [0.1, 0.5], (math.inf if mode == "min" else -math.inf), 0, 0, []
+    for m in _METRICS:
+        if mode == "min":
+            better = m < (best * (1 - thr) if rel else best - thr)
+        else:
+            better = m > (best * (1 + thr) if rel else best + thr)
+        best, bad = (m, 0) if better else (best, bad + 1)
+        if cool > 0:
+            cool, bad = cool - 1, 0
+        if bad > patience:
+            lrs = [max(lr * factor, lo) if lr - max(lr * factor, lo) > 1e-8 else lr
+                   for lr, lo in zip(lrs, mins)]
+            cool, bad = cooldown, 0
+        out.append(lrs + [bad, cool])
+    return out
+
+
+@pytest.mark.parametrize("kw", _PLATEAU, ids=str)
+def test_reduce_lr_on_plateau(kw):
+    got = _plateau_lrs(eager, kw)
+    np.testing.assert_allclose(np.array(got, float), np.array(_plateau_by_hand(kw), float),
+                               rtol=1e-12)
+    if torch is not None:
+        np.testing.assert_allclose(np.array(got, float),
+                                   np.array(_plateau_lrs(torch, kw), float), rtol=1e-12)
+
+
+def test_reduce_lr_on_plateau_errors_and_state():
+    opt = optim.SGD([eager.zeros(1, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="Factor should be < 1.0."):
+        S.ReduceLROnPlateau(opt, factor=1.0)
+    with pytest.raises(ValueError, match="mode avg is unknown!"):
+        S.ReduceLROnPlateau(opt, mode="avg")
+    with pytest.raises(ValueError, match="threshold mode x is unknown!"):
+        S.ReduceLROnPlateau(opt, threshold_mode="x")
+    with pytest.raises(ValueError, match="expected 1 min_lrs, got 2"):
+        S.ReduceLROnPlateau(opt, min_lr=[0, 0])
+    a = S.ReduceLROnPlateau(opt, patience=0)
+    a.step(eager.tensor(1.0))
+    a.step(2.0)
+    b = S.ReduceLROnPlateau(optim.SGD([eager.zeros(1, requires_grad=True)], lr=0.1),
+                            patience=0)
+    b.load_state_dict(a.state_dict())
+    assert b.best == a.best == 1.0 and b.last_epoch == 2 and b.get_last_lr() == [0.1 * 0.1]

@@ -22,7 +22,7 @@ from ..tensor import Tensor
 from .optimizer import Optimizer, _to_scalar
 
 __all__ = ["ConstantLR", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR",
-           "LinearLR", "MultiStepLR", "MultiplicativeLR", "StepLR"]
+           "LinearLR", "MultiStepLR", "MultiplicativeLR", "ReduceLROnPlateau", "StepLR"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -359,3 +359,84 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base in self.base_lrs]
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply each group's lr by `factor` once the metric passed to `step(metrics)` has not
+    improved for `patience` epochs (`torch.optim.lr_scheduler.ReduceLROnPlateau`).
+
+    mode "min"/"max"; improvement by `threshold`, relative ("rel": beyond best * (1 -+ t)) or
+    absolute ("abs"); `cooldown` epochs of no counting after a reduction; lrs never go below
+    `min_lr` (a number or one per group), and changes smaller than `eps` are skipped.
+    ValueError for a factor >= 1, an unknown mode or threshold_mode, or a min_lr list of the
+    wrong length (PyTorch's messages)."""
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got "
+                                 f"{len(min_lr)}")
+            self.default_min_lr, self.min_lrs = None, list(min_lr)
+        else:
+            self.default_min_lr, self.min_lrs = min_lr, [min_lr] * len(optimizer.param_groups)
+        if mode not in {"min", "max"}:
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in {"rel", "abs"}:
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.factor, self.patience, self.cooldown, self.eps = factor, patience, cooldown, eps
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.cooldown_counter = 0
+        self.last_epoch = 0
+        self._last_lr = _lrs(optimizer)
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = 0
+
+    def is_better(self, a, best) -> bool:
+        if self.mode == "min":
+            bound = best * (1.0 - self.threshold) if self.threshold_mode == "rel" else \
+                best - self.threshold
+            return a < bound
+        bound = best * (self.threshold + 1.0) if self.threshold_mode == "rel" else \
+            best + self.threshold
+        return a > bound
+
+    def step(self, metrics, epoch=None) -> None:
+        """One epoch with validation metric `metrics` (a number or a one-element tensor)."""
+        current = float(metrics.item() if isinstance(metrics, Tensor) else metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        if self.is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for i, group in enumerate(self.optimizer.param_groups):
+                old = float(group["lr"])
+                new = max(old * self.factor, self.min_lrs[i])
+                if old - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = _lrs(self.optimizer)
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.update(state_dict)
