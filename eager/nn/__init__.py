@@ -5,6 +5,11 @@
 `init` and `utils` namespaces."""
 
 from . import functional, init, utils
+from .attention import (  # brief A: attention and transformer encoder
+    MultiheadAttention,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv_layers import (  # brief C: convolution, pooling, batch norm
     AdaptiveAvgPool1d,

@@ -264,4 +264,5 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         out = out + bias
     return out
 
+from .attention import scaled_dot_product_attention  # noqa: F401 (eager.nn.attention)
 from .conv import *  # conv1d/2d, pooling and batch_norm (eager.nn.conv)

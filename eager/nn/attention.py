@@ -1,0 +1,465 @@
+"""Attention and transformer-encoder layers of `torch.nn`, composed from registry ops.
+
+`scaled_dot_product_attention` (the functional, re-exported by `eager.nn.functional`),
+`MultiheadAttention`, `TransformerEncoderLayer` and `TransformerEncoder`, with PyTorch 2.x
+semantics (the torch.nn documentation of each name, and the reference implementation given in
+the documentation of `torch.nn.functional.scaled_dot_product_attention`). Nothing here is a new
+op: matmul, softmax, masked_fill/where, linear, layer_norm and dropout do the work, so autograd
+and capture see ordinary registry ops. Parameter names and initialisation follow PyTorch so that
+state dicts line up. Touches `eager` only.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+from ir import dtypes as D
+
+from ..dispatch import FUNCTIONS
+from . import functional as F
+from .containers import ModuleList
+from .init import constant_, xavier_uniform_
+from .layers import Dropout, LayerNorm
+from .module import Linear, Module, Parameter
+
+_NEG_INF = float("-inf")
+
+
+def _check_float(name: str, t) -> None:
+    if not t.dtype.is_floating_point:
+        raise RuntimeError(f"scaled_dot_product_attention: expected {name} to be a floating "
+                           f"tensor, got {t.dtype}")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(query @ key^T * scale + bias) @ value
+    (`torch.nn.functional.scaled_dot_product_attention`, PyTorch 2.x).
+
+    query (N..., L, E), key (N..., S, E), value (N..., S, Ev) -> (N..., L, Ev); leading dims
+    broadcast. `scale` defaults to 1 / sqrt(E). `attn_mask` broadcastable to (N..., L, S): a
+    bool mask keeps the positions that are True (the others get -inf), a floating mask is added
+    to the scores. `is_causal` masks position j > i (top-left aligned causal mask). A query row
+    whose positions are all masked gives zeros (PyTorch's safe softmax), not NaN. `dropout_p`
+    drops attention weights with eager's generator (always, as PyTorch: pass 0 in eval).
+    `enable_gqa`: key/value may have fewer heads (dim -3) than query; they are repeated.
+
+    RuntimeError: attn_mask given with is_causal=True; query/key/value of different or
+    non-floating dtypes; a mask neither bool nor floating; heads that do not divide (gqa);
+    mismatched E or S.
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError("Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {query.dtype} key.dtype: {key.dtype} and "
+                           f"value.dtype: {value.dtype} instead.")
+    _check_float("query", query)
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError("scaled_dot_product_attention: expected query, key and value to be "
+                           "at least 2-D")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query has embedding size "
+                           f"{query.shape[-1]} but key has {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: key has sequence length "
+                           f"{key.shape[-2]} but value has {value.shape[-2]}")
+    if attn_mask is not None and attn_mask.dtype is not D.bool_ \
+            and not attn_mask.dtype.is_floating_point:
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {attn_mask.dtype} and  "
+                           f"query.dtype: {query.dtype} instead.")
+    if enable_gqa and query.ndim >= 3:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               f"heads in query (query: {hq}, key: {hk}, value: {hv})")
+        if hk != hq:
+            key = key.repeat_interleave(hq // hk, dim=-3)
+        if hv != hq:
+            value = value.repeat_interleave(hq // hv, dim=-3)
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale
+    keep = None  # bool, True = takes part
+    if is_causal:
+        from ..creation import ones
+
+        keep = ones(L, S, dtype=D.bool_, device=query.device).tril()
+    elif attn_mask is not None and attn_mask.dtype is D.bool_:
+        keep = attn_mask
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    if keep is not None:
+        scores = scores.masked_fill(keep.logical_not(), _NEG_INF)
+    if attn_mask is None:  # no row can be fully masked (causal keeps key 0): plain softmax
+        weights = scores.softmax(-1)
+    else:  # safe softmax: a row all at -inf gives zeros (and no NaN gradients)
+        dead = (scores == _NEG_INF).all(-1, keepdim=True)
+        scores = FUNCTIONS["where"](dead, 0.0, scores)
+        weights = FUNCTIONS["where"](dead, 0.0, scores.softmax(-1))
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, dropout_p, training=True)
+    return weights @ value
+
+
+# ---------------------------------------------------------------- masks
+
+
+def _canonical_mask(mask, name: str, target_dtype):
+    """PyTorch's `F._canonical_mask`: a bool mask (True = masked out) becomes a float mask of
+    `target_dtype` with -inf where True; a floating mask is returned as is. AssertionError for
+    other dtypes."""
+    if mask is None:
+        return None
+    if mask.dtype is D.bool_:
+        from ..creation import zeros
+
+        out = zeros(tuple(mask.shape), dtype=target_dtype, device=mask.device)
+        return out.masked_fill(mask, _NEG_INF)
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
+    """PyTorch's `_mha_shape_check`: whether the input is batched, or AssertionError."""
+    if query.ndim == 3:
+        if key.ndim != 3 or value.ndim != 3:
+            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be "
+                                 f"3-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 2-D but found {key_padding_mask.ndim}-D "
+                                 "tensor instead")
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be "
+                                 f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
+                                 "instead")
+        return True
+    if query.ndim == 2:
+        if key.ndim != 2 or value.ndim != 2:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to "
+                                 f"be 2-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 1:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to "
+                                 f"be `None` or 1-D but found {key_padding_mask.ndim}-D "
+                                 "tensor instead")
+        if attn_mask is not None:
+            if attn_mask.ndim not in (2, 3):
+                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D "
+                                     "tensor instead")
+            if attn_mask.ndim == 3:
+                expected = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected:
+                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but "
+                                         f"got {tuple(attn_mask.shape)}")
+        return False
+    raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
+                         f"{query.ndim}-D query tensor")
+
+
+# ---------------------------------------------------------------- MultiheadAttention
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A plain Linear (PyTorch's marker class for `MultiheadAttention.out_proj`)."""
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention (`torch.nn.MultiheadAttention`, "Attention Is All You Need" 3.2.2):
+    out = concat(head_1..head_h) @ out_proj, head_i = attention(q W_q_i, k W_k_i, v W_v_i).
+
+    Parameters as PyTorch's: `in_proj_weight` (3E, E) and `in_proj_bias` (3E) when
+    kdim == vdim == embed_dim, else `q_proj_weight` (E, E), `k_proj_weight` (E, kdim),
+    `v_proj_weight` (E, vdim); `bias_k`/`bias_v` (1, 1, E) with add_bias_kv; `out_proj` a
+    Linear(E, E). Initialisation: xavier_uniform_ projections, zero biases, xavier_normal_
+    bias_k/bias_v. AssertionError when embed_dim is not divisible by num_heads; ValueError
+    when either is not positive.
+    """
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
+                 dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim="
+                             f"{embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        from ..creation import empty
+
+        def param(*shape):
+            return Parameter(empty(*shape, dtype=dtype, device=device))
+
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads, self.dropout, self.batch_first = num_heads, dropout, batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = param(embed_dim, embed_dim)
+            self.k_proj_weight = param(embed_dim, self.kdim)
+            self.v_proj_weight = param(embed_dim, self.vdim)
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = param(3 * embed_dim, embed_dim)
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = param(3 * embed_dim)
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        dtype=dtype)
+        if add_bias_kv:
+            self.bias_k = param(1, 1, embed_dim)
+            self.bias_v = param(1, 1, embed_dim)
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        from .init import xavier_normal_
+
+        if self._qkv_same_embed_dim:
+            xavier_uniform_(self.in_proj_weight)
+        else:
+            xavier_uniform_(self.q_proj_weight)
+            xavier_uniform_(self.k_proj_weight)
+            xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            constant_(self.in_proj_bias, 0.0)
+            constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            xavier_normal_(self.bias_v)
+
+    def _in_projection(self, query, key, value):
+        E = self.embed_dim
+        b = self.in_proj_bias
+        bq, bk, bv = (None,) * 3 if b is None else (b[:E], b[E:2 * E], b[2 * E:])
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            if query is key and key is value:  # self-attention: one matmul
+                return F.linear(query, w, b).chunk(3, -1)
+            wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
+        else:
+            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
+                attn_mask=None, average_attn_weights=True, is_causal=False):
+        """query (L, N, E) (or (N, L, E) with batch_first, or (L, E) unbatched), key (S, N,
+        kdim), value (S, N, vdim) -> (attn_output like query, attn_weights or None).
+
+        key_padding_mask (N, S): True (or -inf) marks keys to ignore; attn_mask (L, S) or
+        (N * num_heads, L, S): True = not allowed, floats are added. attn_weights: (N, L, S)
+        averaged over heads (average_attn_weights) or (N, num_heads, L, S), only when
+        need_weights. is_causal is a hint that attn_mask is the causal mask (RuntimeError
+        without attn_mask). Errors as `torch.nn.MultiheadAttention.forward`."""
+        batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask,
+                                   self.num_heads)
+        if batched and self.batch_first:
+            same_kv, same_qk = key is value, query is key
+            query = query.transpose(1, 0)
+            key = query if same_qk and same_kv else key.transpose(1, 0)
+            value = key if same_kv else value.transpose(1, 0)
+        if not batched:
+            same_kv, same_qk = key is value, query is key
+            query = query.unsqueeze(1)
+            key = query if same_qk and same_kv else key.unsqueeze(1)
+            value = key if same_kv else value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        out, weights = self._attention(query, key, value, key_padding_mask, need_weights,
+                                       attn_mask, average_attn_weights, is_causal)
+        if not batched:
+            out = out.squeeze(1)
+            weights = weights.squeeze(0) if weights is not None else None
+        elif self.batch_first:
+            out = out.transpose(1, 0)
+        return out, weights
+
+    def _attention(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                   average_attn_weights, is_causal):
+        """The batch-second core of `forward` (PyTorch's `F.multi_head_attention_forward`)."""
+        from ..creation import zeros
+
+        tgt_len, bsz, embed_dim = query.shape
+        src_len = key.shape[0]
+        H, hd = self.num_heads, self.head_dim
+        if embed_dim != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
+                                 f"got {embed_dim}")
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape "
+                                 f"{tuple(value.shape)}")
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use "
+                               "the Transformer module method `generate_square_subsequent_mask`"
+                               " to create this mask.")
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        q, k, v = self._in_projection(query, key, value)
+        if attn_mask is not None:
+            if attn_mask.ndim == 2:
+                if tuple(attn_mask.shape) != (tgt_len, src_len):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is "
+                                       f"{tuple(attn_mask.shape)}, but should be "
+                                       f"{(tgt_len, src_len)}.")
+                attn_mask = attn_mask.unsqueeze(0)
+            elif tuple(attn_mask.shape) != (bsz * H, tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 3D attn_mask is "
+                                   f"{tuple(attn_mask.shape)}, but should be "
+                                   f"{(bsz * H, tgt_len, src_len)}.")
+        if self.bias_k is not None:
+            k = FUNCTIONS["cat"]([k, self.bias_k.expand(1, bsz, embed_dim)])
+            v = FUNCTIONS["cat"]([v, self.bias_v.expand(1, bsz, embed_dim)])
+            attn_mask = F.pad(attn_mask, (0, 1)) if attn_mask is not None else None
+            key_padding_mask = F.pad(key_padding_mask, (0, 1)) \
+                if key_padding_mask is not None else None
+        # (L, N, E) -> (N * H, L, hd)
+        q = q.reshape(tgt_len, bsz * H, hd).transpose(0, 1)
+        k = k.reshape(k.shape[0], bsz * H, hd).transpose(0, 1)
+        v = v.reshape(v.shape[0], bsz * H, hd).transpose(0, 1)
+        if self.add_zero_attn:
+            pad = zeros(bsz * H, 1, hd, dtype=q.dtype, device=q.device)
+            k, v = FUNCTIONS["cat"]([k, pad], 1), FUNCTIONS["cat"]([v, pad], 1)
+            attn_mask = F.pad(attn_mask, (0, 1)) if attn_mask is not None else None
+            key_padding_mask = F.pad(key_padding_mask, (0, 1)) \
+                if key_padding_mask is not None else None
+        src_len = k.shape[1]
+        if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (bsz, src_len):
+                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, "
+                                     f"but got {tuple(key_padding_mask.shape)}")
+            kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, H, -1, -1)
+            kpm = kpm.reshape(bsz * H, 1, src_len)
+            attn_mask = kpm if attn_mask is None else attn_mask + kpm
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = (q * math.sqrt(1.0 / hd)) @ k.transpose(-2, -1)
+            if attn_mask is not None:
+                scores = scores + attn_mask
+            weights = scores.softmax(-1)
+            if dropout_p > 0.0:
+                weights = F.dropout(weights, dropout_p)
+            out = weights @ v  # (N * H, L, hd)
+            out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+            out = self.out_proj(out).reshape(tgt_len, bsz, embed_dim)
+            weights = weights.reshape(bsz, H, tgt_len, src_len)
+            if average_attn_weights:
+                weights = weights.mean(dim=1)
+            return out, weights
+        if attn_mask is not None:
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 \
+                else attn_mask.reshape(bsz, H, -1, src_len)
+        q = q.reshape(bsz, H, tgt_len, hd)
+        k = k.reshape(bsz, H, src_len, hd)
+        v = v.reshape(bsz, H, src_len, hd)
+        out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
+        out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
+        return self.out_proj(out).reshape(tgt_len, bsz, embed_dim), None
+
+
+# ---------------------------------------------------------------- transformer encoder
+
+
+def _get_activation_fn(activation):
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention then a feed-forward block, each with residual and LayerNorm
+    (`torch.nn.TransformerEncoderLayer`): src (S, N, d_model), or (N, S, d_model) with
+    batch_first, or (S, d_model) -> the same shape. norm_first=False: x = norm1(x + sa(x)),
+    x = norm2(x + ff(x)); norm_first=True: x = x + sa(norm1(x)), x = x + ff(norm2(x)).
+    `activation`: "relu", "gelu" or a callable (RuntimeError for another string). Submodules
+    `self_attn`, `linear1`, `dropout`, `linear2`, `norm1`, `norm2`, `dropout1`, `dropout2` as
+    PyTorch's."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, device=device,
+                                            dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device,
+                               dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device,
+                               dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _get_activation_fn(activation) if isinstance(activation, str) \
+            else activation
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        """src_mask (S, S) or (N * nhead, S, S) and src_key_padding_mask (N, S) as
+        `MultiheadAttention`'s attn_mask and key_padding_mask (bool: True = ignored)."""
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", src.dtype)
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout2(x)
+
+
+class TransformerEncoder(Module):
+    """A stack of `num_layers` deep copies of `encoder_layer`, then `norm` if given
+    (`torch.nn.TransformerEncoder`); submodules `layers.0..` and `norm`. `enable_nested_tensor`
+    and `mask_check` are accepted and ignored (padded positions are computed, not zeroed)."""
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
+                 mask_check=True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        """src as `TransformerEncoderLayer`; mask (S, S) and src_key_padding_mask (N, S) are
+        passed to every layer; is_causal is a hint (results do not depend on it)."""
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src.dtype)
+        mask = _canonical_mask(mask, "mask", src.dtype)
+        out = src
+        for mod in self.layers:
+            out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                      is_causal=bool(is_causal) and mask is not None)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
