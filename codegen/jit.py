@@ -21,13 +21,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
-import json
-import os
 import threading
 from dataclasses import dataclass
 
 import llvmlite
 import llvmlite.binding as llvm
+
+from . import kernel_cache
+from .kernel_cache import cache_dir  # noqa: F401 (public name kept here)
 
 WICK_VERSION = "0.1.0"
 
@@ -78,16 +79,6 @@ def ir_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def cache_dir() -> str | None:
-    """The on-disk kernel cache directory, or None when `WICK_CACHE_DIR=0` disables it."""
-    d = os.environ.get("WICK_CACHE_DIR")
-    if d == "0":
-        return None
-    if not d:
-        d = os.path.join(os.path.expanduser("~"), ".cache", "wick", "kernels")
-    return d
-
-
 def optimize(text: str):
     """Parse, verify and run the O3 module pipeline; returns the llvm ModuleRef."""
     st = _init()
@@ -102,35 +93,6 @@ def optimize(text: str):
     pb = llvm.create_pass_builder(st["tm"], pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
-
-
-def _disk_load(path: str):
-    """(record, object bytes) of a cache entry, or None when missing or not trustworthy."""
-    try:
-        with open(path + ".json") as f:
-            rec = json.load(f)
-        with open(path + ".o", "rb") as f:
-            obj = f.read()
-        if (not isinstance(rec, dict) or rec.get("sha256") != hashlib.sha256(obj).hexdigest()
-                or not isinstance(rec.get("symbol"), str)):
-            return None
-        return rec, obj
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def _disk_store(path: str, rec: dict, obj: bytes) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}"
-        with open(tmp + ".o", "wb") as f:
-            f.write(obj)
-        with open(tmp + ".json", "w") as f:
-            json.dump({**rec, "sha256": hashlib.sha256(obj).hexdigest()}, f)
-        os.replace(tmp + ".o", path + ".o")
-        os.replace(tmp + ".json", path + ".json")
-    except OSError:
-        pass  # a read-only or full disk only costs the next process a compile
 
 
 def compile_function(render, name: str, argc: int) -> JitFunction:
@@ -149,12 +111,10 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
             return hit
         st = _init()
         engine = st["engine"]
-        d = cache_dir()
         path = None
-        if d is not None:
-            path = os.path.join(d, hashlib.sha256(
-                (st["target_id"] + "\n" + neutral).encode()).hexdigest()[:32])
-            found = _disk_load(path)
+        if kernel_cache.cache_dir() is not None:
+            path = kernel_cache.entry_key(st["target_id"], neutral)
+            found = kernel_cache.load(path, f"_{key}")
             if found is not None:
                 rec, obj = found
                 try:
@@ -174,7 +134,8 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
         opt_ir = str(mod)
         if path is not None:
             obj = st["tm"].emit_object(mod)
-            _disk_store(path, {"symbol": symbol, "llvm_ir": opt_ir, "source_ir": source}, obj)
+            kernel_cache.store(path, {"symbol": symbol, "llvm_ir": opt_ir, "source_ir": source},
+                               obj)
         engine.add_module(mod)
         engine.finalize_object()
         st["modules"].append(mod)
