@@ -141,6 +141,7 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"unknown stage(s) {', '.join(sorted(unknown))}; choose from "
                          f"{', '.join(STAGES)}")
+    registry.keep = True  # the dump comes after the script: keep what it compiled alive
     rc = _run_script(args.script, script_args)
     out = sys.stdout
     out.flush()

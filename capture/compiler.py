@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import sys
+import threading
 import time
 import types
 import warnings
@@ -236,6 +237,7 @@ class CacheEntry:
         self.obj_sources = list(obj_sources)
         self.final_grad = final_grad
         self.hit = None  # built by `CompiledFunction.add` (`build_hit`)
+        self.pending = None  # a failed capture's entry, not cached yet (`CompiledFunction.miss`)
 
     @property
     def compiled(self):
@@ -277,6 +279,10 @@ class CompiledFunction:
         self.warned_limit = False
         self.graph_runs = 0
         self.eager_runs = 0
+        # Serialises captures (and every change of the lists above): threads that miss at
+        # once capture one after the other, and a waiting thread first retries the entries
+        # added meanwhile. Reentrant: capture may call back into this function.
+        self.lock = threading.RLock()
         self.dispatch = make_dispatch(self)
 
     def clear(self) -> None:
@@ -335,8 +341,9 @@ class CompiledFunction:
         try:
             outs = entry.runner(inputs)
         except Exception as e:  # noqa: BLE001 - a backend/replay failure must not cost the call
-            logs.log("graph", f"graph of {self.name} failed at run time "
-                              f"({type(e).__name__}: {e}); running the frame eagerly")
+            if not isinstance(e, dynamic.ShapeLimit):  # (that one warned once already)
+                logs.log("graph", f"graph of {self.name} failed at run time "
+                                  f"({type(e).__name__}: {e}); running the frame eagerly")
             self.eager_runs += 1
             return self.fn(*args, **kwargs)
         self.graph_runs += 1
@@ -349,39 +356,89 @@ class CompiledFunction:
         return entry.continuation.run(outs, inputs, objs)
 
     def miss(self, args, kwargs):
+        """No entry's guards hold: capture these arguments (under the lock), cache the entry
+        and run it; past the recompile limit, run eagerly. A capture that fails with an
+        error (the arguments do not bind, an op rejects their shapes or dtypes) caches
+        nothing: the plain call raises eager's error, and bad calls use no cache slot."""
         if self.register and self.parent is None:
             registry.note(self)
+        with self.lock:
+            entry = self._recheck(args, kwargs)
+            if entry is None:
+                entry = self._new_entry(args, kwargs)
+        if entry is None:  # past the recompile limit
+            self.eager_runs += 1
+            return self.fn(*args, **kwargs)
+        if entry.pending is not None:
+            self.eager_runs += 1
+            result = self.fn(*args, **kwargs)  # raises eager's error for bad arguments
+            with self.lock:  # the call succeeded: keep the eager entry (a capture limit)
+                if self._recheck(args, kwargs) is None and \
+                        len(self.entries) < config.cache_size_limit:
+                    self._commit(entry)
+            return result
+        return self.run(entry, args, kwargs)
+
+    def _recheck(self, args, kwargs):
+        """An entry (added by another thread while this one waited) whose guards hold."""
+        for e in self.entries:
+            try:
+                if e.guard(*args, **kwargs):
+                    return e
+            except Exception:  # noqa: BLE001, S112 - arguments that do not bind: a miss
+                continue
+        return None
+
+    def _new_entry(self, args, kwargs):
+        """Capture an entry for these arguments (lock held); None past the limit."""
+        limit = len(self.entries) >= config.cache_size_limit
+        if limit and self.warned_limit:
+            return None
         reason = None
         if self.entries:
             reason = "; ".join(f"entry {i}: {_pretty(e.guards.first_failure(args, kwargs))}"
                                for i, e in enumerate(self.entries))
-        if len(self.entries) >= config.cache_size_limit:
-            if not self.warned_limit:
-                self.warned_limit = True
-                msg = (f"capture: {self.name} reached the recompile limit "
-                       f"({config.cache_size_limit} entries); new variants run eagerly. "
-                       f"Failing guard: {reason}")
-                logs.log("recompiles", msg)
-                warnings.warn(msg, stacklevel=3)
-            self.eager_runs += 1
-            return self.fn(*args, **kwargs)
+        if limit:
+            self.warned_limit = True
+            msg = (f"capture: {self.name} reached the recompile limit "
+                   f"({config.cache_size_limit} entries); new variants run eagerly. "
+                   f"Failing guard: {reason}")
+            logs.log("recompiles", msg)
+            warnings.warn(msg, stacklevel=4)
+            return None
+        dims = {k: set(v) for k, v in self.dynamic_dims.items()}
+        if reason is not None and self.dynamic is not False:
+            for e in self.entries:
+                for src, d in e.guards.size_failures(args, kwargs):
+                    dims.setdefault(src, set()).add(d)
+        entry = self.capture(args, kwargs, reason, dims)
+        entry.pending = (reason, dims, entry.break_reason) if entry.pending else None
+        if entry.pending is None:
+            self._commit(entry, reason, dims)
+        return entry
+
+    def _commit(self, entry, reason=None, dims=None):
+        """Cache `entry` (lock held) and record its recompile reason and dynamic dims."""
+        if entry.pending is not None:
+            reason, dims, brk = entry.pending
+            entry.pending = None
+            self._note_break(brk)
         if reason is not None:
             self.recompile_reasons.append(reason)
             logs.log("recompiles", f"recompiling {self.name}: {reason}")
-            if self.dynamic is not False:
-                for e in self.entries:
-                    for src, d in e.guards.size_failures(args, kwargs):
-                        self.dynamic_dims.setdefault(src, set()).add(d)
-        entry = self.capture(args, kwargs, reason)
+        if dims is not None:
+            for src, ds in dims.items():
+                self.dynamic_dims.setdefault(src, set()).update(ds)
         self.add(entry)
         logs.log("guards", f"guards of {self.name} entry {len(self.entries) - 1}:\n"
                            f"{entry.guards_text}")
-        return self.run(entry, args, kwargs)
 
     # ---- capture
 
-    def capture(self, args, kwargs, recompile_reason) -> CacheEntry:
-        dims = {k: set(v) for k, v in self.dynamic_dims.items()}
+    def capture(self, args, kwargs, recompile_reason, dims=None) -> CacheEntry:
+        if dims is None:
+            dims = self.dynamic_dims
+        dims = {k: set(v) for k, v in dims.items()}
         for _ in range(8):
             out = OutputGraph(self.fn, dims)
             try:
@@ -422,7 +479,10 @@ class CompiledFunction:
             if self.fullgraph:
                 self.fn(*args, **kwargs)  # raises the user's error as eager does
                 raise Unsupported(f"capture of {self.name} failed: {reason.reason}") from e
-            return self._eager_entry(out, reason, recompile_reason)
+            entry = CacheEntry(out.guards, "eager", break_reason=reason,
+                               recompile_reason=recompile_reason)
+            entry.pending = True  # cached by `miss` only if the eager call succeeds
+            return entry
         graph = out.graph
         graph.output(tuple(templater.outputs))
         graph.eliminate_dead_code()
@@ -448,7 +508,8 @@ class CompiledFunction:
         specs = None
         if dyn:
             specs = dynamic.Specializations(out.tape, graph, lambda g: None if autograd else
-                                            backends.compile_graph(g, self.backend, device))
+                                            backends.compile_graph(g, self.backend, device),
+                                            self.name)
             specs.add(tuple(out.tensor_shapes[s] for s in out.input_sources), graph, compiled)
         backend_ms = (time.perf_counter() - t0) * 1e3
         aot = None

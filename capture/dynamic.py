@@ -6,7 +6,8 @@ not valid at another. Instead of symbolic sizes in the IR, a dynamic entry keeps
 of the capture: every user-level op call with its user-level attributes, in order. For a new
 concrete shape the tape is replayed through `calls.record` into a fresh graph (attributes
 re-canonicalised, decompositions and metas re-derived), compiled by the backend on first use
-and cached per input shapes inside the entry (`Specializations`).
+and cached per input shapes inside the entry (`Specializations`, at most
+`config.dynamic_shape_limit` shapes: past it, new shapes run eagerly).
 
 What the tape cannot replay is Python that reads a size as a value (`x.shape[0] * 2`,
 `if x.size(1) > 3`): such a read *specialises* the dimension (its guard becomes exact). To know
@@ -20,11 +21,14 @@ Touches `ir.Graph`, `capture`.
 
 from __future__ import annotations
 
+import threading
+import warnings
 from dataclasses import dataclass
 
 from ir import Graph, TensorMeta
 from ir.graph import Node
 
+from . import config, logs
 from .variables import ConstantVariable, TensorVariable
 
 
@@ -177,23 +181,50 @@ def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: st
     return g
 
 
-class Specializations:
-    """The per-shape graphs of one dynamic entry: input shapes -> (graph, compiled)."""
+class ShapeLimit(Exception):
+    """A dynamic entry already holds `config.dynamic_shape_limit` specialisations: the call
+    runs eagerly (each new size compiles new kernels; without a bound, memory grows with
+    every size ever seen)."""
 
-    def __init__(self, tape, graph: Graph, compile_fn):
+
+class Specializations:
+    """The per-shape graphs of one dynamic entry: input shapes -> (graph, compiled).
+
+    At most `config.dynamic_shape_limit` shapes are kept (first come); `get` of a new shape
+    past that raises `ShapeLimit` (warned once per entry). Thread-safe: a shape is replayed
+    and compiled once, under the entry's lock."""
+
+    def __init__(self, tape, graph: Graph, compile_fn, name: str = ""):
         self.tape = tape
         self.graph = graph
         self.placeholders = graph.placeholders
         self.outputs = tuple(graph.output_node.args[0])
         self.compile_fn = compile_fn
+        self.name = name or graph.name
         self.by_shape: dict[tuple, tuple] = {}
+        self.lock = threading.Lock()
+        self.warned = False
 
     def add(self, shapes: tuple, graph: Graph, compiled) -> None:
         self.by_shape[shapes] = (graph, compiled)
 
     def get(self, shapes: tuple) -> tuple:
         hit = self.by_shape.get(shapes)
-        if hit is None:
+        if hit is not None:
+            return hit
+        with self.lock:
+            hit = self.by_shape.get(shapes)
+            if hit is not None:
+                return hit
+            if len(self.by_shape) >= config.dynamic_shape_limit:
+                msg = (f"capture: the dynamic entry of {self.name} reached "
+                       f"config.dynamic_shape_limit ({config.dynamic_shape_limit} shapes); "
+                       "new shapes run eagerly")
+                if not self.warned:
+                    self.warned = True
+                    logs.log("recompiles", msg)
+                    warnings.warn(msg, stacklevel=2)
+                raise ShapeLimit(msg)
             metas = [TensorMeta(s, ph.val.dtype, ph.val.device)
                      for s, ph in zip(shapes, self.placeholders)]
             g = replay(self.tape, self.placeholders, self.outputs, metas, self.graph.name)
