@@ -627,8 +627,18 @@ def _where_impl(xp, c, x, y):
     return r.view(dt)
 
 
+def _where_attrs(inputs, attrs):
+    """PyTorch's check: the condition is a bool tensor (uint8: deprecated, accepted)."""
+    c = inputs[0]
+    dt = getattr(c, "dtype", None)
+    if dt is not None and dt is not D.bool_ and dt.name != "uint8":
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {_title(dt)}")
+    return attrs
+
+
 register(OpDef(
-    "where", "elementwise", "condition, input, other", 3,
+    "where", "elementwise", "condition, input, other", 3, attrs_rule=_where_attrs,
     scalar=lambda b, c, x, y: b.where(c, x, y), impl=_where_impl,
     backward=lambda F, g, out, c, x, y: (
         None, _grad(x, F.where(c, g, 0.0)), _grad(y, F.where(c, 0.0, g))

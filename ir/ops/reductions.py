@@ -32,8 +32,11 @@ def _all_if_empty(dim):
 
 
 def _reduce_attrs(inputs, attrs):
-    """`dim` as None, an int, or a sequence (None and () reduce every dim, as PyTorch)."""
-    attrs["dim"] = normalize_dims(_all_if_empty(attrs["dim"]), inputs[0].ndim)
+    """`dim` as None, an int, or a sequence (None and () reduce every dim, as PyTorch); a 0-d
+    input's dim 0 or -1 reduces nothing (canonical `()`: PyTorch's 0-d rule)."""
+    ndim = inputs[0].ndim
+    dims = normalize_dims(_all_if_empty(attrs["dim"]), ndim)
+    attrs["dim"] = dims if ndim else ()
     if attrs.get("dtype") is not None:
         attrs["dtype"] = D.to_dtype(attrs["dtype"])
     return attrs
@@ -46,6 +49,20 @@ def _int_dim_attrs(inputs, attrs):
     if attrs.get("dtype") is not None:
         attrs["dtype"] = D.to_dtype(attrs["dtype"])
     return attrs
+
+
+def scalar_as_vector(impl):
+    """`impl(xp, x, ..., dim=d)` of an op with one int `dim`, taking a 0-d `x` as one element
+    along dim 0 (PyTorch's 0-d rule: dim 0 and -1 are valid) and giving 0-d results."""
+    @functools.wraps(impl)
+    def wrapped(xp, x, *args, **attrs):
+        if getattr(x, "ndim", 1):
+            return impl(xp, x, *args, **attrs)
+        r = impl(xp, xp.reshape(x, (1,)), *args, **attrs)
+        if r is None or isinstance(r, tuple):
+            return r if r is None else tuple(xp.reshape(a, ()) for a in r)
+        return xp.reshape(r, ())
+    return wrapped
 
 
 def _dims(dim, ndim):
@@ -193,6 +210,7 @@ for _name in ("amax", "amin"):
 
 
 def _arg_impl(name):
+    @scalar_as_vector
     def impl(xp, x, dim, keepdim):
         _nonempty(name, x, dim)
         f = getattr(xp, name)
@@ -356,9 +374,10 @@ def _var_eager(xp, x, dim, unbiased=None, keepdim=False, *, correction=1, root=F
     if xp is not np or x.dtype.type not in (np.float32, np.float64):
         return None
     n = _count(x, dim)
-    d = np.subtract(x, np.sum(x, axis=dim, keepdims=True) / n)
-    np.multiply(d, d, out=d)
-    r = np.asarray(np.sum(d, axis=dim, keepdims=keepdim) / max(n - correction, 0))
+    with np.errstate(all="ignore"):  # IEEE results (0/0 of a single value) without warnings
+        d = np.asarray(np.subtract(x, np.sum(x, axis=dim, keepdims=True) / n))
+        np.multiply(d, d, out=d)
+        r = np.asarray(np.sum(d, axis=dim, keepdims=keepdim) / max(n - correction, 0))
     if root:
         r = np.sqrt(r, out=r) if r.ndim else np.asarray(np.sqrt(r))
     return r if r.dtype == x.dtype else r.astype(x.dtype)
@@ -536,6 +555,7 @@ def _softmax_eager(log: bool):
     """Eager's kernel of (log_)softmax: the decomposition's kernels (amax, sub, exp, sum,
     then log and sub, or div) on float32/float64 numpy arrays without a dtype, its exact
     results in one call. None otherwise (half types, dtype=, empty, other arrays)."""
+    @scalar_as_vector
     def impl(xp, x, dim, dtype=None):
         if xp is not np or dtype is not None or x.dtype.type not in (np.float32, np.float64) \
                 or x.size == 0:

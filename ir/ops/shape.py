@@ -65,6 +65,8 @@ def _transpose_attrs(inputs, attrs):
 
 
 def _transpose_shape(s, dim0, dim1):
+    if not s:   # a 0-d tensor: dims 0 and -1 are valid, nothing moves (as PyTorch)
+        return ()
     s = list(s)
     s[dim0], s[dim1] = s[dim1], s[dim0]
     return tuple(s)
@@ -73,7 +75,7 @@ def _transpose_shape(s, dim0, dim1):
 register(OpDef(
     "transpose", "view", "input, dim0, dim1", 1, "keep",
     shape=_transpose_shape, attrs_rule=_transpose_attrs,
-    impl=lambda xp, x, dim0, dim1: x.swapaxes(dim0, dim1),  # (the array's method: no wrapper)
+    impl=lambda xp, x, dim0, dim1: x.swapaxes(dim0, dim1) if x.ndim else x,  # (no wrapper)
     backward=lambda F, g, out, x, dim0, dim1: (F.transpose(g, dim0, dim1),),
     ref=lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1),
     samples=({"dim0": 0, "dim1": -1},),

@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as D
 from ..opdef import REGISTRY, OpDef, normalize_dim, register
 from .elementwise import BOOL, COMPLEX, FLOATING, FLOATS, Promo, dtype_of
-from .reductions import _int_dim_attrs, _reduce_shape, return_types
+from .reductions import _int_dim_attrs, _reduce_shape, return_types, scalar_as_vector
 
 # ---------------------------------------------------------------- cumulative sums and products
 
@@ -30,7 +30,7 @@ def _rev_cumsum(F, g, dim):
 def _scan(name, impl, backward, ref):
     register(OpDef(
         name, "scan", "input, dim, *, dtype=None", 1, "sum", shape=lambda s, dim, dtype=None: s,
-        attrs_rule=_int_dim_attrs, impl=impl, backward=backward, ref=ref,
+        attrs_rule=_int_dim_attrs, impl=scalar_as_vector(impl), backward=backward, ref=ref,
         samples=({"dim": 1}, {"dim": -1}),
     ))
 
@@ -63,6 +63,7 @@ def _mode_rows(xp, rows):
     return out
 
 
+@scalar_as_vector
 def _order_index_impl(xp, x, dim, keepdim, which):
     m = _moved(xp, x, dim)
     n = m.shape[-1]
@@ -121,6 +122,7 @@ register(OpDef(
 ))
 
 
+@scalar_as_vector
 def _scan_index_impl(xp, x, dim, which):
     m = _moved(xp, x, dim)
     acc = (xp.maximum if which == "cummax" else xp.minimum).accumulate(m, axis=-1)
