@@ -292,8 +292,10 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     for n in group.nodes:
         deps = [a for a in n.all_input_nodes if a in members]
         if n.target.kind == "reduction":
+            # a reduction of a per-row value (another reduction over the same size-1 dims)
+            # reads it only once it is complete: one phase after it is ready
             src = n.all_input_nodes[0]
-            ready[n] = phase.get(src, 0) if src in members else 0
+            ready[n] = phase[src] if src in phase else ready[src] + 1 if src in ready else 0
         elif is_full(n) and rdims:
             phase[n] = max([phase.get(a, 0) for a in deps if a in phase] +
                            [ready[a] + 1 for a in deps if a in ready] + [0])
