@@ -21,13 +21,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import os
 import threading
 from dataclasses import dataclass
 
 import llvmlite
 import llvmlite.binding as llvm
 
-from . import kernel_cache
+from . import kernel_cache, linkcheck
 from .kernel_cache import cache_dir  # noqa: F401 (public name kept here)
 
 WICK_VERSION = "0.1.0"
@@ -49,9 +50,18 @@ class JitFunction:
     source_ir: str
 
 
-def _target_machine(target):
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3)
+def target_cpu() -> tuple[str, str]:
+    """(CPU name, feature string) the kernels are compiled for: the host's, or the CPU named by
+    `WICK_LLVM_CPU` (testing only, e.g. x86-64, x86-64-v3, haswell, skylake-avx512, znver4:
+    LLVM's default features of that CPU; it must be one this machine can run)."""
+    cpu = os.environ.get("WICK_LLVM_CPU", "").strip()
+    if cpu and cpu != "host":
+        return cpu, ""
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def _target_machine(target, cpu: str, features: str):
+    return target.create_target_machine(cpu=cpu, features=features, opt=3)
 
 
 def _init() -> dict:
@@ -63,15 +73,11 @@ def _init() -> dict:
     if libm:  # tanhf, erff...: usually already in the process, but make sure
         llvm.load_library_permanently(libm)
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    tm = _target_machine(target)
-    backing = llvm.parse_assembly("")
-    backing.triple = tm.triple
-    backing.data_layout = str(tm.target_data)
-    engine = llvm.create_mcjit_compiler(backing, _target_machine(target))
-    target_id = "|".join([tm.triple, llvm.get_host_cpu_name(),
-                          llvm.get_host_cpu_features().flatten(), WICK_VERSION,
-                          llvmlite.__version__])
-    _state.update(tm=tm, engine=engine, modules=[backing], objects=[], target_id=target_id)
+    cpu, features = target_cpu()
+    tm = _target_machine(target, cpu, features)
+    target_id = "|".join([tm.triple, cpu, features, WICK_VERSION, llvmlite.__version__])
+    _state.update(target=target, cpu=cpu, features=features, tm=tm, engines=[],
+                  objects=[], target_id=target_id)
     return _state
 
 
@@ -110,7 +116,6 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
             stats["memory_hits"] += 1
             return hit
         st = _init()
-        engine = st["engine"]
         path = None
         if kernel_cache.cache_dir() is not None:
             path = kernel_cache.entry_key(st["target_id"], neutral)
@@ -118,13 +123,10 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
             if found is not None:
                 rec, obj = found
                 try:
-                    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-                    engine.finalize_object()
-                    address = engine.get_function_address(rec["symbol"])
+                    address = _load(st, obj, rec["symbol"], rec.get("llvm_ir", ""))
                 except Exception:  # noqa: BLE001 (a foreign object: rebuild below)
                     address = 0
                 if address:
-                    st["objects"].append(obj)
                     stats["disk_hits"] += 1
                     return _finish(key, rec["symbol"], address, argc,
                                    rec.get("llvm_ir", ""), rec.get("source_ir", ""))
@@ -132,18 +134,45 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
         source = render(symbol)
         mod = optimize(source)
         opt_ir = str(mod)
+        obj = st["tm"].emit_object(mod)
+        linkcheck.check_object(obj, opt_ir, f"kernel {symbol}")
         if path is not None:
-            obj = st["tm"].emit_object(mod)
             kernel_cache.store(path, {"symbol": symbol, "llvm_ir": opt_ir, "source_ir": source},
                                obj)
-        engine.add_module(mod)
-        engine.finalize_object()
-        st["modules"].append(mod)
-        address = engine.get_function_address(symbol)
+        address = _load(st, obj, symbol, opt_ir)
         if not address:
             raise RuntimeError(f"codegen: the JIT did not export {symbol}")
         stats["compiled"] += 1
         return _finish(key, symbol, address, argc, opt_ir, source)
+
+
+def _load(st: dict, obj: bytes, symbol: str, opt_ir: str) -> int:
+    """Link object code `obj` into a new MCJIT engine of its own and return the address of
+    `symbol` (0 when it does not define it). Raises UnresolvedSymbolError, before the engine
+    sees it, when `obj` needs a symbol the JIT cannot bind. The engine is kept for the life of
+    the process (the kernel's address is)."""
+    linkcheck.check_object(obj, opt_ir, f"kernel {symbol}")
+    if _SHARED_ENGINE:
+        if not st["engines"]:
+            backing = llvm.parse_assembly("")
+            backing.triple = st["tm"].triple
+            backing.data_layout = str(st["tm"].target_data)
+            st["engines"].append(llvm.create_mcjit_compiler(
+                backing, _target_machine(st["target"], st["cpu"], st["features"])))
+        engine = st["engines"][0]
+    else:
+        backing = llvm.parse_assembly("")
+        backing.triple = st["tm"].triple
+        backing.data_layout = str(st["tm"].target_data)
+        engine = llvm.create_mcjit_compiler(
+            backing, _target_machine(st["target"], st["cpu"], st["features"]), use_lmm=True)
+        st["engines"].append(engine)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    return engine.get_function_address(symbol)
+
+
+_SHARED_ENGINE = os.environ.get("WICK_JIT_SHARED") == "1"
 
 
 def _finish(key, symbol, address, argc, opt_ir, source) -> JitFunction:

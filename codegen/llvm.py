@@ -3,8 +3,10 @@
 `LLVMBuilder.emit(op, out_dtype, in_dtype, args, attrs)` renders one statement of a traced
 kernel body (`codegen.trace`): the operands already have the one dtype the primitive computes
 in (`in_dtype`), so this module only prints, with numpy's semantics: float16 is `half`
-(arithmetic rounded per op, as numpy does; math computed wider), float32 `float`, float64
-`double`, (u)intN `iN` (signedness from the dtype), bool `i1` in registers and `i8` in memory;
+(arithmetic rounded per op, as numpy does; math computed wider; converted by the integer IR of
+`codegen.fp16`, never by `fpext`/`fptrunc` of `half`, which LLVM lowers to runtime calls on
+some CPUs), float32 `float`, float64 `double`, (u)intN `iN` (signedness from the dtype), bool
+`i1` in registers and `i8` in memory;
 maximum/minimum propagate NaN, comparisons are ordered except `ne`; integer division by zero
 gives 0 as in numpy (never LLVM's undefined behaviour); floor division and remainder follow
 numpy's `npy_divmod`; shifts past the width give 0 (or -1), as numpy's `npy_lshift`. Float32
@@ -24,6 +26,8 @@ from llvmlite import ir as ll
 from ir import dtypes as D
 from ir.dtypes import DType
 
+from . import fp16
+from .linkcheck import LIBM as _LIBM
 from .trace import PrimitiveRenderer, convert_number, is_unsigned
 from .vecmath import FUNCTIONS as VEC_FUNCTIONS
 from .vecmath import FUNCTIONS_F64 as VEC_FUNCTIONS_F64
@@ -36,10 +40,6 @@ VOID = ll.VoidType()
 
 _FCMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=="}
 _FLOAT_SUFFIX = {2: "f16", 4: "f32", 8: "f64"}
-# libm functions of one or two float arguments (float32 name: + "f")
-_LIBM = ("exp", "exp2", "expm1", "log", "log2", "log1p", "sin", "cos", "tan", "asin", "acos",
-         "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "atan2",
-         "hypot")
 
 
 def lltype(dtype: DType) -> ll.Type:
@@ -87,8 +87,9 @@ class LLVMBuilder(PrimitiveRenderer):
             # numpy computes each float16 op in float32 and rounds its result: so do we (LLVM
             # would otherwise keep float32 excess precision between half operations)
             r = self.emit(op, D.float32 if out is dt else out, D.float32,
-                          [self.b.fpext(a, F32) if a.type == F16 else a for a in args], attrs)
-            return self.b.fptrunc(r, F16) if r.type == F32 else r
+                          [fp16.half_to_float(self.b, a) if a.type == F16 else a
+                           for a in args], attrs)
+            return fp16.float_to_half(self.b, r) if r.type == F32 else r
         fn = getattr(self, "p_" + op, None)
         if fn is None:
             raise TypeError(f"codegen: no LLVM rendering of primitive {op!r}")
@@ -358,8 +359,8 @@ class LLVMBuilder(PrimitiveRenderer):
         b = self.b
         t = xs[0].type
         if t == F16:
-            r = self._wide_math(name, D.float32, *[b.fpext(x, F32) for x in xs])
-            return b.fptrunc(r, F16)
+            r = self._wide_math(name, D.float32, *[fp16.half_to_float(b, x) for x in xs])
+            return fp16.float_to_half(b, r)
         if t == F32 and name in ("tanh", "exp"):
             return getattr(self.vm, name + "_f32")(xs[0])
         if t == F32 and name in VEC_FUNCTIONS:
@@ -426,6 +427,8 @@ class LLVMBuilder(PrimitiveRenderer):
             return x
         t = lltype(dtype)
         b = self.b
+        if src.name == "float16" or dtype.name == "float16":
+            return self._cast_half(x, src, dtype)
         if dtype is D.bool_:
             if src.is_floating_point:
                 return b.fcmp_unordered("!=", x, ll.Constant(x.type, 0.0))
@@ -445,6 +448,20 @@ class LLVMBuilder(PrimitiveRenderer):
         if dtype.itemsize < src.itemsize:
             return b.trunc(x, t)
         return x
+
+    def _cast_half(self, x, src: DType, dtype: DType):
+        """Casts from or to float16 through float32 (or float64) by `fp16`'s bit
+        conversions: LLVM would lower half conversions to compiler-rt calls on some CPUs."""
+        b = self.b
+        if src.name == "float16":
+            if dtype is D.float64:
+                return fp16.half_to_double(b, x)
+            return self.cast(fp16.half_to_float(b, x), D.float32, dtype)   # exact
+        if src is D.float64:
+            return fp16.double_to_half(b, x)
+        if src is not D.float32:   # bool and integers: exact in float32 up to 2**24, and
+            x = self.cast(x, src, D.float32)   # anything larger is inf in float16 anyway
+        return fp16.float_to_half(b, x)
 
     # ---- helpers defined in the module
 
