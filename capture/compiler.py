@@ -32,6 +32,7 @@ import numpy as np
 from eager import Tensor, grad_mode
 
 from . import backends, config, dynamic, logs, registry
+from .guards import GuardSet
 from .output_graph import OutputGraph
 from .resume import CannotResume
 from .symbolic import BreakReason, GraphBreak, InstructionTranslator, Unsupported
@@ -76,6 +77,18 @@ def make_dispatch(cf):
         return miss(args, kwargs)
 
     return dispatch
+
+
+def _guarded_general(guard):
+    """A hit function without generated code: GENERAL when `guard` holds, else MISS."""
+
+    def hit(*args, **kwargs):
+        try:
+            return GENERAL if guard(*args, **kwargs) else MISS
+        except Exception:  # noqa: BLE001
+            return MISS
+
+    return hit
 
 
 def _template_expr(t: tuple, ns: dict) -> str | None:
@@ -321,7 +334,12 @@ class CompiledFunction:
 
     def add(self, entry: CacheEntry) -> None:
         t0 = time.perf_counter()
-        entry.hit = build_hit(self, entry)
+        try:
+            entry.hit = build_hit(self, entry)
+        except Exception as e:  # noqa: BLE001 - a bug of the generated code: run eagerly
+            logs.log("guards", f"hit function of {self.name} failed to build "
+                               f"({type(e).__name__}: {e}); the entry runs eagerly")
+            entry.mode, entry.hit = "eager", _guarded_general(entry.guard)
         entry.times["guards_ms"] += (time.perf_counter() - t0) * 1e3
         self.entries.append(entry)
         self.hits.append(entry.hit)
@@ -451,7 +469,17 @@ class CompiledFunction:
                     dims.get(src, set()).discard(d)
                     if "*" in dims:
                         dims.setdefault(src, set(range(64))).discard(d)
-        return self._capture(OutputGraph(self.fn, {}), args, kwargs, recompile_reason)
+            except Unsupported:
+                raise
+            except Exception as e:  # noqa: BLE001 - after the graph: backend, guards, resume
+                return self._failed_entry(out, e, args, kwargs, recompile_reason)
+        out = OutputGraph(self.fn, {})
+        try:
+            return self._capture(out, args, kwargs, recompile_reason)
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001
+            return self._failed_entry(out, e, args, kwargs, recompile_reason)
 
     def _capture(self, out, args, kwargs, recompile_reason) -> CacheEntry:
         start = time.perf_counter()
@@ -473,23 +501,17 @@ class CompiledFunction:
                                    "frame runs eagerly")
                 return self._eager_entry(out, gb.reason, recompile_reason, noted=True)
         except Exception as e:  # the user's own error (or a capture bug): eager decides
-            reason = BreakReason(f"{type(e).__name__} during capture: {e}", "-",
-                                 self.code.co_filename, self.code.co_firstlineno, "")
-            logs.log("breaks", f"capture of {self.name} failed: {reason.reason}")
-            if self.fullgraph:
-                self.fn(*args, **kwargs)  # raises the user's error as eager does
-                raise Unsupported(f"capture of {self.name} failed: {reason.reason}") from e
-            entry = CacheEntry(out.guards, "eager", break_reason=reason,
-                               recompile_reason=recompile_reason)
-            entry.pending = True  # cached by `miss` only if the eager call succeeds
-            return entry
+            return self._failed_entry(out, e, args, kwargs, recompile_reason)
         graph = out.graph
         graph.output(tuple(templater.outputs))
         graph.eliminate_dead_code()
         capture_ms = (time.perf_counter() - start) * 1e3
         t0 = time.perf_counter()
         device = next((p.val.device for p in graph.placeholders), "cpu")
-        autograd = out.grad_enabled and any(
+        # eager autograd (or AOT) when an op was recorded in grad mode on an input requiring
+        # grad: the mode at the end of the graph may differ (a break inside `no_grad`)
+        autograd = any(n.meta.get("grad_enabled", out.grad_enabled) for n in graph.nodes
+                       if n.op == "call_function") and any(
             out.by_source[s].requires_grad for s in out.input_sources)
         compiled = None
         has_ops = any(n.op == "call_function" for n in graph.nodes)
@@ -526,11 +548,32 @@ class CompiledFunction:
                            cont, cont and self.break_reasons[-1], recompile_reason,
                            {"capture_ms": capture_ms, "backend_ms": backend_ms}, dyn,
                            out.input_sources, templater.sources, final_grad)
-        if has_ops:
+        if has_ops and logs.enabled("graph"):
             logs.log("graph", f"graph of {self.name} ({len(graph)} nodes"
                               f"{', dynamic ' + str(dyn) if dyn else ''}):\n{graph}")
-        if cont is not None:
+        if cont is not None and logs.enabled("code"):
             logs.log("code", code_text(self, entry, len(self.entries)))
+        return entry
+
+    def _failed_entry(self, out, e: Exception, args, kwargs, recompile_reason) -> CacheEntry:
+        """Capture raised `e` (the arguments do not bind, an op rejects them, or a bug of
+        capture or of a backend): an eager entry, cached by `miss` only once the plain call
+        succeeded (bad arguments then raise eager's error and leave no entry)."""
+        reason = BreakReason(f"{type(e).__name__} during capture: {e}", "-",
+                             self.code.co_filename, self.code.co_firstlineno, "")
+        logs.log("breaks", f"capture of {self.name} failed: {reason.reason}")
+        if self.fullgraph:
+            self.fn(*args, **kwargs)  # raises the user's error as eager does
+            raise Unsupported(f"capture of {self.name} failed: {reason.reason}") from e
+        try:
+            entry = CacheEntry(out.guards, "eager", break_reason=reason,
+                               recompile_reason=recompile_reason)
+        except Exception as e2:  # noqa: BLE001 - the guards themselves do not build
+            logs.log("guards", f"guards of {self.name} failed to build ({e2}); the eager "
+                               "entry guards grad mode and the default dtype only")
+            entry = CacheEntry(GuardSet(self.fn), "eager", break_reason=reason,
+                               recompile_reason=recompile_reason)
+        entry.pending = True
         return entry
 
     def _note_break(self, reason: BreakReason) -> None:
