@@ -18,25 +18,55 @@ import numpy as np
 from eager import grad_mode
 from eager.autograd import Function
 from eager.tensor import Tensor
-from ir.autodiff import build_backward, copy_graph, decompose
+from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
 
 
 class _Plan:
-    """The compiled forward (outputs + saved values) and backward graphs for one `wrt`."""
+    """The compiled forward (outputs + saved values) and backward graphs for one `wrt`.
+
+    `differentiable[i]`: output i requires grad in eager (it lies on a path from a `wrt` input
+    through differentiable ops, and is float or complex). Backward graphs are built per pattern
+    of outputs that received a gradient (`backward_for`), reading a subset of the saved values.
+    """
 
     def __init__(self, graph, wrt: tuple, compile_graph):
         self.wrt = wrt
-        graph = decompose(graph)
-        self.bwd_graph, saved = build_backward(graph, list(wrt))
+        self.graph = graph = decompose(graph)
+        self.compile_graph = compile_graph
         outs = tuple(graph.output_node.args[0])
+        needs = grad_paths(graph, wrt)
+        self.differentiable = tuple(o in needs and o.meta["val"].dtype.category >= 2
+                                    for o in outs)
+        bwd_graph, self.saved = build_backward(graph, list(wrt), self.differentiable)
         self.fwd_graph, _ = copy_graph(graph, name=graph.name + "_forward",
-                                       extra_outputs=saved)
-        fwd = self.fwd_graph
+                                       extra_outputs=self.saved)
         self.n_out = len(outs)
         self.out_metas = [o.meta["val"] for o in outs]
-        self.fwd = compile_graph(fwd)
-        self.bwd = compile_graph(self.bwd_graph)
+        places = {n: i for i, n in enumerate(graph.placeholders)}
+        outputs = {n: i for i, n in enumerate(outs)}
+        # where each saved value comes from: ("input", i), ("output", i) or ("extra", j)
+        self.saved_from = [("input", places[n]) if n in places else
+                           ("output", outputs[n]) if n in outputs else ("extra", j)
+                           for j, n in enumerate(self.saved)]
+        self.fwd = compile_graph(self.fwd_graph)
+        self.bwds: dict = {}
+        self.bwd_graph = self._add_backward(self.differentiable, bwd_graph, self.saved)
+
+    def _add_backward(self, seeded, bwd_graph, saved):
+        index = {n: j for j, n in enumerate(self.saved)}
+        self.bwds[seeded] = (self.compile_graph(bwd_graph), [index[n] for n in saved])
+        return bwd_graph
+
+    def backward_for(self, seeded: tuple):
+        """(compiled backward, indices of the saved values it reads) when the outputs
+        `seeded` (bools) received a gradient."""
+        got = self.bwds.get(seeded)
+        if got is None:
+            bwd_graph, saved = build_backward(self.graph, list(self.wrt), seeded)
+            self._add_backward(seeded, bwd_graph, saved)
+            got = self.bwds[seeded]
+        return got
 
 
 class _AOT(Function):
@@ -44,11 +74,17 @@ class _AOT(Function):
     def forward(ctx, plan, *inputs):
         res = plan.fwd(*[t._data for t in inputs])
         ctx.plan = plan
-        ctx.saved_arrays = res[plan.n_out:]
         outs = tuple(Tensor._make(np.asarray(a)) for a in res[:plan.n_out])
-        nd = [o for o in outs if o.dtype.category < 2]
+        nd = [o for o, d in zip(outs, plan.differentiable) if not d]
         if nd:
             ctx.mark_non_differentiable(*nd)
+        # saved as eager saves them: inputs and outputs as the tensors themselves (version
+        # checked), freed by the engine after backward() unless retain_graph=True
+        extra = res[plan.n_out:]
+        ctx.save_for_backward(*[inputs[i] if kind == "input" else outs[i] if kind == "output"
+                                else Tensor._make(np.asarray(extra[i]))
+                                for kind, i in plan.saved_from])
+        ctx.set_materialize_grads(False)
         return outs
 
     @staticmethod
@@ -57,15 +93,20 @@ class _AOT(Function):
             raise RuntimeError("double backward through a compiled graph is not supported "
                                "(create_graph=True); compile without requires_grad inputs")
         plan = ctx.plan
+        saved = ctx.saved_tensors  # RuntimeError once freed, as eager
+        seeded = tuple(g is not None and d for g, d in zip(grads, plan.differentiable))
+        if not any(seeded):
+            return (None,) * (1 + len(plan.wrt))
+        bwd, reads = plan.backward_for(seeded)
         garrays = []
-        for g, m in zip(grads, plan.out_metas):
-            garrays.append(np.zeros(m.shape, m.dtype.np) if g is None else
+        for g, m, s in zip(grads, plan.out_metas, seeded):
+            garrays.append(np.zeros(m.shape, m.dtype.np) if not s else
                            np.ascontiguousarray(g._data, dtype=m.dtype.np).reshape(m.shape))
-        res = iter(plan.bwd(*ctx.saved_arrays, *garrays))
+        res = iter(bwd(*[saved[j]._data for j in reads], *garrays))
         out = [None]
         for w in plan.wrt:
             r = next(res) if w else None
-            out.append(Tensor._make(r) if isinstance(r, np.ndarray) else None)
+            out.append(Tensor._make(np.asarray(r)) if r is not None else None)
         return tuple(out)
 
 
@@ -84,7 +125,7 @@ class AOTGraph:
 
     def __call__(self, *inputs) -> tuple:
         wrt = tuple(isinstance(t, Tensor) and t.requires_grad for t in inputs)
-        if not grad_mode.is_grad_enabled() or not any(wrt):
+        if not any(wrt):
             if self.plain is None:
                 self.plain = self.compile_graph(self.graph)
             res = self.plain(*[t._data if isinstance(t, Tensor) else t for t in inputs])
@@ -93,7 +134,10 @@ class AOTGraph:
         plan = self.plans.get(wrt)
         if plan is None:
             plan = self.plans[wrt] = _Plan(self.graph, wrt, self.compile_graph)
-        return _AOT.apply(plan, *inputs)
+        # every node was recorded with grad mode on (`supported`), whatever the mode at the
+        # call (a resume function may start inside a `no_grad` block its graph leaves)
+        with grad_mode.enable_grad():
+            return _AOT.apply(plan, *inputs)
 
 
 def supported(graph) -> bool:

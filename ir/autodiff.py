@@ -111,7 +111,26 @@ def _node_of(v):
     return v
 
 
-def build_backward(fwd: Graph, wrt: list):
+def grad_paths(fwd: Graph, wrt) -> set:
+    """The placeholders `wrt` (one bool per placeholder) and every node on a path from them
+    through differentiable ops: the values eager autograd records (`requires_grad` results)."""
+    needs = {p for p, w in zip(fwd.placeholders, wrt) if w}
+    for n in fwd.nodes:
+        if (n.op == "call_function" and n.target.differentiable
+                and any(a in needs for a in n.all_input_nodes) and _float_result(n)):
+            needs.add(n)
+    return needs
+
+
+def _float_result(n: Node) -> bool:
+    """Whether `n` has a float or complex result (an integer or bool one ends a gradient path,
+    as eager's outputs of such dtypes never require grad)."""
+    v = n.meta.get("val")
+    vals = v if isinstance(v, (tuple, list)) else (v,)
+    return any(getattr(x, "dtype", None) is None or x.dtype.category >= 2 for x in vals)
+
+
+def build_backward(fwd: Graph, wrt: list, seeded=None):
     """The backward graph of `fwd` with respect to its placeholders `wrt` (a list of bools, one
     per placeholder).
 
@@ -119,7 +138,11 @@ def build_backward(fwd: Graph, wrt: list):
     (in the order of bwd's first placeholders), followed in bwd by one placeholder per forward
     output ("grad_<name>", the incoming gradient; outputs that are not tensors get none). bwd
     returns one gradient per placeholder of `fwd` with wrt True (None where no gradient flows).
-    Raises RuntimeError when a node on a gradient path has no backward rule.
+    `seeded` (one bool per output, default all) names the outputs whose incoming gradient is
+    used: the others received none (eager's engine never reaches what only they depend on, so
+    an input reached only through them gets None, and a non-finite saved value there cannot
+    turn a zero gradient into NaN). Raises RuntimeError when a node on a gradient path has no
+    backward rule.
     """
     bwd = Graph(fwd.name + "_backward")
     rec = Recorder(bwd)
@@ -134,19 +157,16 @@ def build_backward(fwd: Graph, wrt: list):
         return saved[n]
 
     ph = fwd.placeholders
-    needs = {p for p, w in zip(ph, wrt) if w}
-    for n in fwd.nodes:   # which nodes lie on a path from a wrt input
-        if (n.op == "call_function" and n.target.differentiable
-                and any(a in needs for a in n.all_input_nodes)):
-            needs.add(n)
+    needs = grad_paths(fwd, wrt)
     outs = fwd.output_node.args[0]
+    seeded = (True,) * len(outs) if seeded is None else tuple(seeded)
     grads: dict = {}
     grad_ph = []
     for i, o in enumerate(outs):
         if isinstance(o, Node):
             g = Value(bwd.placeholder(f"grad_{i}_{o.name}", o.meta["val"]))
             grad_ph.append(g)
-            if o in needs:
+            if o in needs and seeded[i]:
                 grads[o] = grads[o] + [g] if o in grads else [g]
     for n in reversed(fwd.nodes):
         if n.op != "call_function" or n not in grads or n not in needs:

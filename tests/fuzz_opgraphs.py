@@ -101,13 +101,15 @@ class Case:
 
     def repro(self) -> str:
         ins = ", ".join(f"eager.tensor({a.tolist()!r}, dtype=eager.{dt})"
+                        f"{f'.reshape({a.shape})' if not a.size else ''}"
                         f"{'.requires_grad_()' if rg else ''}" for a, dt, rg in self.inputs)
         text = ["import eager, capture", "inf, nan = float('inf'), float('nan')",
                 self.source().rstrip(), f"args = [{ins}]",
                 "out = capture.compile(f, backend='llvm')(*args)  # vs f(*args)"]
         if self.loss:
-            terms = " + ".join(f"(out[{i}] * eager.tensor({w.tolist()!r}, dtype=eager.float64))"
-                               f".sum()" for i, w in self.loss)
+            terms = " + ".join(f"(out[{i}] * eager.tensor({w.tolist()!r}, dtype=eager.float64)"
+                               f"{f'.reshape({w.shape})' if not w.size else ''}).sum()"
+                               for i, w in self.loss)
             text += [f"({terms}).backward()", "print([a.grad for a in args])"]
         return "\n".join(text)
 
