@@ -25,6 +25,8 @@ import types
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 from bytecode.instr import CellVar, FreeVar
 
+from . import verify
+
 PY = sys.version_info[:2]
 PREFIX = ("MAKE_CELL", "COPY_FREE_VARS", "RESUME")
 LOOP_EXIT = type("LoopExit", (), {"__repr__": lambda self: "LOOP_EXIT"})()
@@ -45,7 +47,12 @@ def instrs_by_index(code) -> tuple:
     return bc, instrs
 
 
-def _new_code(bc: Bytecode, elements: list, args: list, name: str, template) -> types.CodeType:
+def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
+              entry: Label | None = None, closure=None) -> types.CodeType:
+    """Assemble `elements` (the `bytecode` library computes the stack size and the exception
+    table's depths) and verify the result (`verify.py`); CannotResume when either refuses."""
+    if entry is not None:
+        elements = _split_try_at(elements, entry)
     out = Bytecode(elements)
     out.name = name
     out.filename = template.co_filename
@@ -61,7 +68,43 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template) -> 
     out.flags = flags
     if PY >= (3, 11):
         out.qualname = name
-    return out.to_code()
+    try:
+        code = out.to_code()  # compute_stacksize(check_pre_and_post=True) inside
+        verify.verify_code(code, len(closure or ()) if bc is not None else 0)
+        if bc is not None:
+            verify.check_bindings(list(bc), _params(template), elements, args)
+    except verify.BadCode as e:
+        raise CannotResume(f"generated {name} fails verification: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the assembler's own checks (stack size, jumps)
+        raise CannotResume(f"cannot assemble {name}: {type(e).__name__}: {e}") from None
+    return code
+
+
+def _params(code) -> tuple:
+    n = code.co_argcount + code.co_kwonlyargcount
+    n += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return code.co_varnames[:n]
+
+
+def _split_try_at(elements: list, entry: Label) -> list:
+    """When label `entry` (the prologue's jump target) lies inside a try region, close the
+    region before it and open a copy after it, so that the path from the prologue enters the
+    region through a TryBegin (the library's stack-size pass and the assembled table then
+    cover the target; a jump into the middle of a region would leave its depth unset)."""
+    out, current, copy = [], None, None
+    for e in elements:
+        if isinstance(e, TryBegin):
+            current, copy = e, None
+        elif isinstance(e, TryEnd):
+            if copy is not None and e.entry is current:
+                e = TryEnd(copy)
+            current = copy = None
+        if e is entry and current is not None:
+            copy = TryBegin(current.target, current.push_lasti)
+            out += [TryEnd(current), e, copy]
+            continue
+        out.append(e)
+    return out
 
 
 def _push_slots(layout: list) -> tuple[list, list]:
@@ -91,10 +134,14 @@ def make_resume(fn, target: int, layout: list, local_names: list, name: str):
         if id(e) in skip:
             continue
         if e is target_instr:
-            body.append(label)
+            # enter through the TryBegins just before the target, not past them
+            k = len(body)
+            while k and isinstance(body[k - 1], TryBegin):
+                k -= 1
+            body.insert(k, label)
         body.append(e)
     elements = prefix + push + [Instr("JUMP_FORWARD", label)] + body
-    new = _new_code(bc, elements, args, name, code)
+    new = _new_code(bc, elements, args, name, code, label, fn.__closure__)
     return types.FunctionType(new, fn.__globals__, name, None, fn.__closure__), args
 
 
@@ -204,7 +251,7 @@ def make_loop_fn(fn, head: int, end: int, layout: list, exit_depth: int, local_n
     args += [n for n in local_names if n not in code.co_freevars]
     start = Label()
     elements = prefix + push + [Instr("JUMP_FORWARD", start), start] + body + tail
-    new = _new_code(bc, elements, args, name, code)
+    new = _new_code(bc, elements, args, name, code, start, fn.__closure__)
     return types.FunctionType(new, fn.__globals__, name, None, fn.__closure__), exit_index, \
         args
 

@@ -13,6 +13,24 @@ source, or constants. `rebuild` evaluates a template.
   continuation calls one of two resume functions.
 - "loop": the break is inside a loop body: the graph stops before the loop, the loop runs
   eagerly as a generated function, and a resume function continues after it.
+- "eager": the rest of the frame, from the break on, runs as plain (uncompiled) bytecode: a
+  resume function that starts *at* the breaking instruction (or at the head of the loop the
+  break is in), called directly instead of through `compile`.
+
+Exceptions (the policy; issue 13): a break whose instruction (or enclosing loop head) lies
+where an exception would be caught by a `try` of this frame (`except`/`finally`, reached
+directly or through `with` exits and cleanup handlers: `handler_kind`) uses the "eager"
+continuation. The breaking instruction, every later instruction and every handler then run in
+CPython with the original exception table, so no exception escapes a handler that catches it,
+no handler or `finally` is skipped, and handlers see the locals and stack of the plain
+function; only the graph before the break (tensor ops, which raise at capture time when their
+shapes are wrong, or make the whole frame run eagerly when they fail at run time) is compiled.
+A break covered only by `with eager.no_grad()` blocks (and 3.12+ inlined-comprehension
+cleanups) keeps the "inst"/"branch" continuations; when the eagerly run instruction raises, the
+blocks' exits (`GradRestore`) run innermost first before the exception propagates, as
+CPython's handlers would. An exception the capture itself meets (`1 / 0` folded, a `raise` of
+a constant) makes the whole frame run eagerly. Generated code that `verify.py` rejects, or a
+continuation that cannot be built, falls back to "eager", then to the whole frame eagerly.
 Touches `eager` (Tensor, grad mode), `capture`.
 """
 
@@ -330,7 +348,11 @@ class InstContinuation(Continuation):
                 stack[k] = self.cf.callee(rebuild(t[1], outs, inputs, objs))
         base = len(stack) - self.pops
         top = [v for v, slot in zip(stack[base:], self.layout[base:]) if slot != "null"]
-        pushed = list(self.break_fn(*top))
+        try:
+            pushed = list(self.break_fn(*top))
+        except BaseException as e:
+            _unwind(stack, e)
+            raise
         below = [v for v, slot in zip(stack[:base], self.layout[:base]) if slot != "null"]
         return self.resume(*below, *pushed, *locs)
 
@@ -350,7 +372,11 @@ class BranchContinuation(Continuation):
 
     def run(self, outs, inputs, objs):
         stack, locs = self.values(outs, inputs, objs)
-        truth = bool(rebuild(self.cond_t, outs, inputs, objs)) != self.negate
+        try:
+            truth = bool(rebuild(self.cond_t, outs, inputs, objs)) != self.negate
+        except BaseException as e:
+            _unwind(stack, e)
+            raise
         args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
         fn = self.on_jump if truth == self.jump_when else self.on_next
         return fn(*args, *locs)
@@ -364,6 +390,12 @@ class LoopContinuation(Continuation):
         self.loop_fn, self.exits, _ = resume.make_loop_fn(
             self.fn, head, end, self.layout, self.exit_depth, self.local_names, name)
         self.generated.append((name, self.loop_fn.__code__))
+        # the exits' resume functions are built on the call, after the loop ran: check now
+        # that each can be built (and verified) with every local bound
+        code = self.fn.__code__
+        names = [n for n in code.co_varnames + code.co_cellvars if n not in code.co_freevars]
+        for k in self.exits:
+            resume.make_resume(self.fn, k, self.layout[:self.exit_depth], names, name)
 
     def run(self, outs, inputs, objs):
         stack, locs = self.values(outs, inputs, objs)
@@ -380,6 +412,70 @@ class LoopContinuation(Continuation):
         return fn(*below, *[env[n] for n in names])
 
 
+def _unwind(stack, exc) -> None:
+    """Run the `with eager.no_grad()` exits on `stack` innermost first, as CPython's handlers
+    do for an exception raised inside the blocks (none of them suppresses it)."""
+    for v in reversed(stack):
+        if isinstance(v, GradRestore):
+            v(type(exc), exc, exc.__traceback__)
+
+
+class EagerContinuation(Continuation):
+    def setup(self, start, snap, callee_slot):
+        tx = self.tx
+        for v in snap.stack:  # a tensor's truth value is taken in the resumed code
+            if isinstance(v, SymBoolVariable) and not _one_element(v.tensor):
+                raise CannotResume("the truth value of a tensor that is not one element")
+        name = _name("resume", tx, start)
+        self.resume, _ = resume.make_resume(self.fn, start, self.layout, self.local_names,
+                                            name)
+        self.generated.append((name, self.resume.__code__))
+        self.callee_k = None
+        if callee_slot is not None:
+            k = len(self.stack_t) - _pops(tx.instructions[start])[0] + callee_slot
+            if self.stack_t[k][0] in ("const", "source"):
+                self.callee_k = k
+
+    def run(self, outs, inputs, objs):
+        stack, locs = self.values(outs, inputs, objs)
+        if self.callee_k is not None:  # a user function that broke while inlined
+            stack[self.callee_k] = self.cf.callee(stack[self.callee_k])
+        args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
+        return self.resume(*args, *locs)
+
+
+def _one_element(t) -> bool:
+    shape = getattr(getattr(t, "meta", None), "shape", None)
+    return shape is not None and all(type(d) is int for d in shape) and \
+        functools.reduce(lambda a, b: a * b, shape, 1) == 1
+
+
+def handler_kind(code, offset: int) -> str | None:
+    """What of `code` handles an exception raised at `offset`: "try" when an `except` or
+    `finally` of this frame does (possibly after `with` exits and cleanup handlers), "with"
+    when only `with` exits (and cleanups such as 3.12's inlined-comprehension restores) run
+    before it leaves the frame, None when nothing does."""
+    entries = list(dis.Bytecode(code).exception_entries)
+    first = {}
+    insts = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    for k, i in enumerate(insts):
+        first[i.offset] = [j.opname for j in insts[k:k + 2]]
+    kind, seen = None, set()
+    while True:
+        entry = next((e for e in entries if e.start <= offset < e.end), None)
+        if entry is None:
+            return kind
+        if entry.target in seen:
+            return "try"  # a cycle: assume the worst
+        seen.add(entry.target)
+        ops = first.get(entry.target, [])
+        if ops[:1] == ["PUSH_EXC_INFO"]:
+            if ops[1:2] != ["WITH_EXCEPT_START"]:
+                return "try"
+            kind = "with"
+        offset = entry.target
+
+
 def build_continuation(cf, out, gb):
     """(Continuation, Templater) for a GraphBreak raised in the top frame (CannotResume when
     this break point cannot be resumed: the caller runs the frame eagerly)."""
@@ -394,6 +490,21 @@ def build_continuation(cf, out, gb):
         start, cls = index, BranchContinuation
     else:
         start, cls = index, InstContinuation
+    if handler_kind(tx.code, tx.instructions[start].offset) == "try":
+        cls = EagerContinuation
+    try:
+        return _continuation(cf, out, gb, tx, index, snap, start, cls, loop)
+    except CannotResume as e:
+        if cls is EagerContinuation:
+            raise
+        from . import logs
+
+        logs.log("breaks", f"{tx.code.co_name}: {cls.__name__} unavailable ({e}); the rest "
+                           "of the frame runs eagerly")
+        return _continuation(cf, out, gb, tx, index, snap, start, EagerContinuation, loop)
+
+
+def _continuation(cf, out, gb, tx, index, snap, start, cls, loop):
     snap.restore()
     out.grad_enabled = snap.grad_enabled
     templater = Templater(out)
@@ -408,6 +519,8 @@ def build_continuation(cf, out, gb):
         cont.setup(*loop)
     elif cls is BranchContinuation:
         cont.setup(index, gb)
+    elif cls is EagerContinuation:
+        cont.setup(start, snap, _callee_slot(tx, start, snap))
     else:
         cont.setup(index, snap, _callee_slot(tx, index, snap))
     return cont, templater
