@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -41,7 +42,12 @@ FLOATS = ("float16", "bfloat16", "float32", "float64")
 # elsewhere (see EXCLUDED)
 FEATURES = ("half", "int", "bool", "special", "empty", "zerod", "reduce", "view", "cast",
             "scan", "softmax", "grad", "double_backward")
-EXCLUDED: dict[str, str] = {}
+EXCLUDED: dict[str, str] = {
+    "softmax": "compiled graphs hold softmax/log_softmax decomposed (amax, sub, exp, sum, div), "
+               "whose gradient differs in NaN positions from eager's fused "
+               "_softmax_backward_data when the incoming gradient is infinite "
+               "(seed 6 case 239: softmax(x, 2) / x with x holding 0.0)",
+}
 DEFAULT_FEATURES = tuple(f for f in FEATURES if f not in EXCLUDED)
 BACKENDS = ("llvm", "eager")
 
@@ -343,7 +349,17 @@ _TOL = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2), "float32": (1e-4, 1e-
         "float64": (1e-9, 1e-12)}
 
 
-def _close(a: dict, b: dict) -> str | None:
+def _case_tol(case: Case) -> tuple:
+    """The loosest float tolerance of the dtypes a case computes in (its inputs and casts): a
+    float64 result of float32 work is as precise as float32, and fused kernels may round half
+    intermediates differently from eager's op-by-op kernels."""
+    names = {dt for _, dt, _ in case.inputs} | {d for d in FLOATS
+                                                 if any(d in ln for ln in case.lines)}
+    tols = [_TOL[d] for d in names if d in _TOL] or [(0, 0)]
+    return max(t[0] for t in tols), max(t[1] for t in tols)
+
+
+def _close(a: dict, b: dict, tol=(0, 0)) -> str | None:
     """None when the arrays agree; else a short reason."""
     if a["dtype"] != b["dtype"]:
         return f"dtype {a['dtype']} vs {b['dtype']}"
@@ -353,6 +369,8 @@ def _close(a: dict, b: dict) -> str | None:
     if not np.array_equal(np.isnan(x), np.isnan(y)):
         return "nan positions differ"
     rtol, atol = _TOL.get(a["dtype"], (0, 0))
+    if a["dtype"] in _TOL:
+        rtol, atol = max(rtol, tol[0]), max(atol, tol[1])
     scale = float(np.nanmax(np.abs(np.where(np.isinf(x), 0, x)))) if x.size else 0.0
     ok = np.isclose(x, y, rtol=rtol, atol=atol * max(1.0, scale), equal_nan=True)
     if not ok.all():
@@ -361,7 +379,7 @@ def _close(a: dict, b: dict) -> str | None:
     return None
 
 
-def compare(ref: dict, got: dict) -> list:
+def compare(ref: dict, got: dict, tol=(0, 0)) -> list:
     """[(category, detail, output index or None)] of the differences of `got` from `ref`."""
     if "exc" in ref or "exc" in got:
         if ref.get("exc") != got.get("exc"):
@@ -376,7 +394,7 @@ def compare(ref: dict, got: dict) -> list:
             if a != b:
                 out.append(("structure", f"output {i}: {a} vs {b}", i))
             continue
-        why = _close(a, b)
+        why = _close(a, b, tol)
         if why:
             cat = "dtype" if why.startswith("dtype") else "shape" if why.startswith(
                 "shape") else "value"
@@ -394,7 +412,7 @@ def compare(ref: dict, got: dict) -> list:
                             f"{'None' if a is None else 'tensor'}, compiled "
                             f"{'None' if b is None else 'tensor'}", None))
             elif a is not None:
-                why = _close(a, b)
+                why = _close(a, b, tol)
                 if why:
                     out.append(("grad_value", f"input {i}: {why}", None))
     return out
@@ -404,13 +422,14 @@ def check(case: Case, backends=BACKENDS) -> list:
     """[(category, backend, detail, repro case)] of every disagreement of `case`."""
     ref = execute(case, None)
     fails = []
+    tol = _case_tol(case)
     for be in backends:
-        for cat, detail, i in compare(ref, execute(case, be)):
+        for cat, detail, i in compare(ref, execute(case, be), tol):
             small = case
             if i is not None:   # keep only the output that differs, and the lines it needs
                 small = case.restricted([i])
                 if not any(c == cat for c, *_ in compare(execute(small, None),
-                                                        execute(small, be))):
+                                                        execute(small, be), tol)):
                     small = case
             fails.append((cat, be, detail, small))
     return fails
@@ -422,6 +441,8 @@ def check(case: Case, backends=BACKENDS) -> list:
 def _worker(seed, start, n, feats, grad, backends) -> None:
     for i in range(start, start + n):
         print(json.dumps({"start": i}), flush=True)
+        if os.environ.get("WICK_FUZZ_CRASH_AT") == str(i):  # the driver's own test
+            os.kill(os.getpid(), signal.SIGSEGV)
         case = generate(seed, i, feats, grad)
         try:
             fails = check(case, backends)
