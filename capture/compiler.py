@@ -317,9 +317,13 @@ class CompiledFunction:
         """The compiled wrapper of a user function that broke while inlined."""
         hit = self.callees.get(fn)
         if hit is None:
-            if getattr(fn, "__wick_compiled__", None) is not None:
-                fn = fn.__wrapped__
-            hit = self.callees[fn] = self.child(fn)
+            with self.lock:  # (called at run time: two threads must share one child)
+                hit = self.callees.get(fn)
+                if hit is None:
+                    key = fn
+                    if getattr(fn, "__wick_compiled__", None) is not None:
+                        fn = fn.__wrapped__
+                    hit = self.callees[key] = self.child(fn)
         return hit
 
     def all_functions(self):

@@ -127,3 +127,26 @@ def test_dropped_compiled_functions_are_freed():
 
 def test_repeated_bad_calls_do_not_grow_memory():
     assert run("bad_calls") < BOUND_MB
+
+
+def test_a_compiled_callee_that_breaks_gets_one_child():
+    """A compiled function called from compiled code, breaking inside: the caller used to
+    look its child up under the wrapper but store it under the wrapped function, so every
+    call made (and kept) a new child CompiledFunction."""
+    import capture
+    import eager
+
+    @capture.compile(backend="eager")
+    def inner(y):
+        s = y.sum().item()  # graph break inside the callee
+        return y * s
+
+    def outer(x):
+        return inner(x * 2) + 1
+
+    c = capture.compile(outer, backend="eager")
+    x = eager.ones(3)
+    for _ in range(30):
+        assert (c(x) - outer(x)).abs().max().item() == 0
+    cf = c.__wick_compiled__
+    assert len(cf.callees) == 1 and sum(1 for _ in cf.all_functions()) <= 4
