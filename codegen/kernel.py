@@ -93,6 +93,7 @@ class Kernel:
     accs: list = field(default_factory=list)
     epilogue: list = field(default_factory=list)      # [Stmt] after the last phase
     epi_stores: list = field(default_factory=list)    # [(output index, value)]
+    sum_block: int = 0     # > 0: float sums are accumulated in blocks, blocks pairwise
     llvm_ir: str = ""      # optimised LLVM IR (set by the LLVM backend)
     source_ir: str = ""    # LLVM IR before O3
     symbol: str = ""       # the JIT symbol
@@ -403,9 +404,26 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     del kshape
     kernel = Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
                     [(a[0], a[1]) for a in accs], epilogue, epi_stores)
+    rnumel = int(np.prod([n for _, n in rloops], dtype=np.int64))
+    if rnumel > SUM_BLOCK and any(cascaded(kernel, a) for a in range(len(accs))):
+        kernel.sum_block = SUM_BLOCK
     reuse_through_outputs(kernel)
     reciprocal_row_divisors(kernel, tb)
     return kernel
+
+
+SUM_BLOCK = 1024
+
+
+def cascaded(k: Kernel, a: int) -> bool:
+    """Accumulator `a` is a float sum: with `k.sum_block`, it is summed as numpy and ATen sum
+    (an error growing with log(n), not n): the vectorized loop adds at most `sum_block`
+    elements into it, then the block's sum goes into a binary counter of partial sums (level
+    l holds the sum of 2**l blocks; two equal levels merge), and the levels are added at the
+    end. Float32 sums of 10**7 values: relative error 1.5e-3 with one vectorized
+    accumulator, about 1e-7 blocked."""
+    return k.accs[a][0].is_floating_point and any(
+        comb == "add" for ph in k.phases for b, comb, _ in ph.accs if b == a)
 
 
 def reciprocal_row_divisors(k: Kernel, tb: TraceBuilder) -> None:

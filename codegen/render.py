@@ -6,7 +6,9 @@ it; with no parallel loop the body runs once when lo < hi), the other sizes and 
 are constants, so the innermost stride-1 loop is left to LLVM's loop vectorizer. Reduction
 accumulators live in allocas (promoted to registers by SROA) and their updates carry the
 `reassoc` fast-math flag, the one flag that lets a float reduction vectorize; nothing else
-gets fast-math flags. An output read back by a later phase (`load_out`) is still `noalias`
+gets fast-math flags. With `kernel.sum_block`, float sums run the innermost reduction loop in
+chunks and push each block's sum into a binary counter of partial sums (pairwise summation of
+blocks, see `kernel.cascaded`). An output read back by a later phase (`load_out`) is still `noalias`
 (no other argument aliases it; it is never marked write-only). All decisions were made on the
 Kernel; this module only prints. Imports only `ir` and llvmlite.
 """
@@ -17,10 +19,11 @@ from llvmlite import ir as ll
 
 from ir import dtypes as D
 
-from .kernel import Const, Kernel, Var
+from .kernel import Const, Kernel, Var, cascaded
 from .llvm import I8, I64, PTR, VOID, LLVMBuilder, constant, lltype, memtype
 
 _REASSOC = ("reassoc",)
+_LEVELS = 64
 
 
 def render_kernel(kernel: Kernel, symbol: str) -> str:
@@ -41,6 +44,11 @@ def render_kernel(kernel: Kernel, symbol: str) -> str:
     r = _Renderer(kernel, b, fn, bufs)
     allocas = [b.alloca(lltype(dt), name=f"acc{i}") for i, (dt, _) in enumerate(kernel.accs)]
     r.allocas = allocas
+    if kernel.sum_block:   # blocked float sums: a binary counter of partial sums per acc
+        r.stacks = {a: b.alloca(ll.ArrayType(lltype(dt), _LEVELS), name=f"levels{a}")
+                    for a, (dt, _) in enumerate(kernel.accs) if cascaded(kernel, a)}
+        r.nblk = b.alloca(I64, name="nblocks")
+        r.cnt = b.alloca(I64, name="inblock")
     if kernel.checks_div:
         r.sb.err = b.alloca(ll.IntType(1), name="divzero")
         b.store(ll.Constant(ll.IntType(1), 0), r.sb.err)
@@ -80,6 +88,7 @@ class _Renderer:
         self.args = fn.args
         self.sb = LLVMBuilder(b)
         self.allocas: list = []
+        self.stacks: dict = {}
         self.nout = len(kernel.outer)
         self._blocks = 0
 
@@ -128,12 +137,122 @@ class _Renderer:
             for a, _, _ in ph.accs:
                 dt, ident = k.accs[a]
                 b.store(constant(ident, dt), self.allocas[a])
-            if k.rloops:
+            casc = [a for a, _, _ in ph.accs if a in self.stacks]
+            if k.rloops and casc:
+                self.blocked_loops(ph, casc, offsets)
+            elif k.rloops:
                 self.loop_nest(k.rloops, self.nout, offsets,
                                lambda offs, ph=ph: self.body(ph.body, ph.accs, ph.stores, offs))
             else:
                 self.body(ph.body, ph.accs, ph.stores, offsets)
         self.body(k.epilogue, [], k.epi_stores, offsets)
+
+    def blocked_loops(self, ph, casc, offsets):
+        """The reduction loops of phase `ph` with the float sums `casc` blocked (see
+        `kernel.cascaded`): the innermost loop runs in chunks of at most `sum_block`; after a
+        chunk, once `sum_block` elements are in the accumulators, each goes to its counter."""
+        k, b = self.k, self.b
+        blk = k.sum_block
+        zero = ll.Constant(I64, 0)
+        b.store(zero, self.nblk)
+        b.store(zero, self.cnt)
+        (var, n), depth = k.rloops[-1], self.nout + len(k.rloops) - 1
+
+        def inner(offs):
+            self.body(ph.body, ph.accs, ph.stores, offs)
+
+        def last(offs):
+            if n <= blk:
+                self.loop_nest([(var, n)], depth, offs, inner)
+                self.block_end(casc, ll.Constant(I64, n))
+                return
+            pre = b.block
+            head, body, end = self._block("chunk_head"), self._block("chunk_body"), \
+                self._block("chunk_end")
+            b.branch(head)
+            b.position_at_end(head)
+            c = b.phi(I64, name="chunk")
+            c.add_incoming(zero, pre)
+            b.cbranch(b.icmp_signed("<", c, ll.Constant(I64, n)), body, end)
+            b.position_at_end(body)
+            stop = b.add(c, ll.Constant(I64, blk), flags=("nsw",))
+            stop = b.select(b.icmp_signed("<", stop, ll.Constant(I64, n)), stop,
+                            ll.Constant(I64, n))
+            self.loop_nest([(var, n)], depth, offs, inner, lo=c, hi=stop)
+            self.block_end(casc, b.sub(stop, c))
+            c.add_incoming(stop, b.block)
+            b.branch(head)
+            b.position_at_end(end)
+
+        self.loop_nest(k.rloops[:-1], self.nout, offsets, last)
+        # total = open block + the counter's levels, lowest first
+        nblk = b.load(self.nblk, typ=I64)
+        pre = b.block
+        head, body, end = self._block("levels_head"), self._block("levels_body"), \
+            self._block("levels_end")
+        b.branch(head)
+        b.position_at_end(head)
+        lvl, m = b.phi(I64), b.phi(I64)
+        lvl.add_incoming(zero, pre)
+        m.add_incoming(nblk, pre)
+        b.cbranch(b.icmp_unsigned("!=", m, zero), body, end)
+        b.position_at_end(body)
+        take = b.trunc(b.and_(m, ll.Constant(I64, 1)), ll.IntType(1))
+        for a in casc:
+            dt = lltype(k.accs[a][0])
+            cur = b.load(self.allocas[a], typ=dt)
+            part = b.load(self._level(a, lvl), typ=dt)
+            b.store(b.select(take, b.fadd(cur, part), cur), self.allocas[a])
+        lvl.add_incoming(b.add(lvl, ll.Constant(I64, 1)), b.block)
+        m.add_incoming(b.lshr(m, ll.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def _level(self, a, lvl):
+        return self.b.gep(self.stacks[a], [ll.Constant(I64, 0), lvl], inbounds=True)
+
+    def block_end(self, casc, count):
+        """`count` more elements are in the accumulators `casc`: when a block is full, push
+        each one's value into its binary counter (merging equal levels) and restart it."""
+        k, b = self.k, self.b
+        zero, one = ll.Constant(I64, 0), ll.Constant(I64, 1)
+        cnt = b.add(b.load(self.cnt, typ=I64), count, flags=("nsw",))
+        b.store(cnt, self.cnt)
+        push, done = self._block("push"), self._block("pushed")
+        b.cbranch(b.icmp_signed(">=", cnt, ll.Constant(I64, k.sum_block)), push, done)
+        b.position_at_end(push)
+        b.store(zero, self.cnt)
+        nblk = b.load(self.nblk, typ=I64)
+        b.store(b.add(nblk, one), self.nblk)
+        carries = []
+        for a in casc:
+            dt, ident = k.accs[a]
+            carries.append(b.load(self.allocas[a], typ=lltype(dt)))
+            b.store(constant(ident, dt), self.allocas[a])
+        pre = b.block
+        head, merge, put = self._block("carry_head"), self._block("carry"), self._block("put")
+        b.branch(head)
+        b.position_at_end(head)
+        lvl, m = b.phi(I64), b.phi(I64)
+        lvl.add_incoming(zero, pre)
+        m.add_incoming(nblk, pre)
+        phis = []
+        for a, c in zip(casc, carries):
+            p = b.phi(c.type)
+            p.add_incoming(c, pre)
+            phis.append(p)
+        b.cbranch(b.trunc(b.and_(m, one), ll.IntType(1)), merge, put)
+        b.position_at_end(merge)   # level lvl is occupied: carry its sum one level up
+        for a, p in zip(casc, phis):
+            p.add_incoming(b.fadd(b.load(self._level(a, lvl), typ=p.type), p), merge)
+        lvl.add_incoming(b.add(lvl, one), merge)
+        m.add_incoming(b.lshr(m, one), merge)
+        b.branch(head)
+        b.position_at_end(put)
+        for a, p in zip(casc, phis):
+            b.store(p, self._level(a, lvl))
+        b.branch(done)
+        b.position_at_end(done)
 
     def body(self, stmts, accs, stores, offsets):
         k, b, sb = self.k, self.b, self.sb
