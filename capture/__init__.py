@@ -14,7 +14,10 @@ Public API (PyTorch's `torch.compile` / `torch._dynamo` names and semantics):
 - `explain(fn)(*args, **kwargs)`: graphs, ops and graph-break reasons of one call.
 - `reset()`: clears every cache. `graph_break()`: forces a graph break where it is called.
   `disable(fn)`: `fn` always runs eagerly, also when called from compiled code.
-- `registry.COMPILED`: every compiled function's artifacts (for `wick dump`).
+- `registry.COMPILED`: every live compiled function's artifacts (for `wick dump`).
+
+Compiled functions may be called (and compiled) from many threads at once. Called with bad
+arguments they raise exactly what the plain function raises (they run it).
 
 Module map: `symbolic` + `builders` (the interpreter), `calls` + `pycalls` (calls, attributes,
 operators, builtins, containers), `variables` (trackers), `breaks` (break records, snapshots),

@@ -9,7 +9,15 @@ Entry modes: "graph" (the whole call is one graph), "resume" (a graph up to a gr
 then the continuation of `transform.py`: the breaking instruction runs eagerly and a generated
 resume function, compiled on its own first call, continues), "eager" (the frame cannot be
 captured at all: an argument capture does not model, an error of the user's own code during
-capture, a backend failure). Results and errors are eager's in every mode.
+capture, a backend failure). Results and errors are eager's in every mode. A capture that
+raises (the arguments do not bind, an op rejects their shapes or dtypes, a bug anywhere after
+the graph) caches its eager entry only once the plain call succeeded: bad arguments raise
+eager's error and leave no entry, use no cache slot and mark no dimension dynamic.
+
+Threads: calls run concurrently; captures of one function are serialised by its lock, and a
+thread that waited for it first retries the entries added meanwhile (no duplicate entries, the
+recompile limit holds). Counters (`graph_runs`, `eager_runs`) are statistics, not exact
+under threads.
 
 Automatic dynamic shapes: when a size guard of an entry fails, the dimensions that changed are
 marked dynamic and the next capture makes them symbolic (`dynamic.py`); `dynamic=True` marks
