@@ -1,0 +1,174 @@
+"""The hit functions of cache entries: one generated frame per entry, and the dispatch loop.
+
+`make_dispatch(cf)` is a compiled function's call: each entry's hit function in order, then a
+miss. `build_hit(cf, entry)` generates an entry's hit function: its guard terms, then, on the
+fast path (a whole-call graph without autograd or dynamic shapes whose result template is plain
+Python), fetching the inputs, calling the compiled graph, wrapping its outputs and building the
+result, all in one flat frame; otherwise a signal (`GENERAL`: run the entry with
+`CompiledFunction.run`; `MISS`: the guards failed; `EAGER`: the graph failed at run time).
+Split from `compiler.py`. Touches `eager`, numpy.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+
+from eager import Tensor, grad_mode
+
+
+class _Signal:
+    """What an entry's hit function returns instead of the call's result."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+MISS = _Signal("guards failed")  # try the next entry
+GENERAL = _Signal("general path")  # the guards hold: run the entry with `CompiledFunction.run`
+EAGER = _Signal("run eagerly")  # the graph failed at run time (logged): run the frame eagerly
+
+
+def make_dispatch(cf):
+    """The call of one compiled function: each entry's hit function in order (a binding error
+    of the arguments is a miss, as it was for the guard closure), then a miss (capture)."""
+    hits, entries, fn, run, miss = cf.hits, cf.entries, cf.fn, cf.run, cf.miss
+
+    def dispatch(*args, **kwargs):
+        for hit in hits:
+            try:
+                r = hit(*args, **kwargs)
+            except Exception as e:
+                if e.__traceback__.tb_next is not None:
+                    raise  # raised by the entry itself after its guards held
+                continue  # the arguments do not bind to the function's parameters
+            if r is MISS:
+                continue
+            if r is GENERAL:
+                return run(entries[hits.index(hit)], args, kwargs)
+            if r is EAGER:
+                return fn(*args, **kwargs)
+            return r
+        return miss(args, kwargs)
+
+    return dispatch
+
+
+def _guarded_general(guard):
+    """A hit function without generated code: GENERAL when `guard` holds, else MISS."""
+
+    def hit(*args, **kwargs):
+        try:
+            return GENERAL if guard(*args, **kwargs) else MISS
+        except Exception:  # noqa: BLE001
+            return MISS
+
+    return hit
+
+
+def _template_expr(t: tuple, ns: dict) -> str | None:
+    """A Python expression rebuilding template `t` inside a hit function (None: the template
+    needs `transform.rebuild`)."""
+    kind = t[0]
+    if kind == "graph":
+        return f"___o{t[1]}"
+    if kind == "input":
+        return f"___i{t[1]}"
+    if kind == "source":
+        return f"___s{t[1]}"
+    if kind == "const":
+        name = f"___k{len(ns)}"
+        ns[name] = t[1]
+        return name
+    if kind in ("tuple", "list"):
+        items = [_template_expr(x, ns) for x in t[1]]
+        if None in items:
+            return None
+        inner = "".join(i + ", " for i in items)
+        return f"({inner})" if kind == "tuple" else f"[{inner}]"
+    if kind == "dict":
+        parts = []
+        for k, x in t[1].items():
+            v = _template_expr(x, ns)
+            if v is None:
+                return None
+            name = f"___k{len(ns)}"
+            ns[name] = k
+            parts.append(f"{name}: {v}")
+        return "{" + ", ".join(parts) + "}"
+    return None
+
+
+def _fast_call(compiled):
+    """The cheapest way to call a compiled graph: a plain function, or the bound `__call__`
+    of a Python class (skips the type slot's lookup on every call), or the backend's
+    `run_unchecked` entry when it has one (the guards already checked the inputs)."""
+    fast = getattr(compiled, "run_unchecked", None)
+    if fast is not None:
+        return fast
+    if isinstance(compiled, types.FunctionType):
+        return compiled
+    call = getattr(type(compiled), "__call__", None)  # noqa: B004 - the class's own method
+    if isinstance(call, types.FunctionType):
+        return compiled.__call__
+    return compiled
+
+
+def build_hit(cf, entry) -> types.FunctionType:
+    """The entry's hit function: the user's parameters in, the call's result (or a signal)
+    out. One flat generated frame: guard terms, then, on the fast path (a whole-call graph
+    without autograd, dynamic shapes or a template that needs `rebuild`), fetching inputs,
+    calling the compiled graph, wrapping its outputs as Tensors and building the result."""
+    guards = entry.guards
+    head = (f"    try:\n        if not {guards.condition}:\n            return ___MISS\n"
+            "    except Exception:\n        return ___MISS\n")
+    ns = {"___MISS": MISS, "___GENERAL": GENERAL}
+    body = _fast_body(cf, entry, ns)
+    if body is None:
+        return guards.function(head + "    return ___GENERAL\n", "hit", ns)
+    return guards.function(head + body, "hit", ns)
+
+
+def _fast_body(cf, entry, ns: dict) -> str | None:
+    runner = entry.runner
+    if (entry.mode != "graph" or runner is None or runner.specs is not None
+            or runner.aot is not None or entry.template is None):
+        return None
+    if not runner.empty and (runner.autograd or runner.compiled is None):
+        return None
+    expr = _template_expr(entry.template, ns)
+    if expr is None:
+        return None
+    lines = [f"    ___i{k} = {src}" for k, src in enumerate(entry.input_sources)]
+    if not runner.empty:
+        n = len(runner.graph.output_node.args[0])
+        outs = "".join(f"___o{k}, " for k in range(n))
+        args = ", ".join(f"___i{k}._data" for k in range(len(entry.input_sources)))
+        lines += ["    try:", f"        {outs}= ___graph({args})"]
+        lines += [f"        ___o{k} = ___make(___o{k} if ___isinstance(___o{k}, ___ndarray) "
+                  f"else ___asarray(___o{k}))" for k in range(n)]
+        lines += ["    except Exception as ___e:", "        return ___failed(___e)"]
+        ns.update(___graph=_fast_call(runner.compiled), ___make=Tensor._make,
+                  ___isinstance=isinstance, ___ndarray=_array_types(), ___asarray=np.asarray,
+                  ___failed=cf.graph_failed)
+    ns["___cf"] = cf
+    lines.append("    ___cf.graph_runs += 1")
+    lines += [f"    ___s{k} = {src}" for k, src in enumerate(entry.obj_sources)]
+    if entry.final_grad is not None:
+        ns["___set_grad"] = grad_mode._set
+        lines.append(f"    ___set_grad({entry.final_grad!r})")
+    lines.append(f"    return {expr}")
+    return "\n".join(lines) + "\n"
+
+
+def _array_types() -> tuple:
+    """Array classes a backend may return as they are: numpy's, and cupy's once cupy is in use
+    (a GPU graph's outputs stay on the device; anything else, e.g. a numpy scalar, becomes a
+    0-d numpy array)."""
+    cupy = sys.modules.get("cupy")
+    return (np.ndarray, cupy.ndarray) if cupy is not None else (np.ndarray,)
