@@ -152,13 +152,14 @@ class CompiledFunction:
         self.dispatch = make_dispatch(self)
 
     def clear(self) -> None:
-        self.entries.clear()
-        self.hits.clear()
-        self.recompile_reasons.clear()
-        self.break_reasons.clear()
-        self.children.clear()
-        self.callees.clear()
-        self.warned_limit = False
+        with self.lock:
+            self.entries.clear()
+            self.hits.clear()
+            self.recompile_reasons.clear()
+            self.break_reasons.clear()
+            self.children.clear()
+            self.callees.clear()
+            self.warned_limit = False
 
     def child(self, fn):
         """A CompiledFunction for a generated resume function (captured on first call)."""
@@ -198,6 +199,7 @@ class CompiledFunction:
                                f"({type(e).__name__}: {e}); the entry runs eagerly")
             entry.mode, entry.hit = "eager", _guarded_general(entry.guard)
         entry.times["guards_ms"] += (time.perf_counter() - t0) * 1e3
+        entry.hit.entry = entry  # (what `dispatch` runs on GENERAL, whatever the lists hold)
         self.entries.append(entry)
         self.hits.append(entry.hit)
 

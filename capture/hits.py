@@ -37,7 +37,7 @@ EAGER = _Signal("run eagerly")  # the graph failed at run time (logged): run the
 def make_dispatch(cf):
     """The call of one compiled function: each entry's hit function in order (a binding error
     of the arguments is a miss, as it was for the guard closure), then a miss (capture)."""
-    hits, entries, fn, run, miss = cf.hits, cf.entries, cf.fn, cf.run, cf.miss
+    hits, fn, run, miss = cf.hits, cf.fn, cf.run, cf.miss
 
     def dispatch(*args, **kwargs):
         for hit in hits:
@@ -50,7 +50,7 @@ def make_dispatch(cf):
             if r is MISS:
                 continue
             if r is GENERAL:
-                return run(entries[hits.index(hit)], args, kwargs)
+                return run(hit.entry, args, kwargs)
             if r is EAGER:
                 return fn(*args, **kwargs)
             return r

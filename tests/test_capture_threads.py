@@ -231,3 +231,24 @@ def test_registry_is_safe_from_threads():
 
     compiled = run_threads(work)
     assert all(c.__wick_compiled__ in capture.registry.COMPILED for c in compiled)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reset_while_threads_call(backend):
+    """`capture.reset()` from one thread while seven call compiled functions (graph, break,
+    dynamic entries on the general path): every call still returns the plain result."""
+    compiled = [capture.compile(fn, backend=backend, dynamic=d)
+                for fn, d in ((fused, None), (with_break, None), (fused, True))]
+    plain = [fused, with_break, fused]
+
+    def work(i):
+        for it in range(40):
+            if i == 0:
+                capture.reset()
+                continue
+            n = 2 + (i + it) % 5
+            x, y = eager.randn(n, 3), eager.randn(n, 3)
+            k = (i + it) % 3
+            close(compiled[k](x, y), plain[k](x, y))
+
+    run_threads(work)
