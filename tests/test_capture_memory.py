@@ -150,3 +150,28 @@ def test_a_compiled_callee_that_breaks_gets_one_child():
         assert (c(x) - outer(x)).abs().max().item() == 0
     cf = c.__wick_compiled__
     assert len(cf.callees) == 1 and sum(1 for _ in cf.all_functions()) <= 4
+
+
+def test_dynamic_shape_limit_runs_new_shapes_eagerly_and_warns_once(monkeypatch):
+    import warnings
+
+    import numpy as np
+
+    import capture
+    import eager
+
+    monkeypatch.setattr(capture.config, "dynamic_shape_limit", 3)
+
+    def f(x):
+        return (x * 2).relu().sum(0)
+
+    c = capture.compile(f, backend="eager", dynamic=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in range(2, 10):
+            x = eager.randn(n, 3)
+            np.testing.assert_allclose(c(x).numpy(), f(x).numpy(), rtol=1e-6)
+    (entry,) = c.__wick_compiled__.entries
+    assert len(entry.runner.specs.by_shape) == 3
+    assert len([x for x in w if "dynamic_shape_limit" in str(x.message)]) == 1
+    capture.reset()
