@@ -1,0 +1,630 @@
+"""A fuzzer of random Python functions run plainly and under `capture.compile`.
+
+`generate(seed, constructs)` writes the source of one function `f` that mixes tensor ops with
+ordinary Python: if/elif on Python and tensor values, for/while with break/continue,
+try/except/finally, `with eager.no_grad()`, comprehensions, closures and `nonlocal`,
+`*args/**kwargs`, f-strings, walrus, `match`, `assert`, globals, helper calls, `print`, `.item()`,
+numpy calls, generators, lambdas, early returns, appends to a list `log`, attribute updates on an
+object `obj` and item stores into a dict `d` passed in. Every construct can be switched off.
+
+`check(src, seed)` runs `f` plainly and compiled (three calls: same shapes twice, then another
+shape and other inputs, so cache hits and recompiles happen) and compares everything observable:
+the returned structure and values (tensors: shape, dtype, values, requires_grad), the exception
+type and message, the contents of `log`, `obj`'s attributes, `d`, the globals the function
+touches, and what it printed. It returns None or (category, detail).
+
+`fuzz(seed, n)` runs cases in a worker subprocess (a SIGSEGV or abort is reported as a "crash"
+of the case that was running, and the worker restarts after it), shrinks each failure by
+dropping top-level statements, and returns a `Report` (counts per category, minimal repros).
+
+As a script: `python tests/fuzz_pyfuncs.py --seed S --n N [--backend B] [--exclude try,...]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import linecache
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+ALL_CONSTRUCTS = (
+    "if_py", "if_tensor", "for", "while", "break_continue", "try", "no_grad", "comprehension",
+    "closure", "nonlocal", "varargs", "fstring", "walrus", "match", "assert", "global",
+    "helper", "print", "item", "numpy", "generator", "lambda", "early_return", "log", "obj",
+    "dict", "requires_grad",
+)
+
+
+# ---------------------------------------------------------------- the world `f` lives in
+
+
+class Obj:
+    """The object passed in as `obj` (its attributes are compared after each call)."""
+
+    def __init__(self, count=0, total=0.0, name="o"):
+        self.count, self.total, self.name, self.items = count, total, name, []
+
+    def bump(self, k):
+        self.count += k
+        return self.count
+
+
+def helper(t, log):
+    """A module-level function with a side effect on its argument."""
+    log.append("helper")
+    return t * 2.0
+
+
+def pure_helper(t, k):
+    return t + k
+
+
+def fresh_globals() -> dict:
+    import numpy as np
+
+    import eager
+
+    return {"eager": eager, "np": np, "helper": helper, "pure_helper": pure_helper,
+            "Obj": Obj, "GCOUNT": 0, "GLIST": [], "GSCALE": 2.0, "__name__": "fuzzmod"}
+
+
+GLOBAL_NAMES = ("GCOUNT", "GLIST")
+
+
+# ---------------------------------------------------------------- the generator
+
+
+class Gen:
+    """Writes one random function; `blocks` are its top-level statements (shrinkable)."""
+
+    def __init__(self, seed: int, constructs=ALL_CONSTRUCTS):
+        self.rng = random.Random(seed)
+        self.on = set(constructs)
+        self.tensors = ["x", "y"]
+        self.tmp = 0
+        self.loop_var = 0
+
+    def has(self, c: str) -> bool:
+        return c in self.on
+
+    def pick(self, seq):
+        return self.rng.choice(list(seq))
+
+    # expressions
+
+    def tensor(self) -> str:
+        return self.pick(self.tensors)
+
+    def texpr(self) -> str:
+        a, b = self.tensor(), self.tensor()
+        c = self.pick(["0.5", "1.5", "2.0", "n", "k"])
+        forms = [f"{a} + {b}", f"{a} * {b}", f"{a} - {c}", f"eager.relu({a})", f"{a}.tanh()",
+                 f"eager.sigmoid({a}) * {b}", f"({a} * 2.0).abs()",
+                 f"{a} + {b}.sum(0, keepdim=True)", f"eager.where({a} > {b}, {a}, {b})",
+                 f"{a} / ({b}.abs() + 1.0)", f"{a} * {c}", f"{a}.clamp(min=-1.0, max=1.0)",
+                 f"{a} - {b}.mean()", f"eager.maximum({a}, {b}) * GSCALE"]
+        return self.pick(forms)
+
+    def iexpr(self) -> str:
+        return self.pick(["n", "k", "n + 1", "k * 2", "len(log)", "n % 3", "obj.count",
+                          "k - n", "3"])
+
+    def tvar(self) -> str:
+        """A tensor variable to assign to (one that is bound at every point)."""
+        return self.pick([t for t in self.tensors if t not in ("x", "y")] or ["t0"])
+
+    # statements: each returns a list of lines (no indentation)
+
+    def simple(self, depth: int) -> list:
+        kinds = ["tensor", "tensor", "int"]
+        for c in ("log", "obj", "dict", "global", "print", "item", "numpy", "helper", "fstring",
+                  "walrus", "assert", "lambda", "comprehension", "closure", "nonlocal",
+                  "generator", "no_grad"):
+            if self.has(c):
+                kinds.append(c)
+        return getattr(self, "s_" + self.pick(kinds))()
+
+    def s_tensor(self):
+        return [f"{self.tvar()} = {self.texpr()}"]
+
+    def s_int(self):
+        return [self.pick([f"n = {self.iexpr()}", "n += 1", f"k = k + {self.pick('12')}"])]
+
+    def s_log(self):
+        v = self.pick(["n", "k", "'s'", "(n, k)", "len(log)", f"{self.tensor()}.shape[0]"])
+        return [self.pick([f"log.append({v})", f"log.extend([{v}, 'e'])", f"log += [{v}]",
+                           f"log.insert(0, {v})", "if log:\n    log.pop()"])]
+
+    def s_obj(self):
+        return [self.pick(["obj.count += 1", "obj.total = obj.total + n",
+                           "obj.items.append(k)", "setattr(obj, 'name', 'n' + str(n))",
+                           "obj.bump(2)", f"obj.last = {self.tensor()} * 1.0",
+                           "n = n + obj.count"])]
+
+    def s_dict(self):
+        return [self.pick(["d['n'] = n", "d.setdefault('k', k)", "d.update(a=n, b=k)",
+                           "d['t'] = " + self.tensor(), "n += len(d)",
+                           "d.pop('n', None)", "d[f'key{n % 2}'] = len(log)"])]
+
+    def s_global(self):
+        return [self.pick(["GCOUNT += 1", "GLIST.append(n)", "GCOUNT = GCOUNT + k",
+                           "n = n + GCOUNT"])]
+
+    def s_print(self):
+        return [self.pick(["print('p', n)", "print(f'k={k}', len(log))", "print(obj.count)",
+                           f"print({self.tensor()}.shape)"])]
+
+    def s_item(self):
+        t = self.tensor()
+        return [f"s = {t}.sum().item()", self.pick(["n = n + int(s > 0)", "log.append(s > 0)",
+                                                     f"{self.tvar()} = {t} * s"])]
+
+    def s_numpy(self):
+        return [self.pick(["n = n + int(np.sum(np.arange(k)) % 5)",
+                           f"{self.tvar()} = {self.tensor()} * float(np.float32(1.5))",
+                           f"n = n + int(np.asarray({self.tensor()}.detach().numpy()).shape[0])"])]
+
+    def s_helper(self):
+        return [self.pick([f"{self.tvar()} = helper({self.tensor()}, log)",
+                           f"{self.tvar()} = pure_helper({self.tensor()}, n)"])]
+
+    def s_fstring(self):
+        return [self.pick(["log.append(f'n={n} k={k:03d}')", "msg = f'{n!r}-{obj.name}'\n"
+                           "log.append(msg)", "log.append(f'{len(log)}:{k}')"])]
+
+    def s_walrus(self):
+        return [f"if (m := {self.iexpr()}) > 2:\n    log.append(m)\n    n = m"]
+
+    def s_assert(self):
+        return [self.pick(["assert n >= -100, 'n too small'", "assert k > 0",
+                           f"assert n < {self.rng.randint(1, 12)}, f'n={{n}}'"])]
+
+    def s_lambda(self):
+        return [self.pick([f"g = lambda z: z * 2.0 + n\n{self.tvar()} = g({self.tensor()})",
+                           "n = max([n, k, 1], key=lambda v: -v)",
+                           "n = sorted([k, n, 2], key=lambda v: v % 3)[0]"])]
+
+    def s_comprehension(self):
+        t = self.tensor()
+        return [self.pick([f"vals = [{t} * i for i in range(3)]\n{self.tvar()} = vals[-1] + vals[0]",
+                           "log.extend([i * 2 for i in range(n % 3)])",
+                           "sq = {f'k{i}': i * i for i in range(3)}\nn = n + sq['k2']",
+                           f"{self.tvar()} = sum([{t} * j for j in range(2)])",
+                           "n = n + len({i % 2 for i in range(k)})"])]
+
+    def s_closure(self):
+        return [f"def inner(z):\n    return z * k + {self.tensor()}\n"
+                f"{self.tvar()} = inner({self.tensor()})"]
+
+    def s_nonlocal(self):
+        return ["def bump():\n    nonlocal cnt\n    cnt += 1\n    log.append(cnt)\n    return cnt\n"
+                "n = n + bump()"]
+
+    def s_generator(self):
+        return [self.pick(["def gen(c):\n    for i in range(c):\n        log.append(('g', i))\n"
+                           "        yield i\nn = n + sum(gen(2))",
+                           "n = n + sum(i * i for i in range(k % 4))",
+                           f"parts = list({self.tensor()} * j for j in range(2))\n"
+                           f"{self.tvar()} = parts[1]"])]
+
+    def s_no_grad(self):
+        return [f"with eager.no_grad():\n    {self.tvar()} = {self.texpr()}\n    n += 1"]
+
+    def compound(self, depth: int) -> list:
+        kinds = []
+        for c in ("if_py", "if_tensor", "for", "while", "try", "match", "early_return"):
+            if self.has(c):
+                kinds.append(c)
+        if not kinds or depth >= 2:
+            return self.simple(depth)
+        return getattr(self, "c_" + self.pick(kinds))(depth)
+
+    def body(self, depth: int, n: int | None = None) -> list:
+        n = n if n is not None else self.rng.randint(1, 3)
+        lines = []
+        for _ in range(n):
+            stmt = self.compound(depth) if self.rng.random() < 0.3 else self.simple(depth)
+            lines += stmt
+        return lines
+
+    def indent(self, lines) -> list:
+        return ["    " + ln for s in lines for ln in s.split("\n")]
+
+    def c_if_py(self, depth):
+        out = [f"if {self.iexpr()} > {self.rng.randint(0, 4)}:"] + self.indent(self.body(depth + 1))
+        if self.rng.random() < 0.5:
+            out += [f"elif {self.iexpr()} == {self.rng.randint(0, 3)}:"]
+            out += self.indent(self.body(depth + 1))
+        if self.rng.random() < 0.5:
+            out += ["else:"] + self.indent(self.body(depth + 1))
+        return ["\n".join(out)]
+
+    def c_if_tensor(self, depth):
+        t = self.tensor()
+        cond = self.pick([f"{t}.sum() > 0", f"{t}.mean() < 0", f"{t}.max() > 1.0"])
+        out = [f"if {cond}:"] + self.indent(self.body(depth + 1))
+        if self.rng.random() < 0.6:
+            out += ["else:"] + self.indent(self.body(depth + 1))
+        return ["\n".join(out)]
+
+    def c_for(self, depth):
+        self.loop_var += 1
+        i = f"i{self.loop_var}"
+        it = self.pick([f"range({self.rng.randint(0, 3)})", "range(k % 4)", "[1, 2]",
+                        "(0, 1, 2)"])
+        body = self.body(depth + 1)
+        if self.has("break_continue") and self.rng.random() < 0.5:
+            body = [f"if {i} == {self.rng.randint(0, 2)}:\n    "
+                    + self.pick(["break", "continue"])] + body
+        body.append(f"log.append({i})" if self.has("log") and self.rng.random() < 0.5
+                    else f"n = n + {i}")
+        return ["\n".join([f"for {i} in {it}:"] + self.indent(body))]
+
+    def c_while(self, depth):
+        self.loop_var += 1
+        w = f"w{self.loop_var}"
+        body = [f"{w} += 1"] + self.body(depth + 1)
+        if self.has("break_continue") and self.rng.random() < 0.5:
+            body.insert(1, f"if {w} == {self.rng.randint(1, 3)}:\n    "
+                        + self.pick(["break", "continue"]))
+        return ["\n".join([f"{w} = 0", f"while {w} < {self.rng.randint(1, 3)}:"]
+                           + self.indent(body))]
+
+    def c_try(self, depth):
+        body = self.body(depth + 1)
+        if self.rng.random() < 0.5:
+            body.append(self.pick(["raise ValueError('v' + str(n))", "n = 1 // (n - n)",
+                                   "n = d['missing']" if self.has("dict") else "n = [][1]"]))
+        out = ["try:"] + self.indent(body)
+        out += ["except (ValueError, ZeroDivisionError, KeyError, IndexError) as e:"]
+        out += self.indent(["log.append(type(e).__name__)"] + self.body(depth + 1, 1))
+        if self.rng.random() < 0.6:
+            out += ["finally:"] + self.indent(["log.append('fin')" if self.has("log")
+                                               else "n = n + 1"])
+        return ["\n".join(out)]
+
+    def c_match(self, depth):
+        out = [f"match {self.iexpr()} % 3:", "    case 0:"]
+        out += ["    " + ln for ln in self.indent(self.body(depth + 1))]
+        out += ["    case 1:"] + ["    " + ln for ln in self.indent(self.body(depth + 1))]
+        out += ["    case _:"] + ["    " + ln for ln in self.indent(self.body(depth + 1, 1))]
+        return ["\n".join(out)]
+
+    def c_early_return(self, depth):
+        return ["\n".join([f"if {self.iexpr()} > {self.rng.randint(1, 6)}:",
+                           "    return " + self.ret()])]
+
+    def ret(self) -> str:
+        t, u = self.tensor(), self.tensor()
+        return self.pick([t, f"({t}, n)", f"[{t}, {u}, k]", f"{{'a': {t}, 'n': n}}", "None",
+                          f"({t}, [n, {u}])", "n", f"'r' + str(n)"])
+
+    def function(self) -> tuple[list, list, str]:
+        """(header lines, top-level blocks, return line)."""
+        varargs = self.has("varargs") and self.rng.random() < 0.4
+        if varargs:
+            head = ["def f(x, *args, log, obj, d=None, **kwargs):", "    y = args[0]",
+                    "    n = kwargs.get('scale', 1)"]
+        else:
+            head = ["def f(x, y, log, obj, d):", "    n = 0"]
+        if self.has("global"):
+            head.append("    global GCOUNT")
+        head += ["    k = x.shape[0]", "    t0 = x + y", "    cnt = 0", "    s = 0.0"]
+        self.tensors.append("t0")
+        if self.rng.random() < 0.5:
+            head.append("    t1 = x * 0.5")
+            self.tensors.append("t1")
+        blocks = []
+        for _ in range(self.rng.randint(2, 6)):
+            stmt = self.compound(0) if self.rng.random() < 0.5 else self.simple(0)
+            blocks.append("\n".join(self.indent(stmt)))
+        return head, blocks, "    return " + self.ret()
+
+
+def generate(seed: int, constructs=ALL_CONSTRUCTS) -> tuple[str, bool]:
+    """(source of `def f`, whether it takes *args/**kwargs) for one seed."""
+    g = Gen(seed, constructs)
+    head, blocks, ret = g.function()
+    return assemble(head, blocks, ret), "*args" in head[0]
+
+
+def assemble(head, blocks, ret) -> str:
+    return "\n".join(head + blocks + [ret]) + "\n"
+
+
+def generate_parts(seed: int, constructs=ALL_CONSTRUCTS):
+    return Gen(seed, constructs).function()
+
+
+# ---------------------------------------------------------------- running and comparing
+
+
+def _inputs(seed: int, call: int, requires_grad: bool):
+    import numpy as np
+
+    import eager
+
+    rng = np.random.default_rng(seed * 7 + call)
+    k = 5 if call == 2 else 3
+    x = eager.tensor(rng.standard_normal((k, 4)).astype(np.float32),
+                     requires_grad=requires_grad)
+    y = eager.tensor(rng.standard_normal((k, 4)).astype(np.float32))
+    log = ["pre"] if call == 2 else []
+    obj = Obj(count=5 if call == 2 else 0)
+    d = {"z": 1} if call == 2 else {}
+    return x, y, log, obj, d
+
+
+def _norm(v, depth=0):
+    """A comparable snapshot of a value (tensors as arrays with their metadata)."""
+    import numpy as np
+
+    from eager import Tensor
+
+    if depth > 6:
+        return ("deep",)
+    if isinstance(v, Tensor):
+        return ("T", tuple(v.shape), str(v.dtype), bool(v.requires_grad),
+                np.array(v.detach().numpy(), copy=True))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, [_norm(x, depth + 1) for x in v])
+    if isinstance(v, dict):
+        return ("dict", [(k, _norm(x, depth + 1)) for k, x in v.items()])
+    if isinstance(v, Obj):
+        return ("Obj", _norm(vars(v), depth + 1))
+    if isinstance(v, (int, float, str, bool, type(None), complex)):
+        return v
+    if isinstance(v, np.generic):
+        return ("np", type(v).__name__, v.item())
+    return ("obj", type(v).__name__)
+
+
+def _diff(a, b, path="") -> str | None:
+    """Where two snapshots differ (None: equal; floats with a small tolerance)."""
+    import numpy as np
+
+    if isinstance(a, tuple) and a and a[0] == "T" and isinstance(b, tuple) and b and \
+            b[0] == "T":
+        if a[1:3] != b[1:3]:
+            return f"{path}: tensor {a[1]} {a[2]} vs {b[1]} {b[2]}"
+        if a[3] != b[3]:
+            return f"{path}: requires_grad {a[3]} vs {b[3]}"
+        if not np.allclose(a[4], b[4], rtol=1e-4, atol=1e-5, equal_nan=True):
+            return f"{path}: values {a[4].ravel()[:4]} vs {b[4].ravel()[:4]}"
+        return None
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5) or (a != a and b != b):
+            return None
+        return f"{path}: {a!r} vs {b!r}"
+    if type(a) is not type(b):
+        return f"{path}: {_short(a)} vs {_short(b)}"
+    if isinstance(a, (tuple, list)):
+        if len(a) != len(b):
+            return f"{path}: {_short(a)} vs {_short(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            r = _diff(x, y, f"{path}[{i}]")
+            if r:
+                return r
+        return None
+    return None if a == b else f"{path}: {a!r} vs {b!r}"
+
+
+def _short(v) -> str:
+    s = repr(v)
+    return s if len(s) < 160 else s[:160] + "..."
+
+
+def _observe(fn, inputs, varargs: bool, ns) -> dict:
+    args, kwargs = _call_args(inputs, varargs)
+    out = io.StringIO()
+    exc = None
+    result = None
+    with contextlib.redirect_stdout(out):
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - compared with the plain run's
+            exc = (type(e).__name__, str(e))
+    _, _, log, obj, d = inputs
+    return {"exception": exc, "result": _norm(result) if exc is None else None,
+            "log": _norm(log), "obj": _norm(obj), "d": _norm(d),
+            "globals": [_norm(ns[g]) for g in GLOBAL_NAMES], "stdout": out.getvalue()}
+
+
+def _call_args(inputs, varargs: bool):
+    x, y, log, obj, d = inputs
+    if varargs:
+        return (x, y), {"log": log, "obj": obj, "d": d, "scale": 2}
+    return (x, y, log, obj, d), {}
+
+
+ORDER = ("exception", "result", "log", "obj", "d", "globals", "stdout")
+
+
+def _category(key: str, plain, comp, detail: str) -> str:
+    if key == "exception":
+        if plain is None:
+            return "exception_compiled_only"
+        if comp is None:
+            return "exception_missing"
+        return "exception_type" if plain[0] != comp[0] else "exception_message"
+    if key == "result":
+        if "requires_grad" in detail:
+            return "requires_grad"
+        if "values" in detail or (": " in detail and "vs" in detail and "(" not in detail):
+            return "wrong_value"
+        return "structure"
+    if key == "stdout":
+        return "print"
+    return "side_effect_" + key
+
+
+def check(src: str, seed: int, varargs: bool, backend: str = "eager"):
+    """Run `f` plainly and compiled; None when they agree, else (category, detail)."""
+    import capture
+
+    name = f"<fuzz-{seed}>"
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+    code = compile(src, name, "exec")
+    plain_ns, comp_ns = fresh_globals(), fresh_globals()
+    exec(code, plain_ns)
+    exec(code, comp_ns)
+    plain, comp = plain_ns["f"], capture.compile(comp_ns["f"], backend=backend)
+    rg = (seed % 3 == 0)
+    for call in range(3):
+        p = _observe(plain, _inputs(seed, call, rg), varargs, plain_ns)
+        c = _observe(comp, _inputs(seed, call, rg), varargs, comp_ns)
+        for key in ORDER:
+            detail = _diff(p[key], c[key])
+            if detail is not None:
+                return (_category(key, p[key], c[key], detail),
+                        f"call {call}: {key}{detail}")
+    return None
+
+
+def shrink(seed: int, constructs, backend: str, category: str) -> str:
+    """The smallest source (top-level statements dropped one at a time) failing the same way."""
+    head, blocks, ret = generate_parts(seed, constructs)
+    varargs = "*args" in head[0]
+    i = len(blocks) - 1
+    while i >= 0:
+        trial = blocks[:i] + blocks[i + 1:]
+        try:
+            r = check(assemble(head, trial, ret), seed, varargs, backend)
+        except Exception:  # noqa: BLE001
+            r = None
+        if r is not None and r[0] == category:
+            blocks = trial
+        i -= 1
+    return assemble(head, blocks, ret)
+
+
+# ---------------------------------------------------------------- the worker and the driver
+
+
+def case_seed(seed: int, i: int) -> int:
+    return seed * 100003 + i
+
+
+def worker(seed: int, start: int, n: int, constructs, backend: str, do_shrink: bool) -> None:
+    """Runs cases start..n-1, one JSON line before and after each (read by `fuzz`)."""
+    import capture
+
+    def alarm(*_):
+        raise TimeoutError("case timed out")
+
+    signal.signal(signal.SIGALRM, alarm)
+    for i in range(start, n):
+        cs = case_seed(seed, i)
+        print(json.dumps({"start": i}), flush=True)
+        src, varargs = generate(cs, constructs)
+        signal.alarm(60)
+        try:
+            r = check(src, cs, varargs, backend)
+            if r is not None and do_shrink:
+                src = shrink(cs, constructs, backend, r[0])
+        except TimeoutError as e:
+            r = ("timeout", str(e))
+        except Exception as e:  # noqa: BLE001 - a harness error is a failure too
+            r = ("harness", f"{type(e).__name__}: {e}")
+        finally:
+            signal.alarm(0)
+        capture.reset()
+        print(json.dumps({"done": i, "failure": r, "src": src if r else None}), flush=True)
+
+
+@dataclass
+class Report:
+    seed: int
+    n: int
+    passed: int = 0
+    failures: list = field(default_factory=list)  # (case, category, detail, source)
+
+    def counts(self) -> dict:
+        out: dict = {}
+        for _, cat, _, _ in self.failures:
+            out[cat] = out.get(cat, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def text(self, repros: int = 5) -> str:
+        lines = [f"seed {self.seed}: {self.passed}/{self.n} passed; failures: {self.counts()}"]
+        for case, cat, detail, src in self.failures[:repros]:
+            lines += [f"--- case {case} [{cat}] {detail}", src.rstrip()]
+        return "\n".join(lines)
+
+
+def fuzz(seed: int, n: int, constructs=ALL_CONSTRUCTS, backend: str = "eager",
+         do_shrink: bool = True, python: str | None = None) -> Report:
+    """Run n cases in a worker subprocess; a crash fails the running case and the worker
+    restarts after it."""
+    report = Report(seed, n)
+    start = 0
+    here = os.path.abspath(__file__)
+    root = os.path.dirname(os.path.dirname(here))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    while start < n:
+        cmd = [python or sys.executable, here, "--worker", "--seed", str(seed), "--start",
+               str(start), "--n", str(n), "--backend", backend,
+               "--constructs", ",".join(constructs)] + ([] if do_shrink else ["--no-shrink"])
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, cwd=root)
+        running = None
+        for line in proc.stdout:
+            if not line.startswith("{"):
+                continue
+            msg = json.loads(line)
+            if "start" in msg:
+                running = msg["start"]
+            else:
+                running = None
+                if msg["failure"] is None:
+                    report.passed += 1
+                else:
+                    cat, detail = msg["failure"]
+                    report.failures.append((msg["done"], cat, detail, msg["src"]))
+        err = proc.stderr.read()
+        rc = proc.wait()
+        if running is None:
+            if rc != 0:
+                raise RuntimeError(f"fuzz worker failed (rc {rc}): {err[-2000:]}")
+            break
+        src, _ = generate(case_seed(seed, running), constructs)
+        why = f"signal {-rc}" if rc < 0 else f"exit {rc}"
+        report.failures.append((running, "crash", f"{why}: {err.strip()[-300:]}", src))
+        start = running + 1
+    return report
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--start", type=int, default=0)
+    p.add_argument("--backend", default="eager")
+    p.add_argument("--exclude", default="")
+    p.add_argument("--constructs", default=None)
+    p.add_argument("--no-shrink", action="store_true")
+    p.add_argument("--repros", type=int, default=10)
+    p.add_argument("--worker", action="store_true")
+    a = p.parse_args(argv)
+    seed = a.seed if a.seed is not None else int(time.time()) % 100000
+    constructs = a.constructs.split(",") if a.constructs else list(ALL_CONSTRUCTS)
+    constructs = [c for c in constructs if c not in a.exclude.split(",")]
+    if a.worker:
+        worker(seed, a.start, a.n, constructs, a.backend, not a.no_shrink)
+        return 0
+    report = fuzz(seed, a.n, constructs, a.backend, not a.no_shrink)
+    print(report.text(a.repros))
+    return 0 if not report.failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
