@@ -220,4 +220,22 @@ class TraceBuilder:
             return convert_number(x, dtype)
         if x.dtype is dtype:
             return x
+        if x.dtype.is_floating_point and dtype.category == D.INTEGER:
+            return self._float_to_int(x, dtype)
         return self.emit("cast", (x,), dtype, dtype=dtype)
+
+    def _float_to_int(self, x, dtype: DType):
+        """numpy's float -> integer cast on x86-64, defined for every input (LLVM's fptosi
+        of NaN, inf or an out-of-range value is poison): truncation toward zero when the
+        value fits the intermediate (int32 for types of 4 bytes or less, int64 otherwise),
+        else the intermediate's minimum (cvttss2si's "integer indefinite"), then wrapped to
+        `dtype` (int8(300.0) = 44, int8(nan) = 0, int32(nan) = int32(3e9) = -2**31,
+        uint8(-1.0) = 255). Only in-range values reach the conversion itself."""
+        if x.dtype.itemsize < 4:   # float16: exactly representable in float32
+            x = self.emit("cast", (x,), D.float32, dtype=D.float32)
+        via = D.int64 if dtype.itemsize == 8 else D.int32
+        bound = float(2 ** (8 * via.itemsize - 1))
+        ok = self.bitwise_and(self.ge(x, -bound), self.lt(x, bound))   # False for NaN
+        safe = self.emit("cast", (self.where(ok, x, 0.0),), via, dtype=via)
+        v = self.where(ok, safe, Const(-int(bound), via))
+        return v if via is dtype else self.emit("cast", (v,), dtype, dtype=dtype)
