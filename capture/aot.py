@@ -52,6 +52,7 @@ class _Plan:
         self.fwd = compile_graph(self.fwd_graph)
         self.bwds: dict = {}
         self.bwd_graph = self._add_backward(self.differentiable, bwd_graph, self.saved)
+        self.bwd = self.bwds[self.differentiable][0]  # (every differentiable output seeded)
 
     def _add_backward(self, seeded, bwd_graph, saved):
         index = {n: j for j, n in enumerate(self.saved)}

@@ -14,6 +14,7 @@ import logging
 from eager import dispatch
 from eager.grad_mode import set_grad_enabled
 from ir import Graph, Interpreter
+from ir.autodiff import composites
 from ir.graph import map_arg
 
 log = logging.getLogger("wick")
@@ -65,7 +66,9 @@ def compile_graph(graph: Graph, backend, device: str = "cpu"):
 
 def run_with_autograd(graph: Graph, inputs: tuple) -> tuple:
     """Run `graph` on eager Tensors through `eager.dispatch.apply`, recording autograd history
-    (each node under the grad mode it was captured in)."""
+    (each node under the grad mode it was captured in). The result of a composite's
+    decomposition is the composite applied whole (`ir.autodiff.composites`), so that eager
+    records it as it records the plain call (one node with its own backward where it has one)."""
     env = {}
     it = iter(inputs)
     for node in graph.nodes:
@@ -74,7 +77,9 @@ def run_with_autograd(graph: Graph, inputs: tuple) -> tuple:
         elif node.op == "output":
             return tuple(map_arg(node.args[0], env.__getitem__))
         else:
-            args = map_arg(node.args, env.__getitem__)
+            marks = composites(node)
+            op, args, attrs = marks[0] if marks else (node.target, node.args, node.kwargs)
+            args = map_arg(args, env.__getitem__)
             with set_grad_enabled(node.meta.get("grad_enabled", True)):
-                env[node] = dispatch.apply(node.target, args, dict(node.kwargs))
+                env[node] = dispatch.apply(op, args, dict(attrs))
     raise RuntimeError("graph has no output node")

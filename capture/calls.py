@@ -20,6 +20,7 @@ import types
 
 from eager import Tensor, device, grad_mode
 from ir import OpNamespace
+from ir.autodiff import mark_composite
 from ir.dtypes import DType, to_dtype
 from ir.opdef import is_number
 
@@ -79,6 +80,9 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
     if op.decomp is not None:
         result = op.decomp(OpNamespace(lambda o, i, a: record(tx, o, i, a, False)), *vals,
                            **attrs)
+        if isinstance(result, TensorVariable):  # (differentiated by eager's rule where it has one)
+            mark_composite(result.node, op, tuple(
+                x.node if isinstance(x, TensorVariable) else x for x in vals), attrs)
         if top:
             dynamic.note_op(tx, op, vals, user_attrs, result)
         return result

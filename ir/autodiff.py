@@ -9,7 +9,13 @@ per forward output, and whose outputs are the gradients of the placeholders `wrt
 (`capture/aot.py`) compiles it like any graph, so backward passes are fused too
 (AOT-autograd style; PyTorch's `torch._functorch.aot_autograd`). Gradients follow eager's
 engine: broadcast gradients are summed back to each operand's shape and cast to its dtype.
-Imports only `ir`.
+
+Composites stay decomposed in forward graphs (primitives fuse), but the node a composite's
+decomposition returns is marked (`mark_composite`: `meta["composite"]`, the op with its
+operands and attributes). Where eager records the composite as one node (`op.eager_applies`),
+`build_backward` differentiates the marked node by the op's `eager_backward`, straight to the
+composite's operands, as eager's engine does: the same rule, not a second derivation through
+the primitives (whose NaN/inf placement differs: softmax's). Imports only `ir`.
 """
 
 from __future__ import annotations
@@ -69,6 +75,41 @@ class Recorder:
         return Value(self.graph.call_function(op, inputs, attrs, val=op.meta(metas, attrs)))
 
 
+def mark_composite(node, op, operands: tuple, attrs: dict) -> None:
+    """Mark `node`, the value the decomposition of the composite `op(*operands, **attrs)`
+    returned (operands: Nodes of the same graph, or numbers), so that `build_backward` can
+    differentiate it by `op.eager_backward`. Nothing for ops without one, results that are
+    not call_function nodes or are operands (an identity decomposition)."""
+    if (op.eager_backward is not None and isinstance(node, Node) and node.op == "call_function"
+            and not any(node is x for x in operands)):
+        # a composite whose decomposition ends in another's result marks the same node again:
+        # marks go innermost first
+        node.meta["composite"] = node.meta.get("composite", ()) + (
+            (op, tuple(operands), dict(attrs)),)
+
+
+def composites(node) -> list:
+    """The composites (op, operands, attrs) marked on `node` by `mark_composite` whose operand
+    Nodes are of `node`'s graph, outermost first."""
+    return [m for m in reversed(node.meta.get("composite", ()))
+            if all(not isinstance(x, Node) or x.graph is node.graph for x in m[1])]
+
+
+def whole_rule(node):
+    """(op, operands, attrs) of the outermost composite marked on `node` (`mark_composite`)
+    that eager runs as one node (`eager_applies`, every operand a tensor), or None: `node` is
+    differentiated by its own op's rule."""
+    for op, operands, attrs in composites(node):
+        if op.eager_applies is None or not all(isinstance(x, Node) for x in operands):
+            continue
+        try:
+            if op.eager_applies(tuple(x.meta["val"] for x in operands), attrs):
+                return op, operands, attrs
+        except Exception:  # noqa: BLE001 (an unexpected meta: eager's condition is not met)
+            continue
+    return None
+
+
 def copy_graph(graph: Graph, node_fn=None, name=None, extra_outputs=()):
     """A copy of `graph`; `node_fn(rec, node, args, kwargs)` may return the value of a
     call_function node (a Value, a tuple or a number) instead of a plain copy; the copies of
@@ -94,8 +135,12 @@ def copy_graph(graph: Graph, node_fn=None, name=None, extra_outputs=()):
             if r is None:
                 node = out.call_function(n.target, _node_of(args), _node_of(kwargs),
                                          val=n.meta.get("val"), source=n.meta.get("source"))
-                node.meta.update({k: v for k, v in n.meta.items() if k != "val"})
+                node.meta.update({k: v for k, v in n.meta.items()
+                                  if k not in ("val", "composite")})
                 r = Value(node)
+            for op, operands, attrs in n.meta.get("composite", ()):
+                if all(not isinstance(x, Node) or x in env for x in operands):
+                    mark_composite(_node_of(r), op, _node_of(map_arg(operands, get)), attrs)
             env[n] = r
     return out, env
 
@@ -175,12 +220,17 @@ def build_backward(fwd: Graph, wrt: list, seeded=None):
         g = gs[0]
         for extra in gs[1:]:
             g = F.add(g, extra)
-        op = n.target
-        if op.backward is None:
+        whole = whole_rule(n)
+        if whole is not None:  # a composite eager records as one node: eager's rule
+            op, operands, attrs = whole
+            rule = op.eager_backward
+        else:
+            op, operands, attrs, rule = n.target, n.args, n.kwargs, n.target.backward
+        if rule is None:
             raise RuntimeError(f"{op.name} has no backward rule: cannot differentiate %{n.name}")
-        args = tuple(fv(a) if isinstance(a, Node) else a for a in n.args)
-        out_grads = op.backward(F, g, fv(n), *args, **n.kwargs)
-        for a, ga in zip(n.args, out_grads):
+        args = tuple(fv(a) if isinstance(a, Node) else a for a in operands)
+        out_grads = rule(F, g, fv(n), *args, **attrs)
+        for a, ga in zip(operands, out_grads):
             if not isinstance(a, Node) or a not in needs or ga is None:
                 continue
             if is_number(ga):
@@ -247,7 +297,10 @@ def decompose(graph: Graph) -> Graph:
             r = node.target.decomp(rec.F, *args, **kwargs)
         except Exception:  # noqa: BLE001 (keep the composite node: it runs as a library call)
             return None
-        return r if isinstance(r, Value) else None
+        if not isinstance(r, Value):
+            return None
+        mark_composite(r.node, node.target, _node_of(args), kwargs)
+        return r
 
     out, _ = copy_graph(graph, expand)
     out.eliminate_dead_code()

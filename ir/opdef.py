@@ -140,10 +140,16 @@ class OpDef:
       decomposition's exact results, or None to run the decomposition (which capture, codegen
       and autograd always use).
     - `eager_backward(F, g, out, *xs, **attrs)`: optional, composites with `eager_impl` only: a
-      rule for the composite as a whole (the `backward` contract, giving the decomposition's
-      gradients). Then eager runs `eager_impl` under grad mode too and records one node
+      rule for the composite as a whole (the `backward` contract; PyTorch's rule, equal to
+      the decomposition's up to rounding where values are finite). Then eager runs
+      `eager_impl` under grad mode too and records one node
       (`MeanBackward0`) instead of the decomposition's; without post hooks (forward AD,
       anomaly mode), which, like capture and codegen, see the decomposition.
+    - `eager_applies(metas, attrs)`: with `eager_backward`: whether eager runs `eager_impl` and
+      records one node for tensor operands of these metas (TensorMeta, device included) and
+      canonical attrs; `eager_impl` returns None exactly where it is False. Compiled autograd
+      (`ir.autodiff`) then differentiates the decomposition as a whole by `eager_backward`, so
+      compiled gradients are eager's (NaN/inf placement included).
     - `jvp(F, tangents, out, *xs, **attrs)`: optional forward-mode rule (else derived from
       `backward`).
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
@@ -173,6 +179,7 @@ class OpDef:
     decomp: Callable | None = None
     eager_impl: Callable | None = None
     eager_backward: Callable | None = None
+    eager_applies: Callable | None = None
     jvp: Callable | None = None
     ref: Callable | None = None
     sample_inputs: Callable | None = None

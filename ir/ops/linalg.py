@@ -191,14 +191,21 @@ def _linear_decomp(F, x, weight, bias=None):
     return out if bias is None else F.add(out, bias)
 
 
+def _linear_whole(dts, x, weight, bias=None) -> bool:
+    """Where eager runs linear whole: the operands' numpy dtypes `dts` all float32 or all
+    float64, weight (out, in), x (..., in), bias (out,) or none (arrays or TensorMetas)."""
+    return (dts[0].type in (np.float32, np.float64) and all(d == dts[0] for d in dts)
+            and len(weight.shape) == 2 and len(x.shape) >= 1
+            and x.shape[-1] == weight.shape[1]
+            and (bias is None or tuple(bias.shape) == tuple(weight.shape[:1])))
+
+
 def _linear_eager(xp, x, weight, bias=None):
     """The decomposition's kernels (matmul with the transposed weight, then add) in one call,
     on float32/float64 numpy arrays of one dtype with weight (out, in) and bias (out,) or
     none; None otherwise (the decomposition runs, and raises for bad shapes)."""
-    dt = x.dtype
-    if xp is not np or dt.type not in (np.float32, np.float64) or weight.dtype != dt or \
-            weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1] or \
-            (bias is not None and (bias.dtype != dt or bias.shape != weight.shape[:1])):
+    if xp is not np or not _linear_whole(
+            (x.dtype, weight.dtype) + (() if bias is None else (bias.dtype,)), x, weight, bias):
         return None
     out = np.matmul(x, weight.T)
     return out if bias is None else np.add(out, bias)
@@ -215,6 +222,8 @@ def _linear_backward(F, g, out, x, weight, bias=None):
 declare(
     "linear", "composite", "input, weight, bias=None", 3, scalar_ok=False, method=False,
     decomp=_linear_decomp, eager_impl=_linear_eager, eager_backward=_linear_backward,
+    eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
+    and _linear_whole(tuple(m.dtype.np for m in metas), *metas),
     ref=lambda x, w, b=None: x @ w.T + (0 if b is None else b),
     sample_inputs=lambda rng, dt: iter([
         ((arr(rng, (2, 3, 4), dt), arr(rng, (5, 4), dt), arr(rng, (5,), dt)), {}),

@@ -304,14 +304,18 @@ def _count(x, dim):
     return math.prod(x.shape[d] for d in _dims(dim, x.ndim))
 
 
+def _mean_whole(np_type, x, dim, dtype) -> bool:
+    """Where eager runs mean whole: float32/float64 (numpy scalar type), no dtype, a count
+    of reduced elements above 0 (`x`: an array or a TensorMeta)."""
+    return np_type in (np.float32, np.float64) and dtype is None and _count(x, dim) != 0
+
+
 def _mean_eager(xp, x, dim, keepdim, dtype=None):
     """The decomposition's kernels (sum, then div by the count) on float32/float64 numpy arrays
     without a dtype: its exact results. None otherwise (half types, complex, dtype=, empty)."""
-    if xp is not np or dtype is not None or x.dtype.type not in (np.float32, np.float64):
+    if xp is not np or not _mean_whole(x.dtype.type, x, dim, dtype):
         return None
     n = _count(x, dim)
-    if n == 0:
-        return None
     with np.errstate(all="ignore"):  # IEEE results without warnings, as the kernels run
         r = np.asarray(np.add.reduce(x, axis=dim, keepdims=keepdim) / n)
     return r if r.dtype == x.dtype else r.astype(x.dtype)
@@ -328,6 +332,8 @@ register(OpDef(
     decomp=lambda F, x, dim, keepdim, dtype=None: F.div(
         F.sum(x, dim, keepdim, dtype=dtype), _count(x, dim)),
     eager_impl=_mean_eager, eager_backward=_mean_backward,
+    eager_applies=lambda metas, attrs: metas[0].device == "cpu" and _mean_whole(
+        metas[0].dtype.np.type, metas[0], attrs["dim"], attrs["dtype"]),
     ref=lambda x, dim=None, keepdim=False, dtype=None: np.mean(
         x, axis=_axis(_all_if_empty(dim)), keepdims=keepdim),
     samples=({"dim": None}, {"dim": -1, "keepdim": True}, {"dim": (0, 2)}), test_dtypes=FLOATS,
@@ -551,14 +557,24 @@ def _softmax_decomp(F, x, dim, dtype=None):
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
+def _softmax_whole(np_type, size: int, dtype) -> bool:
+    """Where eager runs (log_)softmax whole (`eager_impl`, `eager_backward`): a float32 or
+    float64 operand (its numpy scalar type), not empty, without a dtype."""
+    return np_type in (np.float32, np.float64) and dtype is None and size != 0
+
+
+def _softmax_applies(metas, attrs) -> bool:
+    x = metas[0]
+    return x.device == "cpu" and _softmax_whole(x.dtype.np.type, x.numel, attrs["dtype"])
+
+
 def _softmax_eager(log: bool):
     """Eager's kernel of (log_)softmax: the decomposition's kernels (amax, sub, exp, sum,
     then log and sub, or div) on float32/float64 numpy arrays without a dtype, its exact
     results in one call. None otherwise (half types, dtype=, empty, other arrays)."""
     @scalar_as_vector
     def impl(xp, x, dim, dtype=None):
-        if xp is not np or dtype is not None or x.dtype.type not in (np.float32, np.float64) \
-                or x.size == 0:
+        if xp is not np or not _softmax_whole(x.dtype.type, x.size, dtype):
             return None
         with np.errstate(all="ignore"):  # IEEE results without warnings, as the kernels run
             shifted = x - np.maximum.reduce(x, axis=dim, keepdims=True)
@@ -593,6 +609,7 @@ for _name, _decomp, _ref, _log, _backward in [
         _name, "composite", "input, dim, dtype=None", 1, "int_to_float",
         shape=lambda s, dim, dtype=None: s, attrs_rule=_softmax_attrs(_name), decomp=_decomp,
         eager_impl=_softmax_eager(_log), eager_backward=_backward,
+        eager_applies=_softmax_applies,
         ref=_ref, samples=({"dim": -1}, {"dim": 0}), test_dtypes=FLOATS,
     ))
 

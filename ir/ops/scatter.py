@@ -617,10 +617,15 @@ def _nll_decomp(F, x, target, ignore_index=-100, reduction="mean"):
     return F.sum(loss) if reduction == "sum" else loss
 
 
+def _nll_whole(np_type, size: int) -> bool:
+    """Where eager runs nll_loss whole: float32/float64 input (numpy scalar type), not empty."""
+    return np_type in (np.float32, np.float64) and size != 0
+
+
 def _nll_eager(xp, x, target, ignore_index=-100, reduction="mean"):
     """The decomposition's kernels in one call on float32/float64 numpy arrays (its exact
     results); None otherwise."""
-    if xp is not np or x.dtype.type not in (np.float32, np.float64) or x.size == 0:
+    if xp is not np or not _nll_whole(x.dtype.type, x.size):
         return None
     keep = target != ignore_index
     safe = target * keep
@@ -678,5 +683,7 @@ declare(
     "nll_loss", "composite", "input, target, ignore_index=-100, reduction='mean'", 2,
     attrs_rule=_nll_attrs, decomp=_nll_decomp, eager_impl=_nll_eager,
     eager_backward=_nll_backward, ref=_nll_ref, sample_inputs=_nll_samples, method=False,
+    eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
+    and _nll_whole(metas[0].dtype.np.type, metas[0].numel),
     test_dtypes=FLOATS,
 )
