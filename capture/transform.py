@@ -103,10 +103,16 @@ class Templater:
             return ("set", [self.t(x) for x in v.items])
         if getattr(v, "namedtuple", None) is not None:
             return ("namedtuple", v.namedtuple, [self.t(x) for x in v.items])
+        if isinstance(v, DictVariable) or isinstance(v, SequenceVariable) and \
+                v.kind is not tuple:
+            if v.source is not None:  # the caller's own list/dict: the same object, by source
+                return self.source(v.source)
+            # a list/dict built by the code: one object however often it is referenced
+            items = {k: self.t(x) for k, x in v.items.items()} \
+                if isinstance(v, DictVariable) else [self.t(x) for x in v.items]
+            return ("dict" if isinstance(v, DictVariable) else v.kind.__name__, items, id(v))
         if isinstance(v, SequenceVariable):
             return (v.kind.__name__, [self.t(x) for x in v.items])
-        if isinstance(v, DictVariable):
-            return ("dict", {k: self.t(x) for k, x in v.items.items()})
         if isinstance(v, IteratorVariable):
             return ("iter", [self.t(x) for x in v.items[v.index:]])
         if isinstance(v, SymBoolVariable):
@@ -172,11 +178,17 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return None  # a NULL stack slot: the resume function's prologue pushes it
     cells = {} if cells is None else cells
     r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
+    if len(t) > 2 and kind in ("list", "set", "dict") and t[2] in cells:
+        return cells[t[2]]  # the same list/dict the code referenced from several places
     if kind in ("tuple", "list", "set"):
         items = [r(x) for x in t[1]]
-        return tuple(items) if kind == "tuple" else set(items) if kind == "set" else items
-    if kind == "dict":
-        return {k: r(x) for k, x in t[1].items()}
+        out = tuple(items) if kind == "tuple" else set(items) if kind == "set" else items
+    elif kind == "dict":
+        out = {k: r(x) for k, x in t[1].items()}
+    if kind in ("tuple", "list", "set", "dict"):
+        if len(t) > 2:
+            cells[t[2]] = out
+        return out
     if kind == "namedtuple":
         return t[1](*[r(x) for x in t[2]])
     if kind == "iter":
@@ -421,7 +433,9 @@ def _unwind(stack, exc) -> None:
 
 
 class EagerContinuation(Continuation):
-    def setup(self, start, snap, callee_slot):
+    def setup(self, start, snap, index, callee_slot):
+        """Resume at `start`: the break's `index`, or the KW_NAMES/PRECALL that open its call,
+        or the head of the loop around it."""
         tx = self.tx
         for v in snap.stack:  # a tensor's truth value is taken in the resumed code
             if isinstance(v, SymBoolVariable) and not _one_element(v.tensor):
@@ -432,7 +446,7 @@ class EagerContinuation(Continuation):
         self.generated.append((name, self.resume.__code__))
         self.callee_k = None
         if callee_slot is not None:
-            k = len(self.stack_t) - _pops(tx.instructions[start])[0] + callee_slot
+            k = len(self.stack_t) - _pops(tx.instructions[index])[0] + callee_slot
             if self.stack_t[k][0] in ("const", "source"):
                 self.callee_k = k
 
@@ -505,6 +519,10 @@ def build_continuation(cf, out, gb):
 
 
 def _continuation(cf, out, gb, tx, index, snap, start, cls, loop):
+    if cls is EagerContinuation and start == index:
+        # a call's KW_NAMES (3.11, 3.12) and PRECALL (3.11) have run: resume before them
+        while start and tx.instructions[start - 1].opname in ("PRECALL", "KW_NAMES"):
+            start -= 1
     snap.restore()
     out.grad_enabled = snap.grad_enabled
     templater = Templater(out)
@@ -520,7 +538,8 @@ def _continuation(cf, out, gb, tx, index, snap, start, cls, loop):
     elif cls is BranchContinuation:
         cont.setup(index, gb)
     elif cls is EagerContinuation:
-        cont.setup(start, snap, _callee_slot(tx, start, snap))
+        slot = _callee_slot(tx, index, snap) if loop is None else None
+        cont.setup(start, snap, index, slot)
     else:
         cont.setup(index, snap, _callee_slot(tx, index, snap))
     return cont, templater
