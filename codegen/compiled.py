@@ -18,6 +18,7 @@ Imports only `ir` and the other codegen modules.
 from __future__ import annotations
 
 import ctypes
+import logging
 import operator
 
 import numpy as np
@@ -31,6 +32,8 @@ from .kernel import Kernel, lower_group
 from .partition import FusionGroup, LibraryCall, partition
 from .passes import decompose
 from .render import render_kernel
+
+_log = logging.getLogger("wick")
 
 STAGES = ("graph", "fusion", "kernels", "source", "llvm", "cuda")
 
@@ -64,6 +67,8 @@ class CompiledGraph:
                 except Exception as e:  # noqa: BLE001 (never crash: run it as eager does)
                     # run the group node by node: eager raises (or computes) the same
                     self.fallbacks.append((step, f"{type(e).__name__}: {e}"))
+                    _log.info("codegen: step %s of %s runs node by node: %s: %s", step.id,
+                              graph.name, type(e).__name__, e)
                     for n in step.nodes:
                         lib = LibraryCall(step.id, n, f"kernel not lowered ({e})")
                         plans.append((lib, [slot[a] for a in n.all_input_nodes],
@@ -291,8 +296,14 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
             strides = element_strides(in_nodes, arrs)
             if strides is None:
                 return None
-            k = variants[key] = cg.specialise(kernel, strides)
-        return k
+            try:
+                k = cg.specialise(kernel, strides)
+            except Exception as e:  # noqa: BLE001 (e.g. UnresolvedSymbolError: copy instead)
+                _log.info("codegen: %s not specialised for strides %s: %s: %s", kernel.name,
+                          key, type(e).__name__, e)
+                k = False
+            variants[key] = k
+        return None if k is False else k
 
     def general(env, free):
         arrs = [env[s] for s in ins]

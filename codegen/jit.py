@@ -1,19 +1,25 @@
 """The process-wide LLVM JIT: target machine, O3 pipeline, one MCJIT engine, kernel caches.
 
-Follows CODEGEN.md ("LLVM through llvmlite"): native target initialised once; one MCJIT engine
-per process, created lazily, which owns its own target machine and receives every kernel
-module or object file (kept alive as long as the process, since their function pointers are);
-a second target machine drives the new pass manager's O3 pipeline (loop and SLP vectorization
-on) and emits object code. Compiled kernels are cached in memory by a hash of their LLVM IR,
-and on disk (object code plus a small JSON record, keyed by a hash of the IR, the target
-triple, CPU, CPU features and the wick and llvmlite versions) in `$WICK_CACHE_DIR` (default
-`~/.cache/wick/kernels`; `WICK_CACHE_DIR=0` disables it), so a new process skips LLVM's
-optimiser and code generator. A corrupt or foreign cache file (bad JSON, object hash
-mismatch) is ignored and rebuilt, never trusted. `trampoline(argc, offset)` is the cheap way
-to call a kernel from Python: a tiny compiled function that takes the kernel's address and
-the numpy arrays themselves (ctypes passes a `py_object` as the bare pointer) and reads each
-array's data pointer at `offset` in its object, which saves `a.ctypes.data` (about 1 us per
-array) on every call. Thread-safe. Imports only llvmlite.
+Follows CODEGEN.md ("LLVM through llvmlite", "Portability"): native target initialised once;
+a target machine drives the new pass manager's O3 pipeline (loop and SLP vectorization on) and
+emits each kernel's object code; one MCJIT engine per process, created lazily (it owns a
+target machine of its own), receives every object and is kept as long as the process (the
+kernels' addresses are). Before an object reaches the engine, `codegen.linkcheck` reads its
+symbol table: an undefined symbol the JIT cannot bind (a compiler-rt helper such as
+`__truncdfhf2`, which MCJIT would report by aborting the process) or a global symbol other
+than the kernel's own (it would collide in the engine) raises `UnresolvedSymbolError`, which
+`CompiledGraph` turns into an eager fallback of that kernel's ops. Compiled kernels are cached
+in memory by a hash of their LLVM IR and on disk by `codegen.kernel_cache` (keyed by the IR,
+the target triple, CPU, CPU features and the wick and llvmlite versions; `WICK_CACHE_DIR=0`
+disables it), so a new process skips LLVM's optimiser and code generator; a cached object is
+checked like a new one and rebuilt when it fails. `WICK_LLVM_CPU=<cpu>` (testing only)
+compiles for that LLVM CPU with its default features instead of the host's (x86-64,
+x86-64-v2, x86-64-v3, haswell, skylake-avx512, znver4...; it must be a CPU this machine can
+execute). `trampoline(argc, offset)` is the cheap way to call a kernel from Python: a tiny
+compiled function that takes the kernel's address and the numpy arrays themselves (ctypes
+passes a `py_object` as the bare pointer) and reads each array's data pointer at `offset` in
+its object, which saves `a.ctypes.data` (about 1 us per array) on every call. Thread-safe.
+Imports only llvmlite and codegen's kernel_cache and linkcheck.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from . import kernel_cache, linkcheck
+from .linkcheck import UnresolvedSymbolError  # noqa: F401 (public name kept here)
 from .kernel_cache import cache_dir  # noqa: F401 (public name kept here)
 
 WICK_VERSION = "0.1.0"
@@ -76,8 +83,8 @@ def _init() -> dict:
     cpu, features = target_cpu()
     tm = _target_machine(target, cpu, features)
     target_id = "|".join([tm.triple, cpu, features, WICK_VERSION, llvmlite.__version__])
-    _state.update(target=target, cpu=cpu, features=features, tm=tm, engines=[],
-                  objects=[], target_id=target_id)
+    _state.update(target=target, cpu=cpu, features=features, tm=tm, engine=None,
+                  symbols=set(), target_id=target_id)
     return _state
 
 
@@ -85,18 +92,20 @@ def ir_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def optimize(text: str):
-    """Parse, verify and run the O3 module pipeline; returns the llvm ModuleRef."""
+def optimize(text: str, tm=None):
+    """Parse, verify and run the O3 module pipeline for target machine `tm` (default: the
+    JIT's); returns the llvm ModuleRef."""
     st = _init()
+    tm = tm or st["tm"]
     mod = llvm.parse_assembly(text)
-    mod.triple = st["tm"].triple
-    mod.data_layout = str(st["tm"].target_data)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_unrolling = True
-    pb = llvm.create_pass_builder(st["tm"], pto)
+    pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
 
@@ -135,7 +144,7 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
         mod = optimize(source)
         opt_ir = str(mod)
         obj = st["tm"].emit_object(mod)
-        linkcheck.check_object(obj, opt_ir, f"kernel {symbol}")
+        linkcheck.check_object(obj, opt_ir, f"kernel {symbol}", exports=symbol)
         if path is not None:
             kernel_cache.store(path, {"symbol": symbol, "llvm_ir": opt_ir, "source_ir": source},
                                obj)
@@ -147,32 +156,25 @@ def compile_function(render, name: str, argc: int) -> JitFunction:
 
 
 def _load(st: dict, obj: bytes, symbol: str, opt_ir: str) -> int:
-    """Link object code `obj` into a new MCJIT engine of its own and return the address of
-    `symbol` (0 when it does not define it). Raises UnresolvedSymbolError, before the engine
-    sees it, when `obj` needs a symbol the JIT cannot bind. The engine is kept for the life of
-    the process (the kernel's address is)."""
-    linkcheck.check_object(obj, opt_ir, f"kernel {symbol}")
-    if _SHARED_ENGINE:
-        if not st["engines"]:
-            backing = llvm.parse_assembly("")
-            backing.triple = st["tm"].triple
-            backing.data_layout = str(st["tm"].target_data)
-            st["engines"].append(llvm.create_mcjit_compiler(
-                backing, _target_machine(st["target"], st["cpu"], st["features"])))
-        engine = st["engines"][0]
-    else:
+    """Link object code `obj` into the engine and return the address of `symbol`.
+
+    Raises UnresolvedSymbolError, before the engine sees the object, when it needs a symbol
+    the JIT cannot bind (MCJIT would abort the process) or defines another global symbol than
+    `symbol` or one already in the engine (symbols of one engine must be unique)."""
+    linkcheck.check_object(obj, opt_ir, f"kernel {symbol}", exports=symbol)
+    if symbol in st["symbols"]:
+        raise linkcheck.UnresolvedSymbolError(f"codegen: {symbol} is already in the JIT")
+    engine = st.get("engine")
+    if engine is None:
         backing = llvm.parse_assembly("")
         backing.triple = st["tm"].triple
         backing.data_layout = str(st["tm"].target_data)
-        engine = llvm.create_mcjit_compiler(
-            backing, _target_machine(st["target"], st["cpu"], st["features"]), use_lmm=True)
-        st["engines"].append(engine)
+        engine = st["engine"] = llvm.create_mcjit_compiler(
+            backing, _target_machine(st["target"], st["cpu"], st["features"]))
+    st["symbols"].add(symbol)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine.get_function_address(symbol)
-
-
-_SHARED_ENGINE = os.environ.get("WICK_JIT_SHARED") == "1"
 
 
 def _finish(key, symbol, address, argc, opt_ir, source) -> JitFunction:

@@ -5,10 +5,10 @@ LLVM lowers some operations to calls into runtime helpers, differently per targe
 `llvm.fma` without FMA instructions...). MCJIT resolves external symbols only from the
 process (libc, libm); a missing one aborts the whole process at finalization (`LLVM ERROR:
 Symbol not found`) and cannot be caught. So every object is checked before it reaches the
-engine: `undefined_symbols(obj)` reads the ELF symbol table (the symbols the object's
-relocations refer to but does not define), `check_object(obj, ir)` raises
-`UnresolvedSymbolError` for any that is not in `RUNTIME_SYMBOLS` or that the process cannot
-resolve. `RUNTIME_SYMBOLS` is the allowed set: the libm functions the renderer declares, the
+engine: `elf_symbols(obj)` reads the ELF symbol table (the global symbols the object defines,
+and those its relocations refer to but it does not define), `check_object(obj, ir)` raises
+`UnresolvedSymbolError` for any undefined one that is not in `RUNTIME_SYMBOLS` or that the
+process cannot resolve, and for an object that defines any global symbol but its kernel's. `RUNTIME_SYMBOLS` is the allowed set: the libm functions the renderer declares, the
 ones LLVM lowers intrinsics to on CPUs without the instruction (floor, ceil, trunc, roundeven,
 sqrt, fma, fmod for `frem`, sincos for sin and cos of one value, ldexp, exp10), and the C
 library's memset/memcpy/memmove (loop idioms); compiler-rt helpers are never allowed (their
@@ -41,26 +41,35 @@ class UnresolvedSymbolError(RuntimeError):
     process if it were finalized); the caller runs the kernel's ops eagerly instead."""
 
 
-def _elf_undefined(obj: bytes) -> set[str] | None:
-    """Undefined named symbols of an ELF64 little-endian object, None for anything else."""
+def elf_symbols(obj: bytes) -> tuple[set[str], set[str]] | None:
+    """(global symbols defined, named symbols undefined) of an ELF64 little-endian object;
+    None for anything else (or a malformed file)."""
     if len(obj) < 64 or obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         return None
-    shoff, = struct.unpack_from("<Q", obj, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
-    out: set[str] = set()
-    for sh in sections:
-        if sh[1] != 2:   # SHT_SYMTAB
-            continue
-        off, size, entsize = sh[4], sh[5], sh[9] or 24
-        stroff = sections[sh[6]][4]
-        for i in range(entsize, size, entsize):   # entry 0 is the null symbol
-            name, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", obj, off + i)
-            if shndx == 0 and name:   # SHN_UNDEF
-                end = obj.index(b"\0", stroff + name)
-                out.add(obj[stroff + name:end].decode())
-    return out
+    try:
+        shoff, = struct.unpack_from("<Q", obj, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+                    for i in range(shnum)]
+        defined: set[str] = set()
+        undefined: set[str] = set()
+        for sh in sections:
+            if sh[1] != 2:   # SHT_SYMTAB
+                continue
+            off, size, entsize = sh[4], sh[5], sh[9] or 24
+            stroff = sections[sh[6]][4]
+            for i in range(entsize, size, entsize):   # entry 0 is the null symbol
+                name, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", obj, off + i)
+                if not name:
+                    continue
+                text = obj[stroff + name:obj.index(b"\0", stroff + name)].decode()
+                if shndx == 0:   # SHN_UNDEF
+                    undefined.add(text)
+                elif info >> 4 != 0:   # not STB_LOCAL
+                    defined.add(text)
+        return defined, undefined
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError):
+        return None
 
 
 _DECLARE = re.compile(r'^declare [^@]*@"?([^"(]+)"?\(', re.M)
@@ -74,8 +83,8 @@ def declared_symbols(ir_text: str) -> set[str]:
 def undefined_symbols(obj: bytes, ir_text: str = "") -> set[str]:
     """The external symbols object code `obj` needs (for a non-ELF object: the functions its
     optimised IR `ir_text` declares)."""
-    found = _elf_undefined(obj)
-    return declared_symbols(ir_text) if found is None else found
+    found = elf_symbols(obj)
+    return declared_symbols(ir_text) if found is None else found[1]
 
 
 def resolvable(name: str) -> bool:
@@ -83,9 +92,17 @@ def resolvable(name: str) -> bool:
     return name in RUNTIME_SYMBOLS and bool(llvm.address_of_symbol(name))
 
 
-def check_object(obj: bytes, ir_text: str = "", what: str = "kernel") -> None:
-    """Raise UnresolvedSymbolError when `obj` needs a symbol the JIT must not or cannot bind."""
-    bad = sorted(n for n in undefined_symbols(obj, ir_text) if not resolvable(n))
+def check_object(obj: bytes, ir_text: str = "", what: str = "kernel",
+                 exports: str | None = None) -> None:
+    """Raise UnresolvedSymbolError when `obj` needs a symbol the JIT must not or cannot bind,
+    or (for an ELF object, when `exports` is given) defines any global symbol but `exports`
+    (two objects defining one symbol in the engine would collide)."""
+    found = elf_symbols(obj)
+    if exports is not None and found is not None and found[0] != {exports}:
+        raise UnresolvedSymbolError(
+            f"codegen: {what} defines {sorted(found[0])}, expected just {exports}")
+    needed = declared_symbols(ir_text) if found is None else found[1]
+    bad = sorted(n for n in needed if not resolvable(n))
     if bad:
         raise UnresolvedSymbolError(
             f"codegen: {what} needs {', '.join(bad)}, which the JIT does not provide on this "

@@ -6,7 +6,8 @@ it; with no parallel loop the body runs once when lo < hi), the other sizes and 
 are constants, so the innermost stride-1 loop is left to LLVM's loop vectorizer. Reduction
 accumulators live in allocas (promoted to registers by SROA) and their updates carry the
 `reassoc` fast-math flag, the one flag that lets a float reduction vectorize; nothing else
-gets fast-math flags. With `kernel.sum_block`, float sums run the innermost reduction loop in
+gets fast-math flags. A float16 accumulator is kept in float32 (as numpy's half reductions)
+and rounded to half where it is read. With `kernel.sum_block`, float sums run the innermost reduction loop in
 chunks and push each block's sum into a binary counter of partial sums (pairwise summation of
 blocks, see `kernel.cascaded`). An output read back by a later phase (`load_out`) is still `noalias`
 (no other argument aliases it; it is never marked write-only). All decisions were made on the
@@ -42,7 +43,8 @@ def render_kernel(kernel: Kernel, symbol: str) -> str:
     entry = fn.append_basic_block("entry")
     b = ll.IRBuilder(entry)
     r = _Renderer(kernel, b, fn, bufs)
-    allocas = [b.alloca(lltype(dt), name=f"acc{i}") for i, (dt, _) in enumerate(kernel.accs)]
+    allocas = [b.alloca(lltype(_acc_dtype(dt)), name=f"acc{i}")
+               for i, (dt, _) in enumerate(kernel.accs)]
     r.allocas = allocas
     if kernel.sum_block:   # blocked float sums: a binary counter of partial sums per acc
         r.stacks = {a: b.alloca(ll.ArrayType(lltype(dt), _LEVELS), name=f"levels{a}")
@@ -77,6 +79,13 @@ def render_kernel(kernel: Kernel, symbol: str) -> str:
         b.position_at_end(ret)
     b.ret_void()
     return str(module)
+
+
+def _acc_dtype(dt):
+    """The dtype an accumulator of dtype `dt` is kept in: float32 for float16 (numpy's half
+    reductions accumulate in float; LLVM would lower half arithmetic to runtime calls on CPUs
+    without F16C)."""
+    return D.float32 if dt is D.float16 else dt
 
 
 class _Renderer:
@@ -136,7 +145,7 @@ class _Renderer:
         for ph in k.phases:
             for a, _, _ in ph.accs:
                 dt, ident = k.accs[a]
-                b.store(constant(ident, dt), self.allocas[a])
+                b.store(constant(ident, _acc_dtype(dt)), self.allocas[a])
             casc = [a for a, _, _ in ph.accs if a in self.stacks]
             if k.rloops and casc:
                 self.blocked_loops(ph, casc, offsets)
@@ -288,7 +297,9 @@ class _Renderer:
                 continue
             if st.op == "acc":
                 a = st.attrs["acc"]
-                env[st.out] = b.load(self.allocas[a], typ=lltype(k.accs[a][0]))
+                dt = k.accs[a][0]
+                v = b.load(self.allocas[a], typ=lltype(_acc_dtype(dt)))
+                env[st.out] = sb.cast(v, D.float32, dt) if dt is D.float16 else v
                 continue
             dts = [x.dtype for x in st.args if isinstance(x, (Var, Const))]
             in_dt = dts[1] if st.op == "where" else (dts[0] if dts else st.out.dtype)
@@ -297,8 +308,10 @@ class _Renderer:
 
         for a, comb, v in accs:
             dt = k.accs[a][0]
-            cur = b.load(self.allocas[a], typ=lltype(dt))
             x = value(v)
+            if dt is D.float16:   # accumulated in float32 (numpy's half loops do too)
+                dt, x = D.float32, sb.cast(x, D.float16, D.float32)
+            cur = b.load(self.allocas[a], typ=lltype(dt))
             if dt.is_floating_point and comb in ("add", "mul"):
                 new = (b.fadd if comb == "add" else b.fmul)(cur, x, flags=_REASSOC)
             else:
