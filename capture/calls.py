@@ -446,6 +446,8 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
     if isinstance(a, SequenceVariable) and isinstance(b, SequenceVariable) and base == "+":
         items = a.items + b.items
         if inplace and isinstance(a, ListVariable):
+            if a.source is not None:  # `xs += ys` on the caller's list: runs eagerly
+                raise tx.unsupported("mutation of an argument's list (+=)")
             a.items = items
             return a
         return type(a)(items)

@@ -37,7 +37,7 @@ import numpy as np
 
 from eager import Tensor, grad_mode
 
-from . import backends, config, dynamic, logs, registry
+from . import backends, config, dynamic, effects, logs, registry
 from .guards import GuardSet
 from .hits import (EAGER, GENERAL, MISS, _array_types, _guarded_general,  # noqa: F401
                    build_hit, make_dispatch)
@@ -353,6 +353,10 @@ class CompiledFunction:
                 raise Unsupported(f"graph break in {self.name} (fullgraph=True): "
                                   f"{gb.reason}") from None
             try:
+                cell = effects.shared_written_cell(gb)
+                if cell is not None:
+                    raise CannotResume(f"closure cell {cell!r} is shared with a nested "
+                                       "function and written")
                 cont, templater = build_continuation(self, out, gb)
                 template = None
             except CannotResume as e:

@@ -85,6 +85,11 @@ def _template_expr(t: tuple, ns: dict) -> str | None:
         name = f"___k{len(ns)}"
         ns[name] = t[1]
         return name
+    if len(t) > 2 and kind in ("list", "dict"):  # one object however often referenced
+        seen = ns.setdefault("___seen", set())
+        if t[2] in seen:
+            return None
+        seen.add(t[2])
     if kind in ("tuple", "list"):
         items = [_template_expr(x, ns) for x in t[1]]
         if None in items:

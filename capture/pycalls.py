@@ -180,6 +180,9 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _reduce(tx, f, args, kwargs) -> VariableTracker:
+    if kwargs.keys() - ({"start"} if f is sum else set()):
+        raise tx.unsupported(f"{f.__name__}() with keyword arguments "
+                             f"({', '.join(kwargs)})")
     if len(args) == 1:
         items = unpack(tx, args[0])
     else:

@@ -40,7 +40,7 @@ ALL_CONSTRUCTS = (
     "if_py", "if_tensor", "for", "while", "break_continue", "try", "no_grad", "comprehension",
     "closure", "nonlocal", "varargs", "fstring", "walrus", "match", "assert", "global",
     "helper", "print", "item", "numpy", "generator", "lambda", "early_return", "log", "obj",
-    "dict", "requires_grad",
+    "dict", "requires_grad", "inplace", "misc",
 )
 
 
@@ -52,6 +52,7 @@ class Obj:
 
     def __init__(self, count=0, total=0.0, name="o"):
         self.count, self.total, self.name, self.items = count, total, name, []
+        self.tags = set()
 
     def bump(self, k):
         self.count += k
@@ -128,7 +129,7 @@ class Gen:
         kinds = ["tensor", "tensor", "int"]
         for c in ("log", "obj", "dict", "global", "print", "item", "numpy", "helper", "fstring",
                   "walrus", "assert", "lambda", "comprehension", "closure", "nonlocal",
-                  "generator", "no_grad"):
+                  "generator", "no_grad", "inplace", "misc", "varargs"):
             if self.has(c):
                 kinds.append(c)
         return getattr(self, "s_" + self.pick(kinds))()
@@ -142,26 +143,42 @@ class Gen:
     def s_log(self):
         v = self.pick(["n", "k", "'s'", "(n, k)", "len(log)", f"{self.tensor()}.shape[0]"])
         return [self.pick([f"log.append({v})", f"log.extend([{v}, 'e'])", f"log += [{v}]",
-                           f"log.insert(0, {v})", "if log:\n    log.pop()"])]
+                           f"log.insert(0, {v})", "if log:\n    log.pop()",
+                           f"log.append({self.tensor()} * 1.0)", "log.reverse()",
+                           "if log:\n    log[0] = n", "log.extend(str(v) for v in range(2))",
+                           "if 'pre' in log:\n    log.remove('pre')", "n = n + log.count(1)",
+                           "log[:] = log[-3:]", "log.append(list(log))", "alias = log\n"
+                           "alias.append('alias')", "mine = [n]\nlog.append(mine)\n"
+                           "mine.append(k)", "n > 0 and log.append('and')",
+                           "log.append('t' if n > 1 else 'f')"])]
 
     def s_obj(self):
         return [self.pick(["obj.count += 1", "obj.total = obj.total + n",
                            "obj.items.append(k)", "setattr(obj, 'name', 'n' + str(n))",
                            "obj.bump(2)", f"obj.last = {self.tensor()} * 1.0",
-                           "n = n + obj.count"])]
+                           "n = n + obj.count", "obj.tags.add(n % 3)",
+                           "if hasattr(obj, 'last'):\n    del obj.last",
+                           "obj.items += [n]", "obj.total += 0.5",
+                           "obj.count, n = n, obj.count", "lst = obj.items\nlst.append(-1)",
+                           "n = n + getattr(obj, 'count', 0)"])]
 
     def s_dict(self):
         return [self.pick(["d['n'] = n", "d.setdefault('k', k)", "d.update(a=n, b=k)",
                            "d['t'] = " + self.tensor(), "n += len(d)",
-                           "d.pop('n', None)", "d[f'key{n % 2}'] = len(log)"])]
+                           "d.pop('n', None)", "d[f'key{n % 2}'] = len(log)",
+                           "for key, v in list(d.items()):\n    log.append(key)",
+                           "if 'z' in d:\n    del d['z']", "d.clear()",
+                           "n = n + d.get('z', 0)", "d.setdefault('lst', []).append(n)"])]
 
     def s_global(self):
         return [self.pick(["GCOUNT += 1", "GLIST.append(n)", "GCOUNT = GCOUNT + k",
-                           "n = n + GCOUNT"])]
+                           "n = n + GCOUNT", "GLIST.extend(log[:2])",
+                           f"GLIST.append({self.tensor()}.sum())"])]
 
     def s_print(self):
         return [self.pick(["print('p', n)", "print(f'k={k}', len(log))", "print(obj.count)",
-                           f"print({self.tensor()}.shape)"])]
+                           f"print({self.tensor()}.shape)", "print(n, k, sep='-', end='|')",
+                           "print(*log[:2])", f"print({self.tensor()}.sum() > 100)"])]
 
     def s_item(self):
         t = self.tensor()
@@ -215,6 +232,29 @@ class Gen:
                            "n = n + sum(i * i for i in range(k % 4))",
                            f"parts = list({self.tensor()} * j for j in range(2))\n"
                            f"{self.tvar()} = parts[1]"])]
+
+    def s_inplace(self):
+        return [self.pick([f"t0.add_({self.tensor()})", "t0 += 1.0", "t0.mul_(0.5)",
+                           "y.mul_(2.0)", "y += 1.0", f"t0[0] = {self.tensor()}[1]",
+                           "z = t0\nz.sub_(1.0)"])]
+
+    def s_misc(self):
+        return [self.pick(["a, b = x.shape\nn = n + a - b", "first, *rest = [n, k, 3]\n"
+                           "n = first + len(rest)", "n = n + (1 if 0 < n < 3 else 2)",
+                           "n = n + isinstance(obj, Obj)", "n = n + len('-'.join(map(str, "
+                           "log[:2])))", "it = iter([1, 2, 3])\nn = n + next(it)\n"
+                           "log.append(list(it))", "acc = []\ndef add(v):\n    acc.append(v)"
+                           "\n    return v\nadd(n)\nadd(k)\nlog.append(acc)",
+                           "gen2 = (v * 2 for v in range(3))\nn = n + next(gen2)\n"
+                           "log.append(list(gen2))", "n = n + int(bool(log) or bool(d))",
+                           f"n = n + {self.tensor()}.ndim", "q = (n, k)\nn, k = q[1], q[0]"])]
+
+    def s_varargs(self):
+        return [self.pick(["def va(*a, **kw):\n    log.append((len(a), sorted(kw)))\n"
+                           "    return a[0]\nn = va(n, k, z=1)",
+                           "def kwo(a, *, b=2):\n    return a * b\nn = kwo(n, b=k)",
+                           f"parts2 = [{self.tensor()}, {self.tensor()}]\n"
+                           f"{self.tvar()} = eager.stack(parts2).sum(0)"])]
 
     def s_no_grad(self):
         return [f"with eager.no_grad():\n    {self.tvar()} = {self.texpr()}\n    n += 1"]
@@ -306,7 +346,9 @@ class Gen:
     def ret(self) -> str:
         t, u = self.tensor(), self.tensor()
         return self.pick([t, f"({t}, n)", f"[{t}, {u}, k]", f"{{'a': {t}, 'n': n}}", "None",
-                          f"({t}, [n, {u}])", "n", f"'r' + str(n)"])
+                          f"({t}, [n, {u}])", "n", f"'r' + str(n)", "log", "(obj, n)",
+                          f"(d, {t})", f"[log, log]", f"{t}.sum()", f"({t}.shape, {t}.dtype)",
+                          f"{t}.requires_grad", f"(n, k, {t}[0])"])
 
     def function(self) -> tuple[list, list, str]:
         """(header lines, top-level blocks, return line)."""
@@ -319,6 +361,8 @@ class Gen:
         if self.has("global"):
             head.append("    global GCOUNT")
         head += ["    k = x.shape[0]", "    t0 = x + y", "    cnt = 0", "    s = 0.0"]
+        if self.has("varargs") and varargs and self.rng.random() < 0.5:
+            head.append("    log.append(sorted(kwargs))")
         self.tensors.append("t0")
         if self.rng.random() < 0.5:
             head.append("    t1 = x * 0.5")
@@ -381,6 +425,8 @@ def _norm(v, depth=0):
         return ("dict", [(k, _norm(x, depth + 1)) for k, x in v.items()])
     if isinstance(v, Obj):
         return ("Obj", _norm(vars(v), depth + 1))
+    if isinstance(v, set):
+        return ("set", sorted(map(repr, v)))
     if isinstance(v, (int, float, str, bool, type(None), complex)):
         return v
     if isinstance(v, np.generic):
@@ -433,8 +479,20 @@ def _observe(fn, inputs, varargs: bool, ns) -> dict:
             result = fn(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - compared with the plain run's
             exc = (type(e).__name__, str(e))
-    _, _, log, obj, d = inputs
+    from eager import is_grad_enabled
+
+    x, y, log, obj, d = inputs
+    if exc is None:  # which of the inputs the result returns as they are
+        parts = result if isinstance(result, (tuple, list)) else [result]
+        ids = [next((n for n, o in zip("xyLOD", inputs) if o is p), None) for p in parts]
+    grad = is_grad_enabled()
+    if not grad:
+        from eager import grad_mode
+
+        grad_mode._set(True)  # the next call starts as usual
     return {"exception": exc, "result": _norm(result) if exc is None else None,
+            "identity": ids if exc is None else None, "inputs": _norm([x, y]),
+            "grad_mode": grad,
             "log": _norm(log), "obj": _norm(obj), "d": _norm(d),
             "globals": [_norm(ns[g]) for g in GLOBAL_NAMES], "stdout": out.getvalue()}
 
@@ -446,7 +504,8 @@ def _call_args(inputs, varargs: bool):
     return (x, y, log, obj, d), {}
 
 
-ORDER = ("exception", "result", "log", "obj", "d", "globals", "stdout")
+ORDER = ("exception", "result", "identity", "log", "obj", "d", "globals", "inputs",
+         "grad_mode", "stdout")
 
 
 def _category(key: str, plain, comp, detail: str) -> str:
@@ -464,6 +523,10 @@ def _category(key: str, plain, comp, detail: str) -> str:
         return "structure"
     if key == "stdout":
         return "print"
+    if key in ("identity", "grad_mode"):
+        return key
+    if key == "inputs":
+        return "side_effect_tensor_inputs"
     return "side_effect_" + key
 
 
@@ -490,21 +553,54 @@ def check(src: str, seed: int, varargs: bool, backend: str = "eager"):
     return None
 
 
-def shrink(seed: int, constructs, backend: str, category: str) -> str:
-    """The smallest source (top-level statements dropped one at a time) failing the same way."""
-    head, blocks, ret = generate_parts(seed, constructs)
-    varargs = "*args" in head[0]
-    i = len(blocks) - 1
-    while i >= 0:
-        trial = blocks[:i] + blocks[i + 1:]
-        try:
-            r = check(assemble(head, trial, ret), seed, varargs, backend)
-        except Exception:  # noqa: BLE001
-            r = None
-        if r is not None and r[0] == category:
-            blocks = trial
-        i -= 1
-    return assemble(head, blocks, ret)
+def _block_end(lines, i) -> int:
+    """The index after the statement starting at line i (a header takes its indented body)."""
+    ind = len(lines[i]) - len(lines[i].lstrip())
+    j = i + 1
+    if lines[i].rstrip().endswith(":"):
+        while j < len(lines) and len(lines[j]) - len(lines[j].lstrip()) > ind:
+            j += 1
+    return j
+
+
+def _still_fails(src, seed, varargs, backend, category) -> bool:
+    try:
+        compile(src, "<shrink>", "exec")
+        r = check(src, seed, varargs, backend)
+    except Exception:  # noqa: BLE001
+        return False
+    return r is not None and r[0] == category
+
+
+def shrink(seed: int, constructs, backend: str, category: str, src: str | None = None) -> str:
+    """A smaller source failing the same way: statements (a compound one with its body, or
+    only its header with the body dedented) are dropped one at a time, last first."""
+    src, varargs = (src, None) if src is not None else generate(seed, constructs)
+    varargs = "*args" in src.split("\n")[0]
+    lines = src.rstrip("\n").split("\n")
+    changed = True
+    while changed:
+        changed = False
+        i = len(lines) - 2  # keep the `def` line and the final return
+        while i >= 1:
+            if i >= len(lines) - 1:
+                i -= 1
+                continue
+            end = _block_end(lines, i)
+            trials = [lines[:i] + lines[end:]]
+            if end > i + 1:  # unwrap a compound statement: keep its first body lines
+                ind = len(lines[i + 1]) - len(lines[i + 1].lstrip())
+                base = len(lines[i]) - len(lines[i].lstrip())
+                body = [ln[ind - base:] if len(ln) - len(ln.lstrip()) >= ind else ln
+                        for ln in lines[i + 1:end]]
+                trials.append(lines[:i] + body + lines[end:])
+            for trial in trials:
+                text = "\n".join(trial) + "\n"
+                if _still_fails(text, seed, varargs, backend, category):
+                    lines, changed = trial, True
+                    break
+            i -= 1
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- the worker and the driver
@@ -530,7 +626,7 @@ def worker(seed: int, start: int, n: int, constructs, backend: str, do_shrink: b
         try:
             r = check(src, cs, varargs, backend)
             if r is not None and do_shrink:
-                src = shrink(cs, constructs, backend, r[0])
+                src = shrink(cs, constructs, backend, r[0], src)
         except TimeoutError as e:
             r = ("timeout", str(e))
         except Exception as e:  # noqa: BLE001 - a harness error is a failure too
