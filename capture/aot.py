@@ -7,8 +7,9 @@ the backward needs) inside an `eager.autograd.Function`, so the outputs get one 
 node's backward runs the compiled backward graph built by `ir.autodiff.build_backward` (fused
 like any graph). Plans are built once per pattern of inputs requiring grad. Without grad mode
 or with no input requiring grad it runs the plain compiled graph. Gradients equal eager's
-(same registry rules); double backward through it (create_graph=True) is not supported: the
-backward raises. Imports `eager`, `ir` and (through `compile_graph`) codegen.
+(same registry rules; a composite eager records as one node, softmax say, is differentiated
+by its `eager_backward` as in eager: `ir.autodiff.whole_rule`); double backward through it
+(create_graph=True) is not supported: the backward raises. Imports `eager`, `ir` and (through `compile_graph`) codegen.
 """
 
 from __future__ import annotations
