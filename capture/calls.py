@@ -363,11 +363,54 @@ TENSOR_METHODS = {"size", "dim", "numel", "t", "to", "cpu", "item", "tolist", "n
                   "backward", *CAST_METHODS}
 
 
+def _trusted(cls) -> bool:
+    """Classes of wick itself, whose attribute hooks only read (nn.Module.__getattr__)."""
+    return getattr(cls, "__module__", "").split(".")[0] in ("eager", "ir", "capture",
+                                                             "builtins")
+
+
+def _getter_runs_user_code(value, name: str) -> bool:
+    """True when reading `value.name` would run user code (a property, another descriptor
+    with `__get__` written in Python, `__getattr__`/`__getattribute__`): capture must not run
+    it while tracing (and guards must not re-read it), so the read is a graph break."""
+    if isinstance(value, types.ModuleType):
+        return False
+    cls = type(value)
+    ga = getattr(cls, "__getattribute__", None)
+    if ga is not object.__getattribute__ and ga is not type.__getattribute__ and \
+            not _trusted(_owner(cls, "__getattribute__")):
+        return True
+    try:
+        attr = inspect.getattr_static(value, name)
+    except AttributeError:
+        return hasattr(cls, "__getattr__") and not _trusted(_owner(cls, "__getattr__"))
+    if isinstance(attr, (types.FunctionType, staticmethod, classmethod,
+                         types.BuiltinFunctionType, types.MemberDescriptorType,
+                         types.GetSetDescriptorType, types.WrapperDescriptorType,
+                         types.MethodDescriptorType, types.MethodWrapperType)):
+        return False
+    if not hasattr(type(attr), "__get__"):
+        return False
+    if not isinstance(value, type) and name in getattr(value, "__dict__", {}) and \
+            not hasattr(type(attr), "__set__"):
+        return False  # an instance attribute (a non-data descriptor in the class is shadowed)
+    owner = next((c for c in (value.__mro__ if isinstance(value, type) else cls.__mro__)
+                  if name in c.__dict__), cls)
+    return not _trusted(owner)
+
+
+def _owner(cls, name: str):
+    return next((c for c in cls.__mro__ if name in c.__dict__), object)
+
+
 def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
     """The tracker of `obj.name`."""
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
     if isinstance(obj, (ModuleVariable, UserObjectVariable)):
+        if _getter_runs_user_code(obj.value, name):  # a property: run it once, eagerly
+            raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "
+                                 "code (a property or __getattr__)")
         value = getattr(obj.value, name)  # an AttributeError here is the user's
         if obj.source is None:
             raise tx.unsupported(f"attribute {name!r} of {obj.describe()} made by the code")

@@ -158,9 +158,11 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
         return _reduce(tx, f, args, kwargs)
     if f is iter and len(args) == 1:
         return IteratorVariable(unpack(tx, args[0]))
-    if f is next and len(args) == 1 and isinstance(args[0], IteratorVariable):
+    if f is next and len(args) in (1, 2) and isinstance(args[0], IteratorVariable):
         it = args[0]
         if it.index >= len(it.items):
+            if len(args) == 2:
+                return args[1]
             raise tx.unsupported("next() on an exhausted iterator")
         it.index += 1
         return it.items[it.index - 1]

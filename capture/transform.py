@@ -113,8 +113,8 @@ class Templater:
             return ("dict" if isinstance(v, DictVariable) else v.kind.__name__, items, id(v))
         if isinstance(v, SequenceVariable):
             return (v.kind.__name__, [self.t(x) for x in v.items])
-        if isinstance(v, IteratorVariable):
-            return ("iter", [self.t(x) for x in v.items[v.index:]])
+        if isinstance(v, IteratorVariable):  # one iterator however often referenced
+            return ("iter", [self.t(x) for x in v.items[v.index:]], id(v))
         if isinstance(v, SymBoolVariable):
             return ("bool", self.t(v.tensor), v.negate)
         if isinstance(v, GradModeExitVariable):
@@ -192,7 +192,12 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
     if kind == "namedtuple":
         return t[1](*[r(x) for x in t[2]])
     if kind == "iter":
-        return iter([r(x) for x in t[1]])
+        if len(t) > 2 and t[2] in cells:
+            return cells[t[2]]
+        it = iter([r(x) for x in t[1]])
+        if len(t) > 2:
+            cells[t[2]] = it
+        return it
     if kind == "bool":
         return bool(r(t[1])) != t[2]
     if kind == "method":

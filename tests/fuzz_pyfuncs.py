@@ -54,6 +54,11 @@ class Obj:
         self.count, self.total, self.name, self.items = count, total, name, []
         self.tags = set()
 
+    @property
+    def prop(self):  # a getter with a side effect: must run once per read
+        self.reads = getattr(self, "reads", 0) + 1
+        return self.count
+
     def bump(self, k):
         self.count += k
         return self.count
@@ -160,7 +165,8 @@ class Gen:
                            "if hasattr(obj, 'last'):\n    del obj.last",
                            "obj.items += [n]", "obj.total += 0.5",
                            "obj.count, n = n, obj.count", "lst = obj.items\nlst.append(-1)",
-                           "n = n + getattr(obj, 'count', 0)"])]
+                           "n = n + getattr(obj, 'count', 0)", "n = n + obj.prop",
+                           "n = n + getattr(obj, 'prop', 0)"])]
 
     def s_dict(self):
         return [self.pick(["d['n'] = n", "d.setdefault('k', k)", "d.update(a=n, b=k)",
@@ -247,7 +253,10 @@ class Gen:
                            "\n    return v\nadd(n)\nadd(k)\nlog.append(acc)",
                            "gen2 = (v * 2 for v in range(3))\nn = n + next(gen2)\n"
                            "log.append(list(gen2))", "n = n + int(bool(log) or bool(d))",
-                           f"n = n + {self.tensor()}.ndim", "q = (n, k)\nn, k = q[1], q[0]"])]
+                           f"n = n + {self.tensor()}.ndim", "q = (n, k)\nn, k = q[1], q[0]",
+                           "it2 = iter([1, 2, 3])\nfor v in it2:\n    print(v)\n    break\n"
+                           "log.append(list(it2))", "it3 = iter(log[:])\nlog.append(next(it3, "
+                           "None))\nprint(len(log))\nlog.append(list(it3))"])]
 
     def s_varargs(self):
         return [self.pick(["def va(*a, **kw):\n    log.append((len(a), sorted(kw)))\n"
