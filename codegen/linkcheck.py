@@ -8,12 +8,13 @@ Symbol not found`) and cannot be caught. So every object is checked before it re
 engine: `elf_symbols(obj)` reads the ELF symbol table (the global symbols the object defines,
 and those its relocations refer to but it does not define), `check_object(obj, ir)` raises
 `UnresolvedSymbolError` for any undefined one that is not in `RUNTIME_SYMBOLS` or that the
-process cannot resolve, and for an object that defines any global symbol but its kernel's. `RUNTIME_SYMBOLS` is the allowed set: the libm functions the renderer declares, the
-ones LLVM lowers intrinsics to on CPUs without the instruction (floor, ceil, trunc, roundeven,
-sqrt, fma, fmod for `frem`, sincos for sin and cos of one value, ldexp, exp10), and the C
-library's memset/memcpy/memmove (loop idioms); compiler-rt helpers are never allowed (their
-ABI differs between libgcc versions even where one happens to be loaded). Objects in another
-format than ELF (macOS, Windows) are checked by the declarations of the optimised IR instead.
+process cannot resolve, and for an object that defines any global symbol but its kernel's.
+`RUNTIME_SYMBOLS` is the allowed set: the libm functions the renderer declares, the ones LLVM
+lowers intrinsics to on CPUs without the instruction (floor, ceil, trunc, roundeven, sqrt,
+fma, fmod for `frem`, sincos for sin and cos of one value, ldexp, exp10), and the C library's
+memset/memcpy/memmove (loop idioms); compiler-rt helpers are never allowed (their ABI differs
+between libgcc versions even where one happens to be loaded). Objects in another format than
+ELF (macOS, Windows) are checked by the declarations of the optimised IR instead.
 Imports only llvmlite.
 """
 

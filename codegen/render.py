@@ -7,11 +7,12 @@ are constants, so the innermost stride-1 loop is left to LLVM's loop vectorizer.
 accumulators live in allocas (promoted to registers by SROA) and their updates carry the
 `reassoc` fast-math flag, the one flag that lets a float reduction vectorize; nothing else
 gets fast-math flags. A float16 accumulator is kept in float32 (as numpy's half reductions)
-and rounded to half where it is read. With `kernel.sum_block`, float sums run the innermost reduction loop in
-chunks and push each block's sum into a binary counter of partial sums (pairwise summation of
-blocks, see `kernel.cascaded`). An output read back by a later phase (`load_out`) is still `noalias`
-(no other argument aliases it; it is never marked write-only). All decisions were made on the
-Kernel; this module only prints. Imports only `ir` and llvmlite.
+and rounded to half where it is read. With `kernel.sum_block`, float sums run the innermost
+reduction loop in chunks and push each block's sum into a binary counter of partial sums
+(pairwise summation of blocks, see `kernel.cascaded`). An output read back by a later phase
+(`load_out`) is still `noalias` (no other argument aliases it; it is never marked write-only).
+All decisions were made on the Kernel; this module only prints. Imports only `ir` and
+llvmlite.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def render_kernel(kernel: Kernel, symbol: str) -> str:
                for i, (dt, _) in enumerate(kernel.accs)]
     r.allocas = allocas
     if kernel.sum_block:   # blocked float sums: a binary counter of partial sums per acc
-        r.stacks = {a: b.alloca(ll.ArrayType(lltype(dt), _LEVELS), name=f"levels{a}")
+        r.stacks = {a: b.alloca(ll.ArrayType(lltype(_acc_dtype(dt)), _LEVELS), name=f"levels{a}")
                     for a, (dt, _) in enumerate(kernel.accs) if cascaded(kernel, a)}
         r.nblk = b.alloca(I64, name="nblocks")
         r.cnt = b.alloca(I64, name="inblock")
@@ -208,7 +209,7 @@ class _Renderer:
         b.position_at_end(body)
         take = b.trunc(b.and_(m, ll.Constant(I64, 1)), ll.IntType(1))
         for a in casc:
-            dt = lltype(k.accs[a][0])
+            dt = lltype(_acc_dtype(k.accs[a][0]))
             cur = b.load(self.allocas[a], typ=dt)
             part = b.load(self._level(a, lvl), typ=dt)
             b.store(b.select(take, b.fadd(cur, part), cur), self.allocas[a])
@@ -236,6 +237,7 @@ class _Renderer:
         carries = []
         for a in casc:
             dt, ident = k.accs[a]
+            dt = _acc_dtype(dt)
             carries.append(b.load(self.allocas[a], typ=lltype(dt)))
             b.store(constant(ident, dt), self.allocas[a])
         pre = b.block

@@ -90,6 +90,14 @@ def matrix_kernels(limit: int | None = None) -> dict[str, tuple[str, str]]:
             graphs.append((f"cast-{src.name}-{dst.name}",
                            _graph(ir.REGISTRY["cast"], (np.zeros((3, 5), src.np),),
                                   {"dtype": dst})))
+    for dt in (D.float16, D.float32, D.float64, D.int64):   # long (blocked) reductions
+        for name in ("sum", "mean", "amax", "prod"):
+            x = np.zeros((3, 5000), dt.np)
+            try:
+                graphs.append((f"{name}-{dt.name}-long", _graph(ir.REGISTRY[name], (x,),
+                                                                {"dim": (1,)})))
+            except Exception:  # noqa: BLE001 (not defined at this dtype)
+                continue
     for op in ir.REGISTRY.values():   # the matrix's dtypes, and every kernel dtype
         for dt in dict.fromkeys((*dtypes_of(op), *KERNEL_DTYPES)):
             try:

@@ -120,6 +120,17 @@ def test_math_on_half_results_compiles_and_matches_eager(name, dtype):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [37, 5000])
+def test_float16_sum_accumulates_in_float32(n):
+    """float16 reductions keep a float32 accumulator (numpy's half loops do; half arithmetic
+    would be runtime calls without F16C), in the blocked (long) path too."""
+    x = np.random.default_rng(2).uniform(0, 1, (3, n)).astype(np.float16)
+    g = _graph(R["sum"], (x,), {"dim": (1,)})
+    (got,), (want,) = _run_compiled(g, x), _interp(g, x)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+
+
 def test_issue_repro_atan2_float16_through_capture():
     a = eager.randn(64).to(eager.float16)
     b = eager.randn(64).to(eager.float16)
@@ -230,8 +241,8 @@ def test_sweep_detects_runtime_helpers():
     assert "__truncdfhf2" in violations(text, "x86_64-unknown-linux-gnu", "x86-64-v3")
 
 
-_SUBSET_OPS = ("cast", "atan", "atan2", "exp", "pow", "remainder", "floordiv", "round", "erfinv",
-               "sigmoid", "sum", "amax")
+_SUBSET_OPS = ("cast", "atan", "atan2", "exp", "pow", "remainder", "floordiv", "round",
+               "erfinv", "sigmoid", "sum", "amax")
 _SUBSET_DTYPES = (D.float16, D.int8, D.float64, D.bool_, D.int64)
 
 
@@ -245,6 +256,9 @@ def _subset_kernels():
             x = np.zeros((3, 5), src.np)
             for text in graph_kernels(_graph(R["cast"], (x,), {"dtype": dst})):
                 seen.setdefault(text, f"cast-{src.name}-{dst.name}")
+    x = np.zeros((3, 5000), np.float16)   # the blocked sum of a long float16 row
+    for text in graph_kernels(_graph(R["sum"], (x,), {"dim": (1,)})):
+        seen.setdefault(text, "sum-float16-long")
     for name in _SUBSET_OPS[1:]:
         if name not in R:
             continue
