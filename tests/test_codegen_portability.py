@@ -92,6 +92,53 @@ def test_cast_int_to_float16(src):
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
 
 
+def _convert_kernel(symbol, src, dst, convert):
+    """IR of `void symbol(ptr in, ptr out, i64 lo, i64 hi)`: out[i] = convert(in[i])."""
+    from llvmlite import ir as ll
+
+    i64 = ll.IntType(64)
+    m = ll.Module()
+    f = ll.Function(m, ll.FunctionType(ll.VoidType(), [ll.PointerType()] * 2 + [i64] * 2),
+                    symbol)
+    entry, loop, done = (f.append_basic_block(n) for n in ("entry", "loop", "done"))
+    b = ll.IRBuilder(entry)
+    b.cbranch(b.icmp_signed("<", f.args[2], f.args[3]), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(i64)
+    i.add_incoming(f.args[2], entry)
+    x = b.load(b.gep(f.args[0], [i], source_etype=src), typ=src)
+    b.store(convert(b, x), b.gep(f.args[1], [i], source_etype=dst))
+    nxt = b.add(i, ll.Constant(i64, 1))
+    i.add_incoming(nxt, loop)
+    b.cbranch(b.icmp_signed("<", nxt, f.args[3]), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return str(m)
+
+
+def test_bfloat16_conversions_are_ml_dtypes():
+    from codegen import fp16
+
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(3)
+    bf = HALF_BITS.view(ml_dtypes.bfloat16).astype(np.float32).view(np.uint32).astype(np.int64)
+    f = np.concatenate([rng.integers(0, 1 << 32, 100000), *(bf + d for d in (
+        -0x8001, -0x8000, -0x7FFF, -1, 0, 1, 0x7FFF, 0x8000, 0x8001))]) % (1 << 32)
+    f = f.astype(np.uint32).view(np.float32)
+    jf = jit.compile_function(lambda s: _convert_kernel(s, fp16.F32, fp16.I16,
+                                                        fp16.float_to_bfloat16), "f2bf", 2)
+    out = np.empty(f.shape, np.uint16)
+    jf.cfunc(f.ctypes.data, out.ctypes.data, 0, f.size)
+    np.testing.assert_array_equal(out, f.astype(ml_dtypes.bfloat16).view(np.uint16))
+    jf = jit.compile_function(lambda s: _convert_kernel(s, fp16.I16, fp16.F32,
+                                                        fp16.bfloat16_to_float), "bf2f", 2)
+    back = np.empty(HALF_BITS.shape, np.float32)
+    jf.cfunc(HALF_BITS.ctypes.data, back.ctypes.data, 0, HALF_BITS.size)
+    np.testing.assert_array_equal(
+        back.view(np.uint32), HALF_BITS.view(ml_dtypes.bfloat16).astype(np.float32).view(
+            np.uint32))
+
+
 # ---------------------------------------------------------------- the issue's crashes
 
 
