@@ -12,6 +12,16 @@
   function: a graph break inside a loop body runs the loop eagerly and keeps the code before
   and after it compiled. Every exit returns `(LOOP_EXIT, exit index, locals())`.
 
+Exception tables: a resume function keeps the original code, handlers and exception table
+whole; the prologue's jump may land inside a try region, so the region is split at the target
+(`_split_try_at`: closed before it, reopened after it) for the library to see the region on the
+path from the prologue and compute its depth (a jump past the TryBegin left the depth unset,
+and an exception there crashed CPython). Every assembled code object is checked by `verify.py`
+(stack depths with exception edges, table entries, prefix, operands, and no load of a local
+the original always had bound); a rejected one raises CannotResume, and capture falls back to
+running the rest of the frame, or the whole frame, eagerly (`transform.py` states the policy
+for breaks inside `try`).
+
 Readable names: `__resume_in_f_at_12` (12 = the source line). Touches `bytecode` and `types`.
 """
 

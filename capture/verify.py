@@ -80,6 +80,8 @@ def verify_code(code, closure_size: int | None = None) -> int:
     entries = list(dis.Bytecode(code).exception_entries)
     end = insts[-1].offset + 2
     for e in entries:
+        if e.start == e.end:
+            continue  # an empty range (a region split at a jump target) never matches
         if e.target not in starts or e.start not in starts or not e.start < e.end <= end:
             raise BadCode(f"exception-table entry {e} does not match the instructions")
         # its depth is checked where a reachable instruction uses it: an entry that covers
