@@ -501,6 +501,9 @@ def code_text(cf, entry, i: int) -> str:
         lines.append(f"    if bool(___outs[cond]):  # jump when {cont.jump_when}")
         lines.append(f"        return {names[0]}(*___stack, {', '.join(cont.local_names)})")
         lines.append(f"    return {names[1]}(*___stack, {', '.join(cont.local_names)})")
+    elif cont.kind == "eager":
+        lines.append(f"    return {names[0]}(*___stack, {', '.join(cont.local_names)})"
+                     "  # plain bytecode from the break on (inside a try)")
     else:
         lines.append(f"    ___exit, ___locals = {names[0]}(*___stack, "
                      f"{', '.join(cont.local_names)})  # the loop, eagerly")
