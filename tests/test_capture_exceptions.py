@@ -301,7 +301,17 @@ def finally_runs_on_escape(x, log):
         print("finally")
 
 
-CASES = [try_except_finally, with_inside_except, closure_inside_except, raise_inside_try,
+def keyword_call_breaks_inside_try(x, log):
+    n = 2
+    try:
+        n = sorted([3, n, 1], key=lambda v: -v)[0]  # a break at a call with keywords
+        print("sorted", n)
+    except TypeError as e:
+        log.append(str(e))
+    return x * n
+
+
+CASES = [keyword_call_breaks_inside_try, try_except_finally, with_inside_except, closure_inside_except, raise_inside_try,
          keyerror_caught_after_break, finally_after_return, handler_sees_locals,
          shape_error_caught, break_inside_finally, continue_in_handler_in_loop, bare_reraise,
          nested_try_raise_from_handler, value_dependent_raise, return_inside_finally,

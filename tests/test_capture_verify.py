@@ -242,3 +242,13 @@ def test_a_rejected_function_runs_the_frame_eagerly_with_a_logged_reason(monkeyp
     assert [e.mode for e in cf.__wick_compiled__.entries] == ["eager"]
     err = capsys.readouterr().err
     assert "fails verification: refused by the test" in err
+
+
+def test_an_empty_exception_range_is_accepted():
+    """A region split right at a resume target leaves an empty range behind (never used)."""
+    handler = Label()
+    begin = TryBegin(handler, False, stack_depth=0)
+    code = assemble([Instr("RESUME", 0), begin, TryEnd(begin)] + ret_none()
+                    + [handler, Instr("RERAISE", 0)], 2)
+    verify_code(code)
+    assert types.FunctionType(code, {})() is None
