@@ -676,7 +676,9 @@ def fuzz(seed: int, n: int, constructs=ALL_CONSTRUCTS, backend: str = "eager",
     root = os.path.dirname(os.path.dirname(here))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     while start < n:
-        cmd = [python or sys.executable, here, "--worker", "--seed", str(seed), "--start",
+        boot = (f"import sys; sys.path.insert(0, {os.path.dirname(here)!r}); "
+                "import fuzz_pyfuncs; sys.exit(fuzz_pyfuncs.main(sys.argv[1:]))")
+        cmd = [python or sys.executable, "-c", boot, "--worker", "--seed", str(seed), "--start",
                str(start), "--n", str(n), "--backend", backend,
                "--constructs", ",".join(constructs)] + ([] if do_shrink else ["--no-shrink"])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
