@@ -95,10 +95,22 @@ class OutputGraph:
         if isinstance(value, (DType, device)) or value is Ellipsis:
             g.identity(source, value, getattr(value, "name", "___c"))
             return ConstantVariable(value, source)
+        if isinstance(value, tuple) and type(value) is not tuple:  # Size, named tuples
+            if is_literal(tuple(value)):
+                g.type_is(source, value)
+                g.add(f"tuple({source}) == {tuple(value)!r}")
+                return ConstantVariable(value, source)
+            if not hasattr(type(value), "_fields"):
+                g.type_is(source, value)
+                return UnknownVariable(value, source)
         if isinstance(value, tuple):
             g.length(source, value)
-            return TupleVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
-                                 source)
+            var = TupleVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
+                                source)
+            if type(value) is not tuple:
+                g.type_is(source, value)
+                var.namedtuple = type(value)  # keeps its type when rebuilt
+            return var
         if type(value) is dict and all(type(k) is str for k in value):
             g.type_is(source, value)
             g.add(f"list({source}) == {list(value)!r}")

@@ -66,6 +66,8 @@ CASES = {
                        "        t1 = t0 + 1.0\n    return (t0, t1, x * 1.0)\n"),
     "tensor_branch_effects": ("    if t0.sum() > 0:\n        log.append('pos')\n    else:\n"
                               "        obj.count += 1\n    log.append(k)\n    return t0\n"),
+    # a Size (a tuple subclass) became a plain tuple when a resume function received it
+    "size_across_break": "    sz = t0.shape\n    print(n)\n    return (sz, t0.dtype, sz[0])\n",
     "loop_with_break_effects": (
         "    for i in range(3):\n        if i == 1:\n            continue\n"
         "        log.append(i)\n        if t0.sum() > 100:\n            break\n"
@@ -79,6 +81,24 @@ CASES = {
 def test_compiled_equals_plain(name, seed):
     src = HEAD + CASES[name]
     assert F.check(src, seed * 3 + (seed == 1), False) is None
+
+
+def test_tuple_subclasses_keep_their_type_across_a_break():
+    import collections
+
+    import capture
+    import eager
+
+    P = collections.namedtuple("P", "a b")
+
+    def g(p, s):
+        print(end="")
+        return p, s, p.a + 1
+
+    cg = capture.compile(g)
+    for _ in range(2):
+        r = cg(P(eager.ones(2), 3), eager.ones(2, 3).shape)
+        assert type(r[0]) is P and type(r[1]) is type(eager.ones(2, 3).shape)
 
 
 def test_varargs_kwargs_effects():
