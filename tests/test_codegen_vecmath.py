@@ -151,5 +151,6 @@ def test_float64_gelu_tanh_vectorizes():
     x = g.placeholder("x", ir.TensorMeta((4096,), D.float64))
     g.output((g.call_op(ir.REGISTRY["gelu"], (x,), {"approximate": "tanh"}),))
     llvm_ir = codegen.compile_graph(g).kernels[0].llvm_ir
-    assert "<4 x double>" in llvm_ir or "<8 x double>" in llvm_ir
+    # 4 or 8 lanes with AVX; 2 on a baseline x86-64 target (WICK_LLVM_CPU=x86-64)
+    assert re.search(r"<(2|4|8) x double>", llvm_ir)
     assert re.search(r"call double @(?!llvm\.)", llvm_ir) is None
