@@ -25,6 +25,8 @@ HINTS = {
     "disable": "the callee is marked capture.disable",
     "C function": "a call into C or an unknown module runs eagerly; use eager ops",
     "mutation": "mutating Python objects is run eagerly; return new values instead",
+    "boolean mask": "x[mask] has a data-dependent shape: eager.where(mask, x, 0) or x * mask "
+                    "keep one graph",
     "instruction": "this bytecode instruction is not modelled by capture",
 }
 

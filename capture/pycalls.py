@@ -5,17 +5,15 @@ list/dict methods; unpacking, subscripts and item assignment; generators run to 
 Builtins fold on constants and act on trackers (a `zip` of two lists of tensors is a tuple of
 tuples of trackers); a builtin capture does not model is a graph break, so that the call runs
 eagerly. Containers built by the code may be mutated (`xs.append(y)`); containers read from
-the caller's frame may not (a graph break). Touches `eager` (Tensor indexing methods) and
-`capture`.
+the caller's frame may not (a graph break). Tensor subscripts are `subscripts.py`'s.
+Touches `capture`.
 """
 
 from __future__ import annotations
 
 import builtins
 
-from eager import Tensor
-
-from . import calls
+from . import calls, subscripts
 from .variables import (
     ConstantVariable,
     DictVariable,
@@ -23,7 +21,6 @@ from .variables import (
     IteratorVariable,
     ListVariable,
     ObjectVariable,
-    OpFunctionVariable,
     SequenceVariable,
     SetVariable,
     TensorVariable,
@@ -271,10 +268,7 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
             hasattr(type(obj.value), "__wick_sequence__"):
         return unpack(tx, obj)[index.value]
     if isinstance(obj, TensorVariable):
-        getitem = getattr(Tensor, "__getitem__", None)
-        if getitem is not None and hasattr(getitem, "__wick_op__"):
-            return calls.call_op(tx, OpFunctionVariable(getitem), [obj, index], {})
-        raise tx.unsupported("tensor indexing is not a registry op (runs eagerly)")
+        return subscripts.getitem(tx, obj, index)
     raise tx.unsupported(f"subscript of {obj.describe()}")
 
 
@@ -285,19 +279,9 @@ def store_subscript(tx, obj, index, value) -> None:
         obj.items[index.value] = value
         return
     if isinstance(obj, TensorVariable):
-        setitem = getattr(Tensor, "__setitem__", None)
-        if setitem is not None and hasattr(setitem, "__wick_op__"):
-            calls.inplace(tx, obj, lambda: _functional_setitem(tx, setitem, obj, index, value))
-            return
-        raise tx.unsupported("tensor item assignment is not a registry op (runs eagerly)")
+        subscripts.setitem(tx, obj, index, value)
+        return
     raise tx.unsupported(f"mutation of Python state ({obj.describe()}[...] = ...)")
-
-
-def _functional_setitem(tx, setitem, obj, index, value):
-    op = setitem.__wick_op__
-    inputs, attrs = op.bind((obj, index, value), {})
-    attrs = {k: calls.as_constant(tx, v) for k, v in attrs.items()}
-    return calls.record(tx, op, inputs, attrs)
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from ir.ops.indexing import _adv_key, _adv_shape
 
 from . import grad_mode
 from .dispatch import FUNCTIONS
+from .dispatch import F as EAGER_F
 from .tensor import Tensor, bump_version
 
 _INDEX_KINDS = "iub"
@@ -41,12 +42,14 @@ def _as_index_tensor(k):
     return t
 
 
-def parse_key(x: Tensor, key):
+def parse_key(x, key, F=EAGER_F, as_index=_as_index_tensor, tensor_type=Tensor):
     """Split `key` into (basic index tuple, [index tensors], [view dims they index]).
 
     Bool masks become integer index tensors (one per masked dim, via `argwhere`). Raises
     IndexError for too many indices, a second Ellipsis, a mask of the wrong shape, and
-    ValueError for a negative slice step, as PyTorch does.
+    ValueError for a negative slice step, as PyTorch does. `F` (an `OpNamespace`), `as_index`
+    (list / array / tensor -> an int64 or bool index tensor) and `tensor_type` let capture
+    run the same parse on its trackers (`x` and tensors need only `shape`, `ndim`, `dtype`).
     """
     if not isinstance(key, tuple):
         key = (key,)
@@ -58,8 +61,8 @@ def parse_key(x: Tensor, key):
             entries.append(("bool", k))
         elif isinstance(k, (int, np.integer)):
             entries.append(int(k))
-        elif isinstance(k, (Tensor, np.ndarray, list, tuple)):
-            entries.append(_as_index_tensor(k))
+        elif isinstance(k, (tensor_type, np.ndarray, list, tuple)):
+            entries.append(as_index(k))
         else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
@@ -82,7 +85,7 @@ def parse_key(x: Tensor, key):
         elif isinstance(e, tuple):  # a Python bool: a new dim of size 1 (True) or 0 (False)
             basic.append(None)
             if not e[1]:
-                idx.append(Tensor._make(np.zeros(0, np.int64)))
+                idx.append(as_index([]))
                 dims.append(out)
             out += 1
         elif isinstance(e, int):
@@ -106,14 +109,14 @@ def parse_key(x: Tensor, key):
             if e.ndim == 0:  # a 0-d mask adds a dim of size 1 or 0
                 basic.append(None)
                 if not bool(e._data):
-                    idx.append(Tensor._make(np.zeros(0, np.int64)))
+                    idx.append(as_index([]))
                     dims.append(out)
                 out += 1
                 continue
-            nz = FUNCTIONS["argwhere"](e)
+            nz = F.argwhere(e)
             for j in range(e.ndim):
                 basic.append(slice(None))
-                idx.append(FUNCTIONS["select"](nz, 1, j))
+                idx.append(F.select(nz, 1, j))
                 dims.append(out + j)
             src, out = src + e.ndim, out + e.ndim
         else:
@@ -128,15 +131,27 @@ def _trivial(basic) -> bool:
     return all(isinstance(k, slice) and k == slice(None) for k in basic)
 
 
+def index_ops(F, x, basic, idx, dims):
+    """`x[key]` as registry ops, from `parse_key`'s split: the `getitem` view for the basic
+    part, then the `index` gather for the advanced part. Eager (`F` = eager's namespace) and
+    capture (`F` recording graph nodes) both build subscripts with this one function."""
+    out = x if idx and _trivial(basic) else F.getitem(x, basic)
+    if idx:
+        out = F.index([out, *idx], tuple(dims))
+    return out
+
+
 def getitem(self: Tensor, key):
     """`self[key]`: a view for basic keys, a copy for advanced ones (PyTorch semantics)."""
     if type(key) is Tensor and key.dtype is D.bool_ and key.shape == self.shape and key.ndim:
         return FUNCTIONS["masked_select"](self, key)  # x[mask]: one op instead of four
-    basic, idx, dims = parse_key(self, key)
-    out = self if idx and _trivial(basic) else FUNCTIONS["getitem"](self, basic)
-    if idx:
-        out = FUNCTIONS["index"]([out, *idx], tuple(dims))
-    return out
+    return index_ops(EAGER_F, self, *parse_key(self, key))
+
+
+def put_ops(F, x, basic, idx, dims, value, accumulate=False):
+    """The functional `x[key] = value` (a new tensor) as the `_index_put` registry op, from
+    `parse_key`'s split; `value` already has x's dtype (or is a Python number)."""
+    return F._index_put([x, value, *idx], basic, tuple(dims), accumulate=accumulate)
 
 
 def _value(self: Tensor, value):
@@ -155,8 +170,7 @@ def _put(self: Tensor, basic, idx, dims, value, accumulate=False) -> Tensor:
     needs_grad = grad_mode.is_grad_enabled() and (
         self.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
     if needs_grad or type(self._data) is not np.ndarray:  # autograd, or another device
-        result = FUNCTIONS["_index_put"]([self, value, *idx], basic, tuple(dims),
-                                        accumulate=accumulate)
+        result = put_ops(EAGER_F, self, basic, idx, dims, value, accumulate)
         return self._inplace_update(result)
     # no autograd: write straight into self's memory, after every check
     view = self._data[basic + (Ellipsis,)]
@@ -198,8 +212,7 @@ def index_put_(self: Tensor, indices, values, accumulate=False) -> Tensor:
 def index_put(self: Tensor, indices, values, accumulate=False) -> Tensor:
     """`torch.index_put`: the out-of-place `index_put_` (a new tensor; autograd through it)."""
     basic, idx, dims = parse_key(self, tuple(indices))
-    return FUNCTIONS["_index_put"]([self, _value(self, values), *idx], basic, tuple(dims),
-                                  accumulate=accumulate)
+    return put_ops(EAGER_F, self, basic, idx, dims, _value(self, values), accumulate)
 
 
 def install(tensor_cls) -> None:

@@ -1,5 +1,6 @@
-"""Indexing ops: tensor subscripts (the `getitem` view, the advanced `index` gather and
-`_index_put`), the `IndexedOpDef` their family is declared with, and the `_adjoint` op that is
+"""Indexing ops: tensor subscripts (the `getitem` view, the advanced `index` gather,
+`_index_put` and `_index_const`, a list index as a graph constant), the `IndexedOpDef` their
+family is declared with, and the `_adjoint` op that is
 the backward of every linear gather-like op (views, flips, pads...). gather/scatter and the
 index_*/masked_*/take/put family live in `ir/ops/scatter.py`.
 
@@ -144,6 +145,32 @@ declare(
     impl=lambda xp, x, size, dtype=None: xp.zeros(size, dtype=(dtype.np if dtype else x.dtype)),
     ref=lambda x, size, dtype=None: np.zeros(size, x.dtype),
     sample_inputs=lambda rng, dt: iter([((arr(rng, (2,), dt),), {"size": (3, 4)})]),
+    test_dtypes=ALL,
+)
+
+
+def _nested_ints(v):
+    return tuple(_nested_ints(e) for e in v) if isinstance(v, (tuple, list)) else int(v)
+
+
+def _index_const_attrs(inputs, attrs):
+    a = np.asarray(attrs["values"])
+    if a.dtype.kind not in "iu" and not (a.size == 0 and a.dtype.kind == "f"):
+        raise TypeError(f"_index_const(): values must be integers, got {a.dtype}")
+    attrs["values"] = _nested_ints(a.tolist()) if a.ndim else int(a)
+    return attrs
+
+
+# `_index_const(x, values)`: a constant int64 index tensor on x's device (a list used as an
+# index, `x[[0, 2]]`, in a captured graph; x only places it)
+declare(
+    "_index_const", "creation", "input, values", method=False, fixed=D.int64,
+    attrs_rule=_index_const_attrs, shape=lambda s, values: np.shape(values),
+    impl=lambda xp, x, values: xp.asarray(values, dtype=xp.int64),
+    ref=lambda x, values: np.asarray(values, dtype=np.int64),
+    sample_inputs=lambda rng, dt: iter([((arr(rng, (2,), dt),), {"values": (0, 2, -1)}),
+                                        ((arr(rng, (2,), dt),), {"values": ((1,), (0,))}),
+                                        ((arr(rng, (2,), dt),), {"values": ()})]),
     test_dtypes=ALL,
 )
 

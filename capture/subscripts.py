@@ -1,0 +1,123 @@
+"""Tensor subscripts during capture: `x[key]` and `x[key] = v` become registry-op graph nodes.
+
+The key is split by eager's own `parse_key` and turned into ops by eager's own `index_ops` /
+`put_ops` (`eager/indexing.py`), run against a namespace that records graph nodes instead of
+running kernels, so eager and compiled subscripts are one definition: ints, slices (any step,
+negative bounds), None and Ellipsis make the `getitem` view; int tensors and lists of ints
+(a list becomes an `_index_const` node) make the `index` gather (backward: an accumulating
+`_index_put`). A bool mask (tensor, list or 0-d) has a data-dependent output shape: one named
+graph break, as TorchDynamo without `capture_dynamic_output_shape_ops`.
+
+`x[key] = v` on a tensor the graph computed (nothing aliases it) is the functional
+`_index_put` with the tracker rebound to its result (`calls.inplace`); on a graph input, a
+view or a viewed tensor it is a graph break (the store runs eagerly, correct aliasing and
+version counters; no write-back of graph inputs yet). Touches `eager.indexing`, `capture`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eager.indexing import index_ops, parse_key, put_ops
+from ir import OpNamespace
+from ir import dtypes as D
+from ir.opdef import is_number
+
+from . import calls
+from .variables import (
+    ConstantVariable,
+    ListVariable,
+    SequenceVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
+
+MASK = "boolean mask indexing has a data-dependent output shape"
+
+
+def _namespace(tx) -> OpNamespace:
+    return OpNamespace(lambda op, inputs, attrs: calls.record(tx, op, inputs, attrs))
+
+
+def _entry(tx, v):
+    """One key entry as parse_key takes it: a Python constant, a tracker, or a list of ints."""
+    if isinstance(v, TensorVariable):
+        return v
+    if isinstance(v, ConstantVariable):
+        return v.value
+    if isinstance(v, SequenceVariable) and all(
+            isinstance(x, ConstantVariable) or (isinstance(x, SequenceVariable))
+            for x in v.items):
+        return calls.as_constant(tx, v) if isinstance(v, ListVariable) else \
+            list(calls.as_constant(tx, v))
+    raise tx.unsupported(f"tensor index of {v.describe()}")
+
+
+def _key(tx, index: VariableTracker):
+    """The Python key of `x[index]`: a tuple's entries one by one, any other key as one entry."""
+    if isinstance(index, TupleVariable):
+        return tuple(_entry(tx, v) for v in index.items)
+    if isinstance(index, ConstantVariable) and type(index.value) is tuple:
+        return index.value
+    return _entry(tx, index)
+
+
+def _as_index(tx, obj):
+    """parse_key's `as_index`: int tensors as they are, lists of ints as `_index_const`."""
+    def as_index(k):
+        if isinstance(k, TensorVariable):
+            if k.dtype in (D.bool_, D.uint8):
+                raise tx.unsupported(MASK)
+            if k.dtype.category > D.INTEGER:
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
+            return k
+        if any(isinstance(e, (TensorVariable, VariableTracker)) for e in np.ravel(
+                np.asarray(k, dtype=object))):
+            raise tx.unsupported("tensor index: a list holding tensors")
+        a = np.asarray(k)
+        if a.dtype == np.bool_:
+            raise tx.unsupported(MASK)
+        if a.dtype.kind not in "iu" and a.size:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return calls.record(tx, _op("_index_const"), (obj,), {"values": a.tolist()})
+    return as_index
+
+
+def _op(name):
+    from ir import REGISTRY
+
+    return REGISTRY[name]
+
+
+def _split(tx, obj: TensorVariable, index: VariableTracker):
+    key = _key(tx, index)
+    if isinstance(key, TensorVariable) and key.dtype is D.bool_:
+        raise tx.unsupported(MASK)
+    return parse_key(obj, key, _namespace(tx), _as_index(tx, obj), TensorVariable)
+
+
+def getitem(tx, obj: TensorVariable, index: VariableTracker) -> TensorVariable:
+    """The tracker of `obj[index]` (graph nodes: a `getitem` view, then an `index` gather)."""
+    return index_ops(_namespace(tx), obj, *_split(tx, obj, index))
+
+
+def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTracker) -> None:
+    """`obj[index] = value` on a fresh graph tensor: the functional `_index_put`, rebinding."""
+    if isinstance(value, ConstantVariable) and is_number(value.value):
+        v = value.value
+    elif isinstance(value, TensorVariable):
+        v = value
+    else:
+        raise tx.unsupported(f"tensor item assignment of {value.describe()}")
+
+    def compute():
+        split = _split(tx, obj, index)
+        F = _namespace(tx)
+        val = v
+        if isinstance(val, TensorVariable) and val.dtype is not obj.dtype:
+            val = F.cast(val, obj.dtype)
+        return put_ops(F, obj, *split, val)
+
+    calls.inplace(tx, obj, compute)
