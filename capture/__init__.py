@@ -10,7 +10,9 @@ Public API (PyTorch's `torch.compile` / `torch._dynamo` names and semantics):
   breaking instruction eagerly and continues in a generated resume function compiled on its
   own first call (a break inside a loop runs the loop eagerly); `fullgraph=True` raises
   `Unsupported` instead. `dynamic=None` (automatic), True or False: dynamic shapes.
-  `compile(model)` compiles an object with `forward` (an `eager.nn.Module`).
+  `fn` may be any callable (`targets.py`: function, lambda, bound method, classmethod,
+  staticmethod, `functools.partial`, callable object); `compile(module)` returns an
+  `OptimizedModule` (`module_wrapper.py`: `_orig_mod`, `_orig_mod.`-prefixed state dict).
 - `explain(fn)(*args, **kwargs)`: graphs, ops and graph-break reasons of one call.
 - `reset()`: clears every cache. `graph_break()`: forces a graph break where it is called.
   `disable(fn)`: `fn` always runs eagerly, also when called from compiled code.
@@ -31,7 +33,9 @@ from __future__ import annotations
 
 import functools
 
-from . import config, registry
+from eager.nn import Module as _Module
+
+from . import config, registry, supers, targets  # noqa: F401 (supers: a handler)
 from .backends import BACKENDS
 from .compiler import CompiledFunction
 from .explain import ExplainOutput
@@ -54,7 +58,9 @@ __all__ = [
 def compile(fn=None, *, backend="auto", fullgraph=False, dynamic=None):
     """Compile `fn` (usable as `@compile`, `@compile(backend="eager")`, `compile(fn)`).
 
-    Raises ValueError for an unknown backend name, TypeError for something not callable.
+    Returns a function (`__wick_compiled__`: its cache), or an `OptimizedModule` for an
+    `eager.nn.Module`. Raises ValueError for an unknown backend name, TypeError for something
+    not callable.
     `dynamic`: None = automatic dynamic shapes after a size guard fails, True = every
     dimension (of size >= 2) symbolic from the start, False = always static.
     """
@@ -66,30 +72,23 @@ def compile(fn=None, *, backend="auto", fullgraph=False, dynamic=None):
                                  dynamic=dynamic)
     if getattr(fn, "__wick_compiled__", None) is not None:
         fn = fn.__wrapped__
-    if not hasattr(fn, "__code__") and callable(fn) and hasattr(fn, "forward"):
-        return _compile_module(fn, backend, fullgraph, dynamic)
-    if not hasattr(fn, "__code__"):
-        raise TypeError(f"capture.compile expects a Python function, got {type(fn).__name__}")
-    compiled = CompiledFunction(fn, backend, fullgraph, dynamic)
-    if getattr(fn, "__wick_disable__", False):
+    if isinstance(fn, _Module):
+        from .module_wrapper import OptimizedModule
+
+        return OptimizedModule(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    target = targets.resolve(fn)  # TypeError for something not callable
+    if getattr(target.func, "__wick_disable__", False) or getattr(fn, "__wick_disable__", False):
         return fn
-
-    # The wrapper is the compiled function's own dispatch closure (one Python frame fewer).
-    wrapper = functools.wraps(fn)(compiled.dispatch)
+    compiled = CompiledFunction(target.func, backend, fullgraph, dynamic)
+    # The wrapper is the compiled function's own dispatch closure (one Python frame fewer)
+    # when nothing is bound in front of the caller's arguments.
+    wrapper = targets.bind(target, compiled.dispatch)
+    if wrapper is compiled.dispatch:
+        wrapper = functools.wraps(fn)(wrapper)
+    else:
+        functools.update_wrapper(wrapper, fn)
+        wrapper.__wrapped__ = fn
     wrapper.__wick_compiled__ = compiled
-    return wrapper
-
-
-def _compile_module(model, backend, fullgraph, dynamic):
-    """`compile(model)`: a function calling the model, compiled; parameters and buffers are
-    read through `model` (guarded) and become graph inputs. `._orig_mod` is the model."""
-
-    def forward(*args, **kwargs):
-        return model(*args, **kwargs)
-
-    forward.__name__ = forward.__qualname__ = f"{type(model).__name__}.forward"
-    wrapper = compile(forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    wrapper._orig_mod = model
     return wrapper
 
 
@@ -125,13 +124,19 @@ def disable(fn=None):
 
 def explain(fn, backend="eager"):
     """`explain(fn)(*args, **kwargs)` captures and runs one call on a private cache and
-    returns an `ExplainOutput`; compiled functions' caches are left untouched."""
+    returns an `ExplainOutput`; compiled functions' caches are left untouched. `fn` is any
+    callable `compile` accepts (a module: its `forward`, or `__call__` when it has hooks)."""
     if getattr(fn, "__wick_compiled__", None) is not None:
         fn = fn.__wrapped__
+    if isinstance(fn, _Module):
+        from .module_wrapper import _plain_call
+
+        fn = fn.forward if _plain_call(fn) else fn.__call__
+    target = targets.resolve(fn)
 
     def run(*args, **kwargs):
-        compiled = CompiledFunction(fn, backend, register=False)
-        result = compiled(*args, **kwargs)
+        compiled = CompiledFunction(target.func, backend, register=False)
+        result = targets.bind(target, compiled)(*args, **kwargs)
         return ExplainOutput(compiled, result)
 
     return run

@@ -197,6 +197,11 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
     if isinstance(fn, GradModeExitVariable):
         tx.out.grad_enabled = fn.prev
         return ConstantVariable(None)
+    if getattr(fn, "value", None) is super and not isinstance(fn, ConstantVariable):
+        from .supers import make_super
+
+        if not kwargs:
+            return make_super(tx, args)
     if isinstance(fn, UserObjectVariable):
         value = fn.value
         if value in (grad_mode.no_grad, grad_mode.enable_grad) and not args and not kwargs:
@@ -407,6 +412,10 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
     """The tracker of `obj.name`."""
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
+    if type(obj).__name__ == "SuperVariable":
+        from .supers import super_attr
+
+        return super_attr(tx, obj, name)
     if isinstance(obj, (ModuleVariable, UserObjectVariable)):
         if _getter_runs_user_code(obj.value, name):  # a property: run it once, eagerly
             raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "

@@ -10,6 +10,7 @@ types, `ir.Graph`, and `capture`.
 
 from __future__ import annotations
 
+import functools
 import types
 
 from eager import Tensor, device
@@ -133,6 +134,8 @@ class OutputGraph:
             return OpFunctionVariable(value, source)
         if getattr(value, "__wick_compiled__", None) is not None:
             g.identity(source, value, name)
+            if not isinstance(value.__wrapped__, types.FunctionType):  # a method, partial...
+                return self.wrap(value.__wrapped__, f"{source}.__wrapped__")
             return FunctionVariable(value.__wrapped__, source)
         if isinstance(value, types.FunctionType):
             g.identity(source, value, name)
@@ -152,6 +155,17 @@ class OutputGraph:
         if isinstance(value, type):
             g.identity(source, value, name)
             return UserObjectVariable(value, source)
+        if type(value) is functools.partial:  # its parts are read (and guarded) at call time
+            from .variables import PartialVariable
+
+            g.type_is(source, value)
+            g.add(f"len({source}.args) == {len(value.args)}")
+            g.add(f"list({source}.keywords) == {list(value.keywords)!r}")
+            return PartialVariable(
+                self.wrap(value.func, f"{source}.func"),
+                [self.wrap(a, f"{source}.args[{i}]") for i, a in enumerate(value.args)],
+                {k: self.wrap(v, f"{source}.keywords[{k!r}]") for k, v in value.keywords.items()},
+                source)
         g.type_is(source, value)
         if type(value).__module__ == "builtins" or not hasattr(value, "__dict__") or \
                 type(value).__module__.split(".")[0] == "numpy":
