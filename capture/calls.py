@@ -24,7 +24,7 @@ from ir.autodiff import mark_composite
 from ir.dtypes import DType, to_dtype
 from ir.opdef import is_number
 
-from . import config, dynamic
+from . import config, dynamic, vocabulary
 from .variables import (
     BuiltinVariable,
     ConstantMethodVariable,
@@ -176,6 +176,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         value = fn.value
         if getattr(value, "__wick_graph_break__", False):
             raise tx.unsupported("capture.graph_break() called")
+        if vocabulary.is_internal(value):
+            return call_eager(tx, fn, args, kwargs)
         if getattr(value, "__wick_disable__", False):
             raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
         return inline(tx, fn, args, kwargs)
@@ -219,6 +221,29 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             tx.out.guards.identity(f"type({fn.source}).__call__", call, "__call__")
             return inline(tx, FunctionVariable(call, None, self_var=fn), args, kwargs)
     raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTracker:
+    """A call of a function of `eager` (or numpy): graph nodes by its vocabulary rule, an
+    `eager.nn` composition inlined, else one break named at the user's call (`vocabulary`)."""
+    from .breaks import GraphBreak
+
+    value = fn.value
+    if fn.self_var is not None:
+        args = [fn.self_var] + args
+    rule = vocabulary.rule_for(value)
+    if rule is not None:
+        return rule(tx, value, args, kwargs)
+    if getattr(value, "__wick_value_check__", False):
+        return ConstantVariable(None)  # (the kernels check their indices: see vocabulary)
+    if not vocabulary.is_composition(value):
+        raise vocabulary.no_graph_form(tx, value)
+    if vocabulary.is_internal_frame(tx):  # a composition calling another: the outer one names it
+        return inline(tx, FunctionVariable(value), args, kwargs)
+    try:
+        return inline(tx, FunctionVariable(value), args, kwargs)
+    except GraphBreak as gb:
+        raise vocabulary.no_graph_form(tx, value, gb.reason.reason) from None
 
 
 def _signature_function(fn):
@@ -434,6 +459,9 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
 
         if name in CONTAINER_METHODS:
             return ContainerMethodVariable(obj, name)
+    fields = getattr(getattr(obj, "namedtuple", None), "_fields", ())
+    if isinstance(obj, TupleVariable) and name in fields:  # `x.max(dim=0).values`
+        return obj.items[fields.index(name)]
     if isinstance(obj, ConstantVariable):
         value = getattr(obj.value, name)
         if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
@@ -468,6 +496,8 @@ def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
     attr = getattr(Tensor, name, None)
     if attr is not None and hasattr(attr, "__wick_op__"):
         return OpFunctionVariable(attr, None, self_var=t)
+    if isinstance(inspect.getattr_static(Tensor, name, None), types.FunctionType):
+        return FunctionVariable(attr, None, self_var=t)  # eager's vocabulary (call_eager)
     raise tx.unsupported(f"Tensor attribute {name!r} is not supported by capture")
 
 

@@ -90,7 +90,8 @@ class OutputGraph:
                 var.shadow = TensorVariable(self.shadow_tx.out.graph.placeholder(name, pmeta),
                                             pmeta, value.requires_grad)
             return var
-        if type(value) is not list and is_literal(value):
+        if type(value) is not list and is_literal(value) or type(value) is float:
+            # (inf/nan too: `x.masked_fill(m, _NEG_INF)`; the guard names the value)
             g.constant(source, value)
             return ConstantVariable(value, source)
         if isinstance(value, (DType, device)) or value is Ellipsis:

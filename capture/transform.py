@@ -66,6 +66,7 @@ from .variables import (
     TensorMethodVariable,
     TensorVariable,
 )
+from .vocabulary import is_internal
 
 LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST",
          "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "LOAD_FAST_AND_CLEAR"}
@@ -560,6 +561,7 @@ def _callee_slot(tx, index, snap):
     for k in (0, 1):
         v = region[k]
         if isinstance(v, FunctionVariable) and v.self_var is None and not (
+                is_internal(v.value) or  # eager's API: a named break, run as one call
                 getattr(v.value, "__wick_graph_break__", False) or
                 getattr(v.value, "__wick_disable__", False)):
             return k

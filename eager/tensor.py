@@ -433,6 +433,18 @@ class Tensor:
     def type(self, dtype=None):
         return f"eager.{self.dtype.name}" if dtype is None else self.to(dtype)
 
+    def type_as(self, other) -> Tensor:
+        """This tensor in `other`'s dtype (`self` when it already has it)."""
+        return self.to(other.dtype)
+
+    def view_as(self, other) -> Tensor:
+        """`self.view(other.shape)`."""
+        return self.view(tuple(other.shape))
+
+    def reshape_as(self, other) -> Tensor:
+        """`self.reshape(other.shape)`."""
+        return self.reshape(tuple(other.shape))
+
     def float(self):
         return self.to(D.float32)
 
@@ -549,6 +561,13 @@ class Tensor:
         return self._inplace_update(FUNCTIONS["clone"](src), check_cast=False)
 
     # ---------------------------------------------------------------- printing
+
+    def __format__(self, format_spec: str) -> str:
+        """`f"{loss:.4f}"`: a 0-d tensor formats as its Python number (as PyTorch); other
+        tensors only with an empty spec (their repr), else TypeError."""
+        if self.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     def __repr__(self) -> str:
         from .printing import tensor_repr

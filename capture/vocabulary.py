@@ -1,0 +1,322 @@
+"""Eager's public API as graph vocabulary: calls capture turns into graph nodes, never traces.
+
+Dynamo never steps into torch's own Python code (`TorchInGraphFunctionVariable`); neither does
+wick. A call whose callee lives in `eager`, `ir` or numpy is looked up *by identity* in one
+table built from eager's public namespaces (`eager`, `eager.nn.functional`, `Tensor`) and the
+rules below:
+
+- registry functions and methods (`__wick_op__`) are recorded by `calls.call_op` (not here);
+- factories of constant arguments (`zeros`, `ones`, `empty`, `full`, `arange`, `linspace`,
+  `logspace`, `eye`, `tensor`, `as_tensor`) become graph inputs made fresh on every call by
+  eager's own factory (the placeholder's source is the call; its values are eager's, bit for
+  bit, and no guard is needed: the arguments are constants of the code);
+- `*_like` factories of a traced tensor are `new_zeros` (+ the fill value, cast back) nodes;
+- Tensor methods with no registry op (`detach`, `contiguous`, `type`, `type_as`, `view_as`,
+  `reshape_as`) have a rule recording registry ops;
+- `eager.nn` compositions (`F.embedding`, `F.cross_entropy`, `F.layer_norm`, conv, pooling,
+  attention) are inlined as user code, but a break inside one is reported once, at the user's
+  call, as "eager.nn.functional.X has no graph form: <why>", and the call then runs eagerly
+  (it is not compiled as a frame of its own);
+- anything else of `eager`/`ir`/numpy is one named break at the user's call site
+  ("eager.foo has no graph form").
+
+`value_check` functions (`check_class_indices`...) are not traced: the kernels of
+`index_select`/`gather`/`nll_loss` check their indices themselves (numpy's IndexError).
+Random ops are one named break (their generator state is not a graph value yet). Touches
+`eager` (reads its namespaces), `ir` and `capture`.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+from ir import dtypes as D
+
+from .variables import ConstantVariable, SequenceVariable, TensorVariable, VariableTracker
+
+INTERNAL_ROOTS = ("eager", "ir", "numpy", "capture")
+RANDOM = ("rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm",
+          "bernoulli", "multinomial", "normal", "dropout", "dropout1d", "dropout2d",
+          "alpha_dropout", "feature_alpha_dropout")
+FACTORIES = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
+             "tensor", "as_tensor", "asarray")
+LIKE = {"zeros_like": 0, "ones_like": 1, "empty_like": 0, "full_like": None}
+
+
+def _module_of(fn) -> str:
+    if isinstance(fn, types.FunctionType):
+        return fn.__globals__.get("__name__", "") or ""
+    return getattr(fn, "__module__", "") or ""
+
+
+def is_internal(fn) -> bool:
+    """True for a function defined inside wick's `eager`/`ir`/`capture` or numpy."""
+    return _module_of(fn).split(".")[0] in INTERNAL_ROOTS
+
+
+def is_internal_frame(tx) -> bool:
+    """True when the translator `tx` runs code of `eager` (an inlined composition)."""
+    return (tx.f_globals.get("__name__", "") or "").split(".")[0] in INTERNAL_ROOTS
+
+
+def is_composition(fn) -> bool:
+    """An `eager.nn` function written in registry ops (inlined, as user code would be)."""
+    return isinstance(fn, types.FunctionType) and _module_of(fn).startswith("eager.nn") \
+        and not getattr(fn, "__wick_disable__", False)
+
+
+def public_name(fn) -> str:
+    """`eager.nn.functional.embedding`, `eager.Tensor.detach`, `eager.zeros`: how the user
+    reaches `fn` (its table name), else its module and qualified name."""
+    table = _table()
+    hit = table.get(id(fn))
+    if hit is not None:
+        return hit[0]
+    return f"{_module_of(fn)}.{getattr(fn, '__qualname__', getattr(fn, '__name__', fn))}"
+
+
+_TABLE: dict | None = None
+_KEEP: list = []  # the table's objects (their ids stay valid)
+
+
+def _table() -> dict:
+    """id(obj) -> (public name, rule or None), built once from eager's namespaces."""
+    global _TABLE
+    if _TABLE is not None:
+        return _TABLE
+    import eager
+    from eager import Tensor
+    from eager.nn import functional as F
+
+    table = {}
+    for prefix, ns in (("eager.nn.functional", F), ("eager", eager)):
+        for name in dir(ns):
+            obj = getattr(ns, name, None)
+            if callable(obj) and not name.startswith("_") and id(obj) not in table:
+                _KEEP.append(obj)
+                table[id(obj)] = (f"{prefix}.{name}", _rule(prefix, name))
+    for name, obj in vars(Tensor).items():
+        if callable(obj) and id(obj) not in table:
+            _KEEP.append(obj)
+            table[id(obj)] = (f"eager.Tensor.{name}", METHOD_RULES.get(name))
+    _TABLE = table
+    return table
+
+
+def _rule(prefix: str, name: str):
+    if prefix == "eager" and name in FACTORIES:
+        return _constant_factory
+    if prefix == "eager" and name in LIKE:
+        return _like_rule(name)
+    return None
+
+
+def rule_for(fn):
+    """The capture rule of eager function/method `fn` (call as rule(tx, fn, args, kwargs)),
+    or None."""
+    hit = _table().get(id(fn))
+    return hit[1] if hit is not None else None
+
+
+def no_graph_form(tx, fn, why: str = ""):
+    """The GraphBreak for a call of eager's `fn` that capture cannot express."""
+    name = public_name(fn)
+    base = name.rsplit(".", 1)[-1]
+    if base in RANDOM:
+        why = why or "random ops read and advance the generator, which is not a graph value"
+    return tx.unsupported(f"{name} has no graph form" + (f": {why}" if why else ""))
+
+
+# ---------------------------------------------------------------- factories
+
+
+def _const(tx, fn, v):
+    if isinstance(v, ConstantVariable):
+        return v.value
+    if isinstance(v, SequenceVariable):
+        return v.kind(_const(tx, fn, x) for x in v.items)
+    if isinstance(v, VariableTracker):
+        raise no_graph_form(tx, fn, f"an argument is {v.describe()}, not a constant")
+    return v
+
+
+def _literal(tx, value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return tx.out.guards.name_for(value, "___f")
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_literal(tx, v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) \
+            else f"[{inner}]"
+    return tx.out.guards.literal(value)
+
+
+def _constant_factory(tx, fn, args, kwargs):
+    """`eager.zeros(3, 4)`, `eager.arange(n)`, `eager.tensor([1, 2])`: a graph input that the
+    compiled code makes by calling `fn` with the same constants on every call."""
+    if "out" in kwargs:
+        raise no_graph_form(tx, fn, "out= writes into a tensor")
+    cargs = [_const(tx, fn, a) for a in args]
+    ckw = {k: _const(tx, fn, v) for k, v in kwargs.items()}
+    dev = ckw.get("device")
+    if dev is not None and str(dev) != "cpu":
+        raise no_graph_form(tx, fn, f"device={dev!r}")
+    value = fn(*cargs, **ckw)  # eager's own errors, raised at capture as eagerly
+    fname = tx.out.guards.name_for(fn, fn.__name__)
+    parts = [_literal(tx, a) for a in cargs] + [f"{k}={_literal(tx, v)}" for k, v in ckw.items()]
+    out = tx.out
+    # (the index keeps two equal calls two inputs: two tensors, as eagerly)
+    source = f"({fname}({', '.join(parts)}), {len(out.input_sources)})[0]"
+    node = out.graph.placeholder(f"{fn.__name__}_{len(out.input_sources)}", value.meta)
+    out.input_sources.append(source)
+    out.tensor_shapes[source] = tuple(value.meta.shape)
+    var = TensorVariable(node, value.meta, value.requires_grad, source)
+    out.by_source[source] = var
+    return var
+
+
+def _op(name):
+    from eager.dispatch import FUNCTIONS
+
+    return FUNCTIONS[name]
+
+
+def _record(tx, name, args, kwargs):
+    from .calls import call_op
+    from .variables import OpFunctionVariable
+
+    return call_op(tx, OpFunctionVariable(_op(name)), list(args),
+                   {k: ConstantVariable(v) for k, v in kwargs.items()})
+
+
+def _fill(tx, fn, t: TensorVariable, shape, value, dtype):
+    """A tensor of `shape` and `dtype` filled with `value`, recorded from `t` (dtype/device)."""
+    dt = D.to_dtype(dtype) if dtype is not None else t.meta.dtype
+    if dt.is_complex or (isinstance(value, complex)):
+        raise no_graph_form(tx, fn, "complex fill values")
+    if isinstance(value, float) and not math.isfinite(value) and not dt.is_floating_point:
+        raise no_graph_form(tx, fn, "a non-finite value in an integer tensor")
+    if isinstance(value, float) and not dt.is_floating_point and value != int(value):
+        raise no_graph_form(tx, fn, "a fractional value in an integer tensor")
+    z = _record(tx, "new_zeros", [t], {"size": tuple(shape), "dtype": dt})
+    if value == 0:  # (0 + -0.0 is +0.0: a negative zero is -zeros)
+        negative = isinstance(value, float) and math.copysign(1, value) < 0
+        return _record(tx, "neg", [z], {}) if negative and dt.is_floating_point else z
+    if dt is D.bool_:
+        value = bool(value)
+    elif not dt.is_floating_point:
+        value = int(value)
+    filled = _record(tx, "add", [z, ConstantVariable(value)], {})
+    return _cast(tx, filled, dt)
+
+
+def _cast(tx, t, dt):
+    if t.meta.dtype is dt:
+        return t
+    return _record(tx, "cast", [t], {"dtype": dt})
+
+
+def _like_rule(name):
+    fill = LIKE[name]
+
+    def rule(tx, fn, args, kwargs):
+        kwargs = dict(kwargs)
+        if not args or not isinstance(args[0], TensorVariable):
+            raise no_graph_form(tx, fn, "the first argument is not a traced tensor")
+        t, rest = args[0], list(args[1:])
+        value = fill
+        if value is None:
+            if not rest and "fill_value" not in kwargs:
+                raise TypeError("full_like() missing 1 required positional argument: "
+                                "'fill_value'")
+            value = _const(tx, fn, rest.pop(0) if rest else kwargs.pop("fill_value"))
+        if rest:
+            raise TypeError(f"{name}() takes {1 + (fill is None)} positional arguments")
+        kw = {k: _const(tx, fn, v) for k, v in kwargs.items()}
+        if kw.pop("requires_grad", False):
+            raise no_graph_form(tx, fn, "requires_grad=True makes a new leaf")
+        kw.pop("memory_format", None)
+        dev = kw.pop("device", None)
+        if dev is not None and str(dev) != "cpu":
+            raise no_graph_form(tx, fn, f"device={dev!r}")
+        dtype = kw.pop("dtype", None)
+        if kw:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(kw))}'")
+        return _fill(tx, fn, t, t.meta.shape, value, dtype)
+
+    return rule
+
+
+# ---------------------------------------------------------------- Tensor methods
+
+
+def _self_and(tx, fn, args, n_tensors=0):
+    if not args or not isinstance(args[0], TensorVariable):
+        raise no_graph_form(tx, fn, "self is not a traced tensor")
+    rest = args[1:]
+    for a in rest[:n_tensors]:
+        if not isinstance(a, TensorVariable):
+            raise no_graph_form(tx, fn, f"{a.describe()} is not a traced tensor")
+    return args[0], rest
+
+
+def _same_shape_view(tx, t, grad=True):
+    """A `reshape` of `t` to its own shape: the same values, a view (in-place ops on it are
+    graph breaks, as on any view); `grad=False` records it outside autograd (`detach`)."""
+    prev = tx.out.grad_enabled
+    tx.out.grad_enabled = prev and grad
+    try:
+        out = _record(tx, "reshape", [t], {"shape": tuple(t.meta.shape)})
+    finally:
+        tx.out.grad_enabled = prev
+    if not grad:
+        out.requires_grad = False
+    return out
+
+
+def _detach(tx, fn, args, kwargs):
+    t, rest = _self_and(tx, fn, args)
+    if rest or kwargs:
+        raise TypeError("detach() takes no arguments")
+    return _same_shape_view(tx, t, grad=False)
+
+
+def _contiguous(tx, fn, args, kwargs):
+    t, _ = _self_and(tx, fn, args)
+    node = t.node
+    if node.op == "call_function" and node.target.kind != "view":
+        return t  # a fresh result is contiguous: eager returns self
+    return _same_shape_view(tx, t)
+
+
+def _type_as(tx, fn, args, kwargs):
+    t, (other,) = _self_and(tx, fn, args, 1)
+    return _cast(tx, t, other.meta.dtype)
+
+
+def _type(tx, fn, args, kwargs):
+    t, rest = _self_and(tx, fn, args)
+    dtype = _const(tx, fn, rest[0] if rest else kwargs.get("dtype"))
+    if dtype is None:
+        return ConstantVariable(f"eager.{t.meta.dtype.name}")
+    if not isinstance(dtype, D.DType):
+        raise no_graph_form(tx, fn, f"type({dtype!r})")
+    return _cast(tx, t, dtype)
+
+
+def _view_as(op_name):
+    def rule(tx, fn, args, kwargs):
+        t, (other,) = _self_and(tx, fn, args, 1)
+        return _record(tx, op_name, [t], {"shape": tuple(other.meta.shape)})
+
+    return rule
+
+
+METHOD_RULES = {
+    "detach": _detach,
+    "contiguous": _contiguous,
+    "type_as": _type_as,
+    "type": _type,
+    "view_as": _view_as("view"),
+    "reshape_as": _view_as("reshape"),
+}
