@@ -13,14 +13,18 @@
   and after it compiled. Every exit returns `(LOOP_EXIT, exit index, locals())`.
 
 Exception tables: a resume function keeps the original code, handlers and exception table
-whole; the prologue's jump may land inside a try region, so the region is split at the target
-(`_split_try_at`: closed before it, reopened after it) for the library to see the region on the
-path from the prologue and compute its depth (a jump past the TryBegin left the depth unset,
-and an exception there crashed CPython). Every assembled code object is checked by `verify.py`
-(stack depths with exception edges, table entries, prefix, operands, and no load of a local
-the original always had bound); a rejected one raises CannotResume, and capture falls back to
-running the rest of the frame, or the whole frame, eagerly (`transform.py` states the policy
-for breaks inside `try`).
+whole, and every table entry keeps the original's depth (`_assemble`: the prologue rebuilds
+the original stack at the target, so those depths are exact; the library's own estimate was
+wrong for code entered in the middle, and a handler that unwound to a wrong depth installed a
+wrong object as the thread's current exception: SIGSEGV, issue 13). The prologue's jump may
+land inside a try region; the region is split at the target (`_split_try_at`: closed before
+it, reopened after it with the same handler and depth). A target inside an except/finally
+handler is refused (its stack holds what PUSH_EXC_INFO saved, which a new frame lacks).
+Every assembled code object is checked by `verify.py` (stack depths with exception edges,
+table entries, prefix, operands, every copied instruction covered by the original's handler
+at the original's depth, and no load of a local the original always had bound); a rejected
+one raises CannotResume, and capture falls back to running the rest of the frame, or the
+whole frame, eagerly (`transform.py` states the policy for breaks inside `try`).
 
 Readable names: `__resume_in_f_at_12` (12 = the source line). Touches `bytecode` and `types`.
 """
@@ -49,7 +53,7 @@ class CannotResume(Exception):
 def instrs_by_index(code) -> tuple:
     """(Bytecode, list of the Instr objects in `dis.get_instructions` order, EXTENDED_ARG
     excluded), checked opname by opname."""
-    bc = Bytecode.from_code(code)
+    bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
     instrs = [e for e in bc if isinstance(e, Instr)]
     ref = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
     if len(ref) != len(instrs) or any(a.opname != b.name for a, b in zip(ref, instrs)):
@@ -58,11 +62,25 @@ def instrs_by_index(code) -> tuple:
 
 
 def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
-              entry: Label | None = None, closure=None) -> types.CodeType:
-    """Assemble `elements` (the `bytecode` library computes the stack size and the exception
-    table's depths) and verify the result (`verify.py`); CannotResume when either refuses."""
+              entry: Label | None = None, closure=None,
+              alias: dict | None = None) -> types.CodeType:
+    """Assemble `elements` (the `bytecode` library; exception-table depths are the original's,
+    `_assemble`) and verify the result (`verify.py`) against the original `bc` when there is
+    one; CannotResume when either refuses, or when `entry` lies inside an except/finally
+    handler (`verify.entered_normally`). `alias`: id(new Instr) -> the original Instr it
+    replaces (a jump retargeted to a loop exit)."""
     if entry is not None:
         elements = _split_try_at(elements, entry)
+    origin = None
+    if bc is not None:
+        index = {id(e): k for k, e in enumerate(e for e in bc if isinstance(e, Instr))}
+        index.update({new: index[id(old)] for new, old in (alias or {}).items()})
+        if entry is not None:
+            first = next(e for e in elements[elements.index(entry):] if isinstance(e, Instr))
+            if not verify.entered_normally(template, index[id(first)]):
+                raise CannotResume(f"generated {name} fails verification: it starts inside "
+                                   "an except or finally handler")
+        origin = [index.get(id(e)) for e in elements if isinstance(e, Instr)]
     out = Bytecode(elements)
     out.name = name
     out.filename = template.co_filename
@@ -79,15 +97,32 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
     if PY >= (3, 11):
         out.qualname = name
     try:
-        code = out.to_code()  # compute_stacksize(check_pre_and_post=True) inside
+        # the exception table keeps the original's depths (`_assemble`)
+        code = _assemble(out, bc is not None)
         verify.verify_code(code, len(closure or ()) if bc is not None else 0)
         if bc is not None:
+            verify.check_table(template, code, origin)
             verify.check_bindings(list(bc), _params(template), elements, args)
     except verify.BadCode as e:
         raise CannotResume(f"generated {name} fails verification: {e}") from None
     except Exception as e:  # noqa: BLE001 - the assembler's own checks (stack size, jumps)
         raise CannotResume(f"cannot assemble {name}: {type(e).__name__}: {e}") from None
     return code
+
+
+def _assemble(out: Bytecode, keep_depths: bool) -> types.CodeType:
+    """The code object of `out`. With `keep_depths`, every exception-table entry keeps the
+    depth of the original entry it comes from (`TryBegin.stack_depth`, kept by `instrs_by_index`):
+    the prologue rebuilds the original stack at the target, so the original depths are exact
+    at every instruction reachable from it. The library's own estimate (the lowest depth seen
+    between a TryBegin and its TryEnd on the paths it walks) went wrong for code entered in
+    the middle: it gave a handler of a `try` nested in an `except` block a depth 2 too high,
+    unwinding left the handler's saved exception buried under values it does not know, and
+    its POP_EXCEPT set the thread's current exception to an object it did not own (SIGSEGV
+    later, issue 13). `co_stacksize` is the verifier's exact maximum when that is larger."""
+    code = out.to_code(compute_exception_stack_depths=not keep_depths)
+    top = verify.max_depth(code)
+    return code.replace(co_stacksize=top) if top > code.co_stacksize else code
 
 
 def _params(code) -> tuple:
@@ -110,7 +145,7 @@ def _split_try_at(elements: list, entry: Label) -> list:
                 e = TryEnd(copy)
             current = copy = None
         if e is entry and current is not None:
-            copy = TryBegin(current.target, current.push_lasti)
+            copy = TryBegin(current.target, current.push_lasti, current.stack_depth)
             out += [TryEnd(current), e, copy]
             continue
         out.append(e)
@@ -240,10 +275,11 @@ def make_loop_fn(fn, head: int, end: int, layout: list, exit_depth: int, local_n
             exit_index.append(tgt)
         return exits[key]
 
-    body = []
+    body, alias = [], {}
     for e in inside:
         if isinstance(e, Instr) and isinstance(e.arg, Label) and id(e.arg) not in defined:
-            e = Instr(e.name, exit_label(e.arg), location=e.location)
+            old, e = e, Instr(e.name, exit_label(e.arg), location=e.location)
+            alias[id(e)] = old
         body.append(e)
     if not (isinstance(hi, Instr) and hi.name in ("JUMP_BACKWARD", "JUMP_FORWARD",
                                                    "RETURN_VALUE", "RETURN_CONST")):
@@ -261,7 +297,7 @@ def make_loop_fn(fn, head: int, end: int, layout: list, exit_depth: int, local_n
     args += [n for n in local_names if n not in code.co_freevars]
     start = Label()
     elements = prefix + push + [Instr("JUMP_FORWARD", start), start] + body + tail
-    new = _new_code(bc, elements, args, name, code, start, fn.__closure__)
+    new = _new_code(bc, elements, args, name, code, start, fn.__closure__, alias)
     return types.FunctionType(new, fn.__globals__, name, None, fn.__closure__), exit_index, \
         args
 

@@ -3,9 +3,9 @@
 A resume, break or loop function (`resume.py`) is the user's bytecode cut and re-assembled: a
 mistake there does not raise, it crashes CPython (a handler that pops to a stack depth that is
 not there, a `LOAD_FAST` of a NULL local on 3.12+, a prologue out of place). So every generated
-code object passes `verify_code` (and, where the original is known, `check_bindings`) before it
-is wrapped into a function; a failure raises `BadCode` and capture runs the frame eagerly
-instead, with the reason logged under `WICK_LOGS=breaks`.
+code object passes `verify_code` (and, where the original is known, `check_table` and
+`check_bindings`) before it is wrapped into a function; a failure raises `BadCode` and capture
+runs the frame eagerly instead, with the reason logged under `WICK_LOGS=breaks`.
 
 `verify_code(code, closure_size)` checks the assembled code object itself, as CPython will run
 it (independently of the `bytecode` library that assembled it, whose own stack-size pass,
@@ -19,6 +19,13 @@ it (independently of the `bytecode` library that assembled it, whose own stack-s
   instruction pops, never above `co_stacksize`, and, inside every exception-table range, never
   below the depth the entry pops the stack to (entries covering only dead code, which a
   resume function jumps over, are never used and not checked).
+
+`check_table(original, code, origin)`: every instruction copied from the original is covered
+by the same handler, at the same depth and lasti flag, as in the original (a depth too high
+left a handler's saved exception buried, and its POP_EXCEPT made an object nobody owned the
+thread's current exception: issue 13's SIGSEGV). `entered_normally(original, index)`: a
+continuation may start only where the original arrives without an exception edge, never
+inside an except/finally handler. `max_depth(code)` is the exact stack size.
 
 `check_bindings(original, generated, params)` is a definite-assignment pass over the abstract
 instructions (`bytecode.Instr` objects, shared between the original and the generated list):
@@ -89,6 +96,15 @@ def verify_code(code, closure_size: int | None = None) -> int:
     return _check_depths(code, insts, starts, entries)
 
 
+def max_depth(code) -> int:
+    """The largest stack depth `code` reaches (exception edges included), whatever its
+    `co_stacksize` says; raises BadCode as `verify_code` does for inconsistent depths."""
+    insts = list(dis.get_instructions(code))
+    starts = {i.offset: k for k, i in enumerate(insts)}
+    entries = [e for e in dis.Bytecode(code).exception_entries if e.start < e.end]
+    return _check_depths(code, insts, starts, entries, limit=1 << 30)
+
+
 def _check_prefix(code, insts, closure_size) -> None:
     body = False
     for i in insts:
@@ -135,19 +151,19 @@ def _covering(entries, offset):
     return None
 
 
-def _check_depths(code, insts, starts, entries) -> int:
+def _check_depths(code, insts, starts, entries, limit: int | None = None) -> int:
     generator = code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
                                  inspect.CO_ASYNC_GENERATOR)
     depth: dict[int, int] = {0: 1 if generator and PY < (3, 13) else 0}
     work = [0]
     top = 0
+    limit = code.co_stacksize if limit is None else limit
 
     def reach(k: int, d: int, why: str) -> None:
         if d < 0:
             raise BadCode(f"negative stack depth after {why}")
-        if d > code.co_stacksize:
-            raise BadCode(f"stack depth {d} exceeds co_stacksize {code.co_stacksize} "
-                          f"({why})")
+        if d > limit:
+            raise BadCode(f"stack depth {d} exceeds co_stacksize {limit} ({why})")
         if k >= len(insts):
             raise BadCode(f"execution runs past the last instruction ({why})")
         old = depth.get(k)
@@ -182,6 +198,80 @@ def _check_depths(code, insts, starts, entries) -> int:
         if inst.opname not in TERMINAL:
             reach(k + 1, d + net, where)
     return top
+
+
+# ---------------------------------------------------------------- against the original
+
+
+def _real(code) -> tuple[list, dict]:
+    """(instructions without EXTENDED_ARG, offset -> index; an EXTENDED_ARG's offset maps to
+    the instruction it extends)."""
+    insts, at, pending = [], {}, []
+    for i in dis.get_instructions(code):
+        pending.append(i.offset)
+        if i.opname != "EXTENDED_ARG":
+            for off in pending:
+                at[off] = len(insts)
+            insts.append(i)
+            pending = []
+    return insts, at
+
+
+def check_table(original, code, origin: list) -> None:
+    """Raise BadCode unless every instruction of `code` copied from `original` is covered by
+    the same handler, at the same depth and with the same lasti flag, as in `original`.
+
+    `origin[k]` is the index in `original` (EXTENDED_ARG excluded) of instruction k of `code`,
+    or None for one capture added (prologue, loop exits). A resume prologue rebuilds the exact
+    stack the original has at its target, so any other depth is wrong: too high, and the
+    unwinding leaves values the handler does not know under its saved exception (its
+    POP_EXCEPT then installs a wrong object as the thread's current exception: issue 13's
+    SIGSEGV); too low, and it pops values code after the handler still uses."""
+    g_insts, g_at = _real(code)
+    o_insts, o_at = _real(original)
+    if len(origin) != len(g_insts):
+        raise BadCode(f"{len(origin)} origins for {len(g_insts)} instructions")
+    g_entries = [e for e in dis.Bytecode(code).exception_entries if e.start < e.end]
+    o_entries = [e for e in dis.Bytecode(original).exception_entries if e.start < e.end]
+
+    def entry_of(entries, at, insts, k, mapped):
+        e = _covering(entries, insts[k].offset)
+        if e is None:
+            return None
+        return mapped(at[e.target]), e.depth, e.lasti
+
+    for k, o in enumerate(origin):
+        if o is None:
+            continue
+        got = entry_of(g_entries, g_at, g_insts, k, lambda t: origin[t])
+        want = entry_of(o_entries, o_at, o_insts, o, lambda t: t)
+        if got != want:
+            i = g_insts[k]
+            raise BadCode(f"{i.opname} at offset {i.offset}: handler (original index, depth, "
+                          f"lasti) {got}, the original has {want}")
+
+
+def entered_normally(original, index: int) -> bool:
+    """Whether instruction `index` of `original` (EXTENDED_ARG excluded) is reached from the
+    function's entry without an exception edge. One that is not lies inside an except or
+    finally handler: its stack holds the saved previous exception (and lasti) that
+    PUSH_EXC_INFO put there, and the thread's current exception is the one being handled;
+    a continuation started there in a new frame would have neither."""
+    insts, at = _real(original)
+    seen, work = {0}, [0]
+    while work:
+        k = work.pop()
+        inst = insts[k]
+        nxt = []
+        if inst.opcode in JUMPS:
+            nxt.append(at[inst.argval])
+        if inst.opname not in TERMINAL:
+            nxt.append(k + 1)
+        for n in nxt:
+            if n < len(insts) and n not in seen:
+                seen.add(n)
+                work.append(n)
+    return index in seen
 
 
 # ---------------------------------------------------------------- definite assignment

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -311,6 +314,61 @@ def keyword_call_breaks_inside_try(x, log):
     return x * n
 
 
+def return_from_finally_in_nested_handlers(x, log):
+    # issue 13's SIGSEGV (reduced): the continuation after the break starts inside the outer
+    # try body; the handlers of the try nested in the except block had depths 2 too high
+    n = 0
+    y = x * 1
+    try:
+        print("in")
+        n = n // int(x.sum().item() > 100)
+    except Exception as e1:
+        log.append(type(e1).__name__)
+        try:
+            try:
+                raise ValueError("v%d" % n)
+            finally:
+                log.append("fin")
+        finally:
+            try:
+                log.append(n)
+            except KeyError:
+                pass
+            else:
+                return (y, n)
+    finally:
+        log.append("outer")
+    return y + 1
+
+
+def shape_error_in_nested_handlers(x, log):
+    # the unreduced form: the continuation starts at the breaking call inside the try
+    n = 0
+    y = x * 1
+    print("start")
+    try:
+        y = y + eager.ones(5)  # a shape error, caught below
+    except Exception as e1:
+        log.append(type(e1).__name__)
+        try:
+            try:
+                raise ValueError("v%d" % n)
+            finally:
+                pass
+        finally:
+            try:
+                pass
+            except KeyError:
+                pass
+            else:
+                return (y, n)
+    finally:
+        pass
+
+
+# cases that crashed CPython: run in a subprocess (test_crashers_in_a_subprocess)
+CRASHERS = [return_from_finally_in_nested_handlers, shape_error_in_nested_handlers]
+
 CASES = [keyword_call_breaks_inside_try, try_except_finally, with_inside_except, closure_inside_except, raise_inside_try,
          keyerror_caught_after_break, finally_after_return, handler_sees_locals,
          shape_error_caught, break_inside_finally, continue_in_handler_in_loop, bare_reraise,
@@ -342,8 +400,11 @@ def observe(fn, x) -> dict:
             result = ("returned", _norm(fn(x, log)))
         except Exception as e:  # noqa: BLE001 - the exception is what is compared
             result = ("raised", type(e).__name__, str(e))
+    # outside any handler the current exception is None after the call, as for the plain
+    # function (generated code that unbalances PUSH_EXC_INFO/POP_EXCEPT leaves it set, or
+    # set to an object it does not own: a later SIGSEGV)
     return {"result": result, "log": _norm(log), "printed": out.getvalue(),
-            "grad_enabled": eager.is_grad_enabled()}
+            "grad_enabled": eager.is_grad_enabled(), "exc_info": sys.exc_info()[0]}
 
 
 INPUTS = [eager.tensor([1.0, 2.0, 3.0]), eager.tensor([1.0, 2.0, 3.0]),
@@ -412,3 +473,30 @@ def test_grad_mode_is_restored_when_an_eager_instruction_raises_inside_no_grad()
     assert eager.is_grad_enabled()
     entry = cf.__wick_compiled__.entries[0]
     assert entry.mode == "resume" and entry.continuation.kind == "inst"
+
+
+CRASH = textwrap.dedent("""
+    import contextlib, sys
+    sys.path.insert(0, {tests!r})
+    import capture, test_capture_exceptions as t
+    for case in t.CRASHERS:
+        cf = capture.compile(case, backend="eager")
+        for x in t.INPUTS:
+            want, got = t.observe(case, x), t.observe(cf, x)
+            assert got == want, (case.__name__, got, want)
+            assert sys.exc_info() == (None, None, None), sys.exc_info()
+        with contextlib.suppress(KeyError):  # touches the current exception (crashed here)
+            {{}}["k"]
+    print("done", sys.exc_info())
+""")
+
+
+def test_crashers_in_a_subprocess():
+    """Issue 13: after one compiled call of these functions the thread's current exception
+    was an object nobody owned (the next `contextlib` exit crashed CPython). Run in a
+    subprocess so that a regression fails this test instead of killing pytest."""
+    script = CRASH.format(tests=str(__import__("pathlib").Path(__file__).parent))
+    proc = subprocess.run([sys.executable, "-X", "dev", "-c", script], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("done (None, None, None)")

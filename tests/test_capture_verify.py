@@ -158,14 +158,101 @@ def test_resume_into_the_middle_of_a_try_region_gets_its_depth():
     assert fn(0, log) == -1 and log == ["caught"]
     assert fn(2, log) == 0
 
-    # without the split, the assembled table is wrong and verification refuses it
+    # without the split the table keeps the original's depths too (nothing left unset)
     original = resume._split_try_at
     try:
         resume._split_try_at = lambda elements, entry: elements
-        with pytest.raises(CannotResume, match="fails verification|cannot assemble"):
-            resume.make_resume(f, target, [], ["x", "log"], "__resume_unsplit")
+        fn, _ = resume.make_resume(f, target, [], ["x", "log"], "__resume_unsplit")
+        assert fn(0, []) == -1
     finally:
         resume._split_try_at = original
+
+
+def nested_handlers(x, log):
+    """The reduced SIGSEGV of issue 13 (crash_1005): a return from a `finally` inside an
+    `except` block, entered from a continuation that starts inside the outer try body."""
+    n = 0
+    y = x * 1
+    try:
+        print("in")
+        n = n // 0
+    except Exception as e1:
+        log.append(type(e1).__name__)
+        try:
+            try:
+                raise ValueError("v%d" % n)
+            finally:
+                pass
+        finally:
+            try:
+                pass
+            except KeyError:
+                pass
+            else:
+                return (y, n)
+    finally:
+        pass
+
+
+def test_the_library_depth_estimate_is_caught_by_check_table(monkeypatch):
+    """The `bytecode` library's estimate of the table's depths (the lowest depth between a
+    TryBegin and its TryEnd on the paths it walks) gave the handlers of the try nested in the
+    except block a depth 2 too high in the code entered at the break; unwinding then left the
+    saved exception buried and POP_EXCEPT installed an object nobody owned as the thread's
+    current exception. Generated code keeps the original depths; `check_table` refuses any
+    other (here forced by assembling with the library's estimate)."""
+    target = _index(nested_handlers, "POP_TOP") + 1  # after print("in"): inside the try
+    names = list(nested_handlers.__code__.co_varnames)
+    fn, _ = resume.make_resume(nested_handlers, target, [], names, "__resume_ok")
+    log = []
+    r = fn(eager.ones(2), log, 0, eager.ones(2) * 3, None)
+    assert r[1] == 0 and r[0].tolist() == [3.0, 3.0] and log == ["ZeroDivisionError"]
+    assert sys.exc_info() == (None, None, None)
+
+    real = resume._assemble
+    monkeypatch.setattr(resume, "_assemble", lambda out, keep: real(out, False))
+    with pytest.raises(CannotResume, match="handler .original index, depth, lasti."):
+        resume.make_resume(nested_handlers, target, [], names, "__resume_estimated")
+
+
+def test_check_table_refuses_a_changed_depth_lasti_or_handler():
+    code = nested_handlers.__code__
+    n = len([i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"])
+    same = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    verify.check_table(code, same.to_code(stacksize=code.co_stacksize + 2,
+                                           compute_exception_stack_depths=False),
+                       list(range(n)))
+    for change in ("depth", "lasti"):
+        bc = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+        tb = [e for e in bc if isinstance(e, TryBegin)][-1]
+        if change == "depth":
+            tb.stack_depth += 1
+        else:
+            tb.push_lasti = not tb.push_lasti
+        bad = bc.to_code(stacksize=code.co_stacksize + 2, compute_exception_stack_depths=False)
+        with pytest.raises(BadCode, match="the original has"):
+            verify.check_table(code, bad, list(range(n)))
+    with pytest.raises(BadCode, match="origins for"):
+        verify.check_table(code, code, list(range(n - 1)))
+
+
+def test_a_resume_target_inside_a_handler_is_refused():
+    """Inside an except/finally handler the stack holds what PUSH_EXC_INFO saved and the
+    thread's current exception is the one handled: a new frame has neither."""
+    def f(x, log):
+        try:
+            y = x + 1
+        except ValueError:
+            log.append("v")
+            y = x
+        return y
+
+    handler = _index(f, "PUSH_EXC_INFO")
+    assert not verify.entered_normally(f.__code__, handler)
+    assert not verify.entered_normally(f.__code__, handler + 2)
+    assert verify.entered_normally(f.__code__, _index(f, "LOAD_FAST"))
+    with pytest.raises(CannotResume, match="inside an except or finally handler"):
+        resume.make_resume(f, handler + 2, ["v", "v"], ["x", "log"], "__in_handler")
 
 
 def _codes(obj, out):
