@@ -181,6 +181,14 @@ class BuildOps:
         calls.store_subscript(self, obj, index, value)
         self.popn(3)
 
+    @handler("STORE_SLICE", min=(3, 12))
+    def STORE_SLICE(self, inst):
+        end, start, obj, value = self.stack[-1], self.stack[-2], self.stack[-3], self.stack[-4]
+        if not (start.is_constant() and end.is_constant()):
+            raise self.unsupported("slice with non-constant bounds")
+        calls.store_subscript(self, obj, ConstantVariable(slice(start.value, end.value)), value)
+        self.popn(4)
+
     @handler("DELETE_SUBSCR")
     def DELETE_SUBSCR(self, inst):
         index, obj = self.stack[-1], self.stack[-2]

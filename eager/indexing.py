@@ -66,8 +66,9 @@ def parse_key(x, key, F=EAGER_F, as_index=_as_index_tensor, tensor_type=Tensor):
         else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
-    used = sum(1 if isinstance(e, (int, slice)) else e.ndim if isinstance(e, Tensor)
-               and e.dtype is D.bool_ else 1 if isinstance(e, Tensor) else 0 for e in entries)
+    used = sum(1 if isinstance(e, (int, slice)) else e.ndim if isinstance(e, tensor_type)
+               and e.dtype is D.bool_ else 1 if isinstance(e, tensor_type) else 0
+               for e in entries)
     if sum(e is Ellipsis for e in entries) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
