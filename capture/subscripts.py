@@ -112,6 +112,15 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
     else:
         raise tx.unsupported(f"tensor item assignment of {value.describe()}")
 
+    node = obj.node
+    if node.op == "placeholder":
+        raise tx.unsupported("item assignment is a mutation of a graph input (the caller's "
+                             "tensor; no write-back of graph inputs yet)")
+    if node.op == "call_function" and (node.target.kind == "view" or any(
+            u.op == "call_function" and u.target.kind == "view" for u in node.users)):
+        raise tx.unsupported("item assignment to a view, or to a tensor with views in the "
+                             "graph (mutation the views must see)")
+
     def compute():
         split = _split(tx, obj, index)
         F = _namespace(tx)

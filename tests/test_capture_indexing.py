@@ -6,13 +6,16 @@ Ellipsis, int tensors, lists, bool masks, combinations) on 1-4 d tensors: compil
 `capture.explain`'s counts (one graph, no break; a bool mask is one named break). Item
 assignment: on a tensor the graph computed it is a functional `_index_put` in the graph; on an
 input (a KV cache) it is one break, with eager's aliasing and version counter. Errors are
-PyTorch's (type and message), compiled and eager.
+PyTorch's (type and message), compiled and eager. The model-code cases of
+`tests/capture_corpus_indexing.py` (rotary halves, GPT last-token logits with a sliced causal
+mask, embedding gathers, KV-cache steps) run compiled vs eager, torch's counts beside wick's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from capture_corpus_indexing import build
 
 import capture
 import eager
@@ -237,3 +240,50 @@ def test_index_of_a_leaf_requiring_grad_keeps_eagers_error():
     with pytest.raises(RuntimeError) as b:
         capture.compile(f)(x)
     assert str(a.value) == str(b.value)
+
+
+# ---------------------------------------------------------------- the model-code corpus
+
+def _clone(v):
+    return v.clone() if isinstance(v, eager.Tensor) else v
+
+
+def _same(got, want):
+    if isinstance(want, eager.Tensor):
+        assert got.dtype is want.dtype and tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    elif isinstance(want, tuple):
+        assert type(got) is tuple and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("name", list(build(eager)))
+@pytest.mark.parametrize("backend", ["llvm", "eager"])
+def test_corpus_case(name, backend):
+    fn, make, (graphs, breaks), _ = build(eager)[name]
+    args = make()
+    plain = tuple(_clone(a) for a in args)
+    want = fn(*plain)
+    compiled = capture.compile(fn, backend=backend)
+    for _ in range(2):  # a capture, then a cache hit
+        mine = tuple(_clone(a) for a in args)
+        _same(compiled(*mine), want)
+        for m, p in zip(mine, plain):  # mutated arguments (KV caches) mutated as eagerly
+            _same(m, p)
+    e = capture.explain(fn)(*tuple(_clone(a) for a in args))
+    assert (e.graph_count, e.graph_break_count) == (graphs, breaks), str(e)
+
+
+def test_corpus_torch_counts():
+    if torch is None:
+        pytest.skip("torch is not installed")
+    from torch import _dynamo
+
+    for name, (fn, make, _, want) in build(torch).items():
+        _dynamo.reset()
+        e = _dynamo.explain(fn)(*make())
+        assert (e.graph_count, e.graph_break_count) == want, name
