@@ -20,10 +20,22 @@ from ir.ops.indexing import _adv_key, _adv_shape
 
 from . import grad_mode
 from .dispatch import FUNCTIONS
-from .dispatch import F as EAGER_F
 from .tensor import Tensor, bump_version
 
 _INDEX_KINDS = "iub"
+
+
+class _EagerOps:
+    """`F.getitem(...)` as eager's generated function (its fast path; the namespace that
+    `index_ops`/`put_ops` run against when called by eager)."""
+
+    def __getattr__(self, name):
+        fn = FUNCTIONS[name]
+        setattr(self, name, fn)  # found directly from now on
+        return fn
+
+
+EAGER_F = _EagerOps()
 
 
 def _as_index_tensor(k):
