@@ -521,6 +521,9 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
     inplace = symbol.endswith("=")
     base = symbol[:-1] if inplace else symbol
     name = BINARY[base]
+    num = dynamic.number_binary(tx, name, a, b)
+    if num is not None:
+        return num
     if a.is_constant() and b.is_constant():
         fn = getattr(operator, ("i" if inplace else "") + (name if name not in
                                                             ("and", "or") else name + "_"))
@@ -543,6 +546,7 @@ def inplace_op(tx, a, name, b):
 
 
 def _dunder(tx, fwd: str, rev: str, a, b, symbol: str) -> VariableTracker:
+    a, b = dynamic.number_operands(tx, fwd, a, b)
     if not (_operand_ok(a) and _operand_ok(b)):
         raise tx.unsupported(f"operator {symbol} on {a.describe()} and {b.describe()}")
     if isinstance(a, TensorVariable):

@@ -102,6 +102,7 @@ class CacheEntry:
         self.input_sources = list(input_sources)
         self.obj_sources = list(obj_sources)
         self.final_grad = final_grad
+        self.dynamic_numbers: set = set()  # int/float parameters that are graph inputs
         self.hit = None  # built by `CompiledFunction.add` (`build_hit`)
         self.pending = None  # a failed capture's entry, not cached yet (`CompiledFunction.miss`)
 
@@ -142,6 +143,8 @@ class CompiledFunction:
         self.children: list[CompiledFunction] = []
         self.callees: dict = {}
         self.dynamic_dims: dict[str, set] = {"*": set(range(64))} if dynamic else {}
+        self.dynamic_numbers: set[str] = set()  # int/float parameters fed as graph inputs
+        self.static_numbers: set[str] = set()  # ... that a capture had to specialise
         self.warned_limit = False
         self.graph_runs = 0
         self.eager_runs = 0
@@ -284,14 +287,18 @@ class CompiledFunction:
             warnings.warn(msg, stacklevel=4)
             return None
         dims = {k: set(v) for k, v in self.dynamic_dims.items()}
+        numbers = set(self.dynamic_numbers)
         if reason is not None and self.dynamic is not False:
             for e in self.entries:
                 for src, d in e.guards.size_failures(args, kwargs):
                     dims.setdefault(src, set()).add(d)
-        entry = self.capture(args, kwargs, reason, dims)
+                numbers.update(e.guards.number_failures(args, kwargs))
+            numbers -= self.static_numbers
+        entry = self.capture(args, kwargs, reason, dims, numbers)
         entry.pending = (reason, dims, entry.break_reason) if entry.pending else None
         if entry.pending is None:
             self._commit(entry, reason, dims)
+            self.dynamic_numbers.update(entry.dynamic_numbers)
         return entry
 
     def _commit(self, entry, reason=None, dims=None):
@@ -312,19 +319,31 @@ class CompiledFunction:
 
     # ---- capture
 
-    def capture(self, args, kwargs, recompile_reason, dims=None) -> CacheEntry:
+    def capture(self, args, kwargs, recompile_reason, dims=None, numbers=()) -> CacheEntry:
+        """Capture an entry; `dims`: {source: dynamic dimensions}, `numbers`: int/float
+        parameters to take as graph inputs. A `Specialize` makes what it names static."""
         if dims is None:
             dims = self.dynamic_dims
         dims = {k: set(v) for k, v in dims.items()}
+        numbers = set(numbers)
         for _ in range(8):
             out = OutputGraph(self.fn, dims)
+            out.dynamic_numbers = set(numbers)
             try:
-                return self._capture(out, args, kwargs, recompile_reason)
+                entry = self._capture(out, args, kwargs, recompile_reason)
+                entry.dynamic_numbers = numbers
+                return entry
             except dynamic.Specialize as s:
                 if s.dims is None:
                     dims = {}
+                    self.static_numbers |= numbers
+                    numbers = set()
                     continue
                 for src, d in s.dims:
+                    if d == "num":
+                        numbers.discard(src)
+                        self.static_numbers.add(src)
+                        continue
                     dims.get(src, set()).discard(d)
                     if "*" in dims:
                         dims.setdefault(src, set(range(64))).discard(d)

@@ -25,6 +25,9 @@ import threading
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
+
+from eager import Tensor
 from ir import Graph, TensorMeta
 from ir.graph import Node
 
@@ -230,3 +233,129 @@ class Specializations:
             g = replay(self.tape, self.placeholders, self.outputs, metas, self.graph.name)
             hit = self.by_shape[shapes] = (g, self.compile_fn(g))
         return hit
+
+
+# ---------------------------------------------------------------- dynamic Python numbers
+
+_NUMBER_OPS = {"add", "sub", "mul", "truediv", "lt", "le", "gt", "ge", "eq", "ne"}
+
+
+def _to_tensor_int(v):
+    return Tensor._make(np.asarray(v, dtype=np.int64))
+
+
+def _to_tensor_float(v):
+    return Tensor._make(np.asarray(v, dtype=np.float64))
+
+
+class SymNumberVariable(ConstantVariable):
+    """An int or float argument marked dynamic (its value guard failed once): its type is
+    known, its value is not. Used as an operand of `+ - * /` or a comparison with a tensor of
+    a dtype it does not promote (float tensors; int tensors for an int), it becomes a 0-d graph
+    input (int64/float64, fetched from the argument on every call) cast to that tensor's dtype:
+    eager's own arithmetic with a Python scalar. Any other use reads `.value` (a shape, an
+    index, a branch, Python arithmetic, an op attribute) and raises `Specialize`: the capture
+    restarts with the number static and guarded by value (correctness first, torch's
+    automatic-dynamic ints without SymInt shapes)."""
+
+    def __init__(self, out, number, source: str | None, roots=None, input=None):
+        self.out, self.number, self.source = out, number, source
+        self.roots = roots or {source}  # the parameters it is computed from
+        self.input = input  # its 0-d TensorVariable (a placeholder made on first use)
+
+    @property
+    def value(self):
+        raise Specialize({(r, "num") for r in self.roots})
+
+    def python_type(self) -> type:
+        return type(self.number)
+
+    def describe(self) -> str:
+        return f"dynamic {type(self.number).__name__} {self.source}"
+
+    def placeholder(self) -> TensorVariable:
+        if self.input is None:
+            out, is_int = self.out, type(self.number) is int
+            value = (_to_tensor_int if is_int else _to_tensor_float)(self.number)
+            conv = out.guards.name_for(_to_tensor_int if is_int else _to_tensor_float,
+                                       "___num_int" if is_int else "___num_float")
+            expr = f"{conv}({self.source})"
+            meta = value.meta
+            name = "".join(c if c.isalnum() else "_" for c in self.source).strip("_")
+            node = out.graph.placeholder((name or "num") + "_value", meta)
+            out.input_sources.append(expr)
+            out.tensor_shapes[expr] = ()
+            var = TensorVariable(node, meta, False, expr)
+            out.by_source[expr] = var
+            self.input = var
+        return self.input
+
+
+def number_operands(tx, fwd: str, a, b):
+    """`a`, `b` of a binary operator `fwd` (`__add__`, `__rmul__`...), a dynamic number among
+    them replaced by its 0-d input cast to the tensor's dtype; `Specialize` where that would
+    not be eager's arithmetic."""
+    num, other = (a, b) if isinstance(a, SymNumberVariable) else (b, a)
+    if not isinstance(num, SymNumberVariable):
+        return a, b
+    if not isinstance(other, TensorVariable):
+        return a, b  # Python arithmetic or a container: reading `.value` specialises
+    name = fwd.strip("_")
+    name = name[1:] if name not in _NUMBER_OPS and name[:1] in "ri" else name
+    dt = other.meta.dtype
+    ok = dt.name in ("float16", "float32", "float64") or (
+        type(num.number) is int and dt.name.startswith(("int", "uint")))
+    if name not in _NUMBER_OPS or not ok:
+        raise Specialize({(r, "num") for r in num.roots})
+    from . import calls
+
+    t = calls._cast(tx, num.placeholder(), dt)
+    return (t, b) if num is a else (a, t)
+
+
+_PY_ARITH = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+             "truediv": lambda a, b: a / b}
+
+
+def number_binary(tx, name: str, a, b):
+    """`a <name> b` (add, sub, mul, truediv) where one is a dynamic number and the other a
+    dynamic number or an int/float constant: a new dynamic number computed in the graph
+    (int64 for ints, float64 for floats: Python's arithmetic for ints within the guarded
+    range). None when this does not apply (the caller's path then reads `.value`). A division
+    only by a nonzero constant (Python raises ZeroDivisionError where the graph gives inf)."""
+    sa, sb = isinstance(a, SymNumberVariable), isinstance(b, SymNumberVariable)
+    if not (sa or sb) or name not in _PY_ARITH:
+        return None
+
+    def known(v):
+        return isinstance(v, SymNumberVariable) or (
+            type(v) is ConstantVariable and type(v.value) in (int, float))
+
+    if not (known(a) and known(b)):
+        return None
+    na = a.number if sa else a.value
+    nb = b.number if sb else b.value
+    if name == "truediv" and (sb or nb == 0):
+        return None
+    number = _PY_ARITH[name](na, nb)
+    from ir import dtypes as D
+
+    from . import calls
+
+    want = D.float64 if type(number) is float else D.int64
+
+    def operand(v, n):
+        if isinstance(v, SymNumberVariable):
+            return calls._cast(tx, v.placeholder(), want)
+        return ConstantVariable(float(n) if want is D.float64 else n)
+
+    ta, tb = operand(a, na), operand(b, nb)
+    if not isinstance(ta, TensorVariable):  # constant first: the reflected operator
+        r = calls._dunder(tx, f"__r{name}__", f"__{name}__", tb, ta, name)
+    else:
+        r = calls._dunder(tx, f"__{name}__", f"__r{name}__", ta, tb, name)
+    if r.meta.dtype is not want or r.meta.shape != ():
+        raise Specialize({(x, "num") for v in (a, b) if isinstance(v, SymNumberVariable)
+                          for x in v.roots})
+    roots = set().union(*(v.roots for v in (a, b) if isinstance(v, SymNumberVariable)))
+    return SymNumberVariable(tx.out, number, None, roots, r)

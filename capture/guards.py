@@ -208,6 +208,25 @@ class GuardSet:
                     out.append((src, d))
         return out
 
+    def number_failures(self, args: tuple, kwargs: dict) -> list:
+        """Parameters whose value guard (`k == 3`) fails while their type (int or float, not
+        bool) still holds: automatic dynamic numbers recompile with them as graph inputs."""
+        import re
+
+        out = []
+        for term in self.terms:
+            m = re.fullmatch(r"([A-Za-z_]\w*) == (.+)", term)
+            if not m or m.group(1) not in self._taken:
+                continue
+            try:
+                v = self._function(m.group(1), "value")(*args, **kwargs)
+                lit = eval(m.group(2), dict(self.ns))  # noqa: S307 - our own literal
+            except Exception:  # noqa: S112, BLE001
+                continue
+            if type(v) is type(lit) and type(lit) in (int, float) and v != lit:
+                out.append(m.group(1))
+        return out
+
     def first_failure(self, args: tuple, kwargs: dict) -> str | None:
         """The first term that is false (or raises) for these arguments; None if all hold."""
         for term in self.terms:

@@ -55,6 +55,7 @@ class OutputGraph:
         self.dynamic_inputs: dict = {}  # (source, dim) -> size at capture, of dynamic dims
         self.tensor_shapes: dict[str, tuple] = {}  # source -> shape of every tensor input
         self.shadow_tx = dynamic.ShadowTx(self)
+        self.dynamic_numbers: set = set()  # int/float arguments fed as 0-d inputs
 
     def globals_name(self, f_globals: dict) -> str:
         if f_globals is self.fn.__globals__:
@@ -90,6 +91,11 @@ class OutputGraph:
                 var.shadow = TensorVariable(self.shadow_tx.out.graph.placeholder(name, pmeta),
                                             pmeta, value.requires_grad)
             return var
+        if type(value) in (int, float) and source in self.dynamic_numbers:
+            g.type_is(source, value)  # the value is a graph input (`dynamic.SymNumberVariable`)
+            if type(value) is int:  # int64 arithmetic in the graph is Python's in this range
+                g.add(f"-{1 << 31} <= {source} < {1 << 31}")
+            return dynamic.SymNumberVariable(self, value, source)
         if type(value) is not list and is_literal(value) or type(value) is float:
             # (inf/nan too: `x.masked_fill(m, _NEG_INF)`; the guard names the value)
             g.constant(source, value)

@@ -97,6 +97,8 @@ class Templater:
         if isinstance(v, TensorVariable):
             return self.graph_output(v)
         if isinstance(v, ConstantVariable):
+            if type(v).__name__ == "SymNumberVariable" and v.source is not None:
+                return self.source(v.source)  # a dynamic number argument: read on each call
             return ("const", v.value)
         if isinstance(v, NullVariable):
             return ("null",)

@@ -14,6 +14,7 @@ import functools
 
 import numpy as np
 import pytest
+from capture_corpus_modules import build, train_steps
 
 import capture
 import eager
@@ -286,3 +287,47 @@ def test_compiled_module_trains_like_eager():
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
                                    atol=1e-7)
     assert c.__wick_compiled__.graph_runs >= 3
+
+
+# ---------------------------------------------------------------- corpus of whole modules
+
+MODULES = build(eager)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_module_corpus(name):
+    cls, calls, (graphs, breaks), torch_counts = MODULES[name]
+    eager.manual_seed(0)
+    m = cls()
+    c = capture.compile(m, backend="eager")
+    args = calls()
+    e = capture.explain(m)(*args[0])
+    assert (e.graph_count, e.graph_break_count) == (graphs, breaks), str(e)
+    for a in args:
+        close(c(*a), m(*a))
+    cf = c.__wick_compiled__
+    assert len(cf.entries) <= 2 and cf.eager_runs == 0  # numbers that change: one more entry
+    assert cf.graph_runs == len(args)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_module_corpus_torch_counts(name):
+    torch = pytest.importorskip("torch")
+    cls, calls, _, torch_counts = build(torch)[name]
+    torch.manual_seed(0)
+    e = torch._dynamo.explain(cls())(*calls()[0])
+    assert (e.graph_count, e.graph_break_count) == torch_counts
+
+
+def test_module_corpus_trains_compiled_like_eager():
+    eager.manual_seed(3)
+    m = MODULES["mlp"][0]()
+    ref = copy.deepcopy(m)
+    eager.manual_seed(4)
+    got = train_steps(eager, m, capture.compile(m, backend="eager"))
+    eager.manual_seed(4)
+    want = train_steps(eager, ref, ref)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-7)
