@@ -22,6 +22,8 @@ under threads.
 Automatic dynamic shapes: when a size guard of an entry fails, the dimensions that changed are
 marked dynamic and the next capture makes them symbolic (`dynamic.py`); `dynamic=True` marks
 every dimension from the start, `dynamic=False` none (PyTorch's `torch.compile(dynamic=)`).
+Likewise an int/float parameter whose value guard fails is recaptured as a graph input
+(`dynamic.SymNumberVariable`) unless a capture had to specialise it (`static_numbers`).
 Touches `eager`, `ir`, `capture`.
 """
 

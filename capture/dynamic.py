@@ -16,7 +16,11 @@ the same value computed with each dynamic size perturbed (+1); a read whose shad
 raises `Specialize`, and the capture restarts with those dimensions static. Sizes 0 and 1 are
 never dynamic (broadcasting and empty tensors change meaning). PyTorch's automatic dynamic
 shapes do the same with SymInts (`torch._dynamo.config.automatic_dynamic_shapes`).
-Touches `ir.Graph`, `capture`.
+
+Dynamic Python numbers (`SymNumberVariable`): an int/float parameter whose value guard failed
+is wrapped with its type guarded but not its value; arithmetic with tensors and `+ - * /` with
+constants make it a 0-d graph input, any other read of its value raises `Specialize` for it
+(the compiled function then keeps it static). Touches `ir.Graph`, `capture`.
 """
 
 from __future__ import annotations

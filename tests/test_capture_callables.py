@@ -220,7 +220,7 @@ def test_load_state_dict_takes_prefixed_keys():
     result = c.load_state_dict(sd)
     assert not result.missing_keys and not result.unexpected_keys
     for (n, p), (_, q) in zip(m.named_parameters(), other.named_parameters()):
-        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy()), n
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=n)
     with pytest.raises(RuntimeError):
         c.load_state_dict(m.state_dict())  # unprefixed keys are unexpected, as in torch
 
