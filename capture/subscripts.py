@@ -9,9 +9,12 @@ negative bounds), None and Ellipsis make the `getitem` view; int tensors and lis
 graph break, as TorchDynamo without `capture_dynamic_output_shape_ops`.
 
 `x[key] = v` on a tensor the graph computed (nothing aliases it) is the functional
-`_index_put` with the tracker rebound to its result (`calls.inplace`); on a graph input, a
-view or a viewed tensor it is a graph break (the store runs eagerly, correct aliasing and
-version counters; no write-back of graph inputs yet). Touches `eager.indexing`, `capture`.
+`_index_put` with the tracker rebound to its result (`calls.inplace`), also when it has views
+in the graph that nothing can reach any more (`y[1:] = y[:-1]`: the value view is consumed by
+the store). On a graph input, a view, or a tensor with views still referenced (or any views,
+inside an inlined call, whose callers capture cannot see) it is a graph break: the store runs
+eagerly, with eager's aliasing and version counters (no write-back of graph inputs yet).
+Touches `eager.indexing`, `capture`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .variables import (
 )
 
 MASK = "boolean mask indexing has a data-dependent output shape"
+_OPERANDS = {"STORE_SUBSCR": 3, "STORE_SLICE": 4}  # stack slots the store is consuming
 
 
 def _namespace(tx) -> OpNamespace:
@@ -116,10 +120,11 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
     if node.op == "placeholder":
         raise tx.unsupported("item assignment is a mutation of a graph input (the caller's "
                              "tensor; no write-back of graph inputs yet)")
-    if node.op == "call_function" and (node.target.kind == "view" or any(
-            u.op == "call_function" and u.target.kind == "view" for u in node.users)):
-        raise tx.unsupported("item assignment to a view, or to a tensor with views in the "
-                             "graph (mutation the views must see)")
+    views = _views_of(node)
+    if node.op == "call_function" and node.target.kind == "view" or views and (
+            tx.depth > 0 or views & _reachable_nodes(tx, _OPERANDS.get(tx.inst.opname, 0))):
+        raise tx.unsupported("item assignment to a view, or to a tensor whose views are still "
+                             "referenced (mutation the views must see)")
 
     def compute():
         split = _split(tx, obj, index)
@@ -129,4 +134,48 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
             val = F.cast(val, obj.dtype)
         return put_ops(F, obj, *split, val)
 
-    calls.inplace(tx, obj, compute)
+    if not views:
+        calls.inplace(tx, obj, compute)
+        return
+    result = compute()  # the views are dead: the functional store is eager's
+    obj.node, obj.meta, obj.shadow = result.node, result.meta, result.shadow
+    obj.requires_grad = obj.requires_grad or result.requires_grad
+
+
+def _views_of(node) -> set:
+    """The graph nodes that view `node`'s memory in eager (view users, transitively)."""
+    found, todo = set(), [node]
+    while todo:
+        for u in todo.pop().users:
+            if u.op == "call_function" and u.target.kind == "view" and u not in found:
+                found.add(u)
+                todo.append(u)
+    return found
+
+
+def _reachable_nodes(tx, operands: int) -> set:
+    """The nodes of every tensor tracker the top frame `tx` can still reach: its stack (less
+    the `operands` an instruction is consuming), locals, cells, loop snapshots and the capture
+    state (graph inputs, side-effect logs), through containers and trackers' attributes.
+    Used at depth 0 only (an inlined frame's callers are out of sight)."""
+    nodes, seen = set(), {id(tx.stack)}
+
+    def walk(v):
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, TensorVariable):
+            nodes.add(v.node)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif type(v).__module__.startswith("capture.") and hasattr(v, "__dict__"):
+            for x in vars(v).values():
+                walk(x)
+
+    walk(tx.stack[:len(tx.stack) - operands])
+    walk(tx)
+    return nodes

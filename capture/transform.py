@@ -43,7 +43,7 @@ import types
 
 from eager import grad_mode
 
-from . import resume
+from . import aliases, resume
 from .resume import LOOP_EXIT, CannotResume
 from .variables import (
     CellVariable,
@@ -80,10 +80,14 @@ class Templater:
         self.outputs: list = []
         self.sources: list[str] = []
         self.memo: dict[int, tuple] = {}
+        self.alias_intermediates = False  # views of graph values too (`aliases.py`)
 
     def graph_output(self, v: TensorVariable) -> tuple:
         if v.node.op == "placeholder" and v.source in self.out.input_sources:
             return ("input", self.out.input_sources.index(v.source))
+        view = aliases.view_template(self, v.node)  # an eager view of its base, rebuilt
+        if view is not None:
+            return view
         if v.node not in self.outputs:
             self.outputs.append(v.node)
         return ("graph", self.outputs.index(v.node))
@@ -220,6 +224,8 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return fn
     if kind == "callee":
         return r(t[1])
+    if kind == "view":
+        return aliases.rebuild_view(t, r)
     if kind == "partial":
         return functools.partial(r(t[1]), *[r(a) for a in t[2]],
                                  **{k: r(a) for k, a in t[3].items()})
@@ -534,6 +540,7 @@ def _continuation(cf, out, gb, tx, index, snap, start, cls, loop):
     snap.restore()
     out.grad_enabled = snap.grad_enabled
     templater = Templater(out)
+    templater.alias_intermediates = True  # eager code runs on: views must alias their bases
     env = dict(snap.locals)
     env.update({n: v for n, v in snap.cells.items() if v is not CellVariable.EMPTY})
     names = needed_locals(tx, start, list(env))

@@ -4,8 +4,8 @@ Each case is (function of a module `T` - `eager` or `torch`, argument maker of `
 expected (graphs, breaks), torch's counts from `torch._dynamo.explain` on the same code with
 `T = torch`). Before item 2 every subscript was a graph break ("tensor indexing is not a
 registry op"). The KV-cache writes into the caller's cache tensors stay breaks in wick (no
-write-back of mutated graph inputs yet: the store runs eagerly, exact), and so does a store
-into a tensor that has views in the graph; torch functionalizes both into its graph.
+write-back of mutated graph inputs yet: the store runs eagerly, exact); torch functionalizes
+them into its graph.
 """
 
 from __future__ import annotations
@@ -94,6 +94,5 @@ def build(T):
         "gpt_last_token": (gpt_last_token, x_args, (1, 0), (1, 0)),
         "gather_rows": (gather_rows, gather_args, (1, 0), (1, 0)),
         "kv_step_into_argument_cache": (kv_step, kv_args, (2, 2), (1, 0)),
-        # the last store: `cache` has views in the graph (cache[:, 0]), so it runs eagerly
-        "local_cache_fill": (local_cache, local_args, (1, 1), (1, 0)),
+        "local_cache_fill": (local_cache, local_args, (1, 0), (1, 0)),
     }

@@ -55,7 +55,8 @@ ERRORS = [(2, "[10]", IndexError), (2, "[0, 0, 0]", IndexError), (2, "[::-1]", V
 def _fn(expr: str, mask=False):
     if mask:  # a graph before the break and one after it
         return eval(f"lambda x, i, j, m: (x + 1){expr} * 2")  # noqa: S307
-    return eval(f"lambda x, i, j, m: x{expr}")  # noqa: S307 (test expressions)
+    # (a view of an input alone would be no graph: `test_views_of_inputs_are_eager_views`)
+    return eval(f"lambda x, i, j, m: (x * 1){expr}")  # noqa: S307 (test expressions)
 
 
 def _args(T, ndim, dtype, grad):
@@ -109,6 +110,26 @@ def test_index_sweep(ndim, expr):
     ref, gref = _run(torch, _fn(expr), ndim)
     np.testing.assert_allclose(want, ref)
     np.testing.assert_allclose(gwant, gref)
+
+
+BASIC = [(n, e) for n, e in CASES if not any(s in e for s in ("i", "j", "[[", ", ["))]
+
+
+@pytest.mark.parametrize("ndim,expr", BASIC, ids=[f"{n}d{e}" for n, e in BASIC])
+@pytest.mark.parametrize("backend", ["llvm", "eager"])
+def test_views_of_inputs_are_eager_views(ndim, expr, backend):
+    """A basic index of an input returns an eager view of it, as eager does (shared memory,
+    `_base`, version counter): no graph is left to compile, the view is applied on the call."""
+    fn = eval(f"lambda x: x{expr}")  # noqa: S307
+    x = _args(eager, ndim, eager.float32, False)[0]
+    want, got = fn(x), capture.compile(fn, backend=backend)(x)
+    assert (got._base is x) == (want._base is x) and got.shape == want.shape
+    with eager.no_grad():
+        x.add_(1)
+    assert got._version == want._version
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    e = capture.explain(fn)(x)
+    assert e.graph_break_count == 0, str(e)
 
 
 @pytest.mark.parametrize("ndim,expr", MASKS, ids=[f"{n}d{e}" for n, e in MASKS])
@@ -220,6 +241,83 @@ def test_setitem_on_a_viewed_graph_tensor_keeps_the_view_right():
 
     x = eager.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(capture.compile(f)(x).numpy(), f(x).numpy())
+
+
+def _shift(x):
+    y = x * 1
+    y[1:] = y[:-1]  # the value is a view of y, consumed by the store
+    y[0] = y[-1] * 2
+    return y
+
+
+def _held(x):
+    y = x * 1
+    a = y[0]
+    y[0] = 5.0  # `a` must see it
+    return a + 0
+
+
+def _in_list(x):
+    y = x * 1
+    ys = [y[0]]
+    y[0] = 5.0
+    return ys[0] + 0
+
+
+def _in_cell(x):
+    y = x * 1
+    a = y[0]
+    g = lambda: a  # noqa: E731
+    y[0] = 5.0
+    return g() + 0
+
+
+def _view_of_view(x):
+    y = x * 1
+    a = y[0]
+    b = a[1:]
+    del a
+    y[0] = 5.0
+    return b + 0
+
+
+def _store_helper(y):
+    y[1:] = y[:-1]
+    return y
+
+
+def _inlined(x):
+    y = x * 1
+    a = y[0]
+    _store_helper(y)  # inlined: its caller's view `a` is out of its sight
+    return a * 1, y
+
+
+@pytest.mark.parametrize("fn,counts", [(_shift, (1, 0)), (_held, (2, 1)), (_in_list, (2, 1)),
+                                       (_in_cell, (2, 1)), (_view_of_view, (2, 1)),
+                                       (_inlined, (2, 2))],
+                         ids=["shift", "held", "in_list", "in_cell", "view_of_view", "inlined"])
+def test_setitem_with_views_in_the_graph(fn, counts):
+    """A store into a tensor with views is in the graph only when no view can be reached any
+    more; a view still held (local, list, closure cell, a view of it, a caller's frame) must
+    see the store, so that store runs eagerly."""
+    x = eager.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    want = fn(x)
+    want = want if isinstance(want, tuple) else (want,)
+    for backend in ("llvm", "eager"):
+        capture.reset()
+        got = capture.compile(fn, backend=backend)(x)
+        got = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy())
+    gw = eager.autograd.grad(sum((w * w).sum() for w in want), x)[0]
+    capture.reset()
+    got = capture.compile(fn, backend="llvm")(x)
+    got = got if isinstance(got, tuple) else (got,)
+    gg = eager.autograd.grad(sum((g * g).sum() for g in got), x)[0]
+    np.testing.assert_allclose(gg.numpy(), gw.numpy())
+    e = capture.explain(fn)(x)
+    assert (e.graph_count, e.graph_break_count) == counts, str(e)
 
 
 def test_list_index_argument_is_guarded():

@@ -1,0 +1,99 @@
+"""Graph outputs that are views: regenerated after the graph as eager views of their base.
+
+A view op in a graph (`x[:, :2]`, `y.t()`) computes an array sharing memory with its input,
+but the compiled graph hands it back as an unrelated Tensor: no `_base`, its own version
+counter, an autograd history that an in-place op on the base cannot reach. Eager code after
+the graph (the rest of a frame after a break, or the caller) that mutates the base would then
+see the new values through the view but differentiate the old ones. As AOT autograd does for
+output aliases, such an output is not returned by the graph: the graph returns its base (a
+graph value or an input) and the view is re-applied eagerly on every call (`rebuild`), so it is
+a real eager view (shared memory, `_base`, version counter, view autograd). This is done for
+views of inputs always, and for views of graph values where eager code goes on after the graph
+(a break's continuation, `Templater.alias_intermediates`); a function's returned view of a
+value the graph computed stays a plain output (its base is not visible to the caller unless
+also returned: then the two share memory but not autograd history; a known gap).
+
+The view is replayed from the op tape (user-level attributes, re-canonicalised per call: valid
+for every shape of a dynamic entry); a view that is no tape entry of its own (inside a
+decomposition) is replayed from the node's attributes in static entries, and left a plain
+graph output in dynamic ones. Touches `eager.dispatch`, `ir.Graph`, `capture`.
+"""
+
+from __future__ import annotations
+
+from eager import grad_mode
+from ir.graph import Node
+
+BASE = "<base>"  # the slot of a view's inputs its base goes in
+
+
+def view_template(templater, node: Node):
+    """("view", base template, op, inputs, attrs, grad_enabled) for graph value `node` when it
+    is a view of another graph value or input, else None (a plain graph output)."""
+    if node.op != "call_function" or node.target.kind != "view" or not node.args or \
+            not isinstance(node.args[0], Node):
+        return None
+    base = node.args[0]
+    out = templater.out
+    if not templater.alias_intermediates and _root(base).op != "placeholder":
+        return None
+    entry = next((e for e in reversed(out.tape) if e.result is node), None)
+    if entry is not None:
+        tensors = [i for i in entry.inputs if isinstance(i, Node)]
+        if tensors != [base]:
+            return None
+        op, inputs, attrs = entry.op, tuple(entry.inputs), dict(entry.attrs)
+    elif out.dynamic_inputs:
+        return None
+    else:
+        op, inputs, attrs = node.target, tuple(node.args), dict(node.kwargs)
+    if any(isinstance(i, Node) and i is not base for i in inputs):
+        return None
+    base_t = node_template(templater, base)
+    if base_t is None:
+        return None
+    slots = tuple(BASE if i is base else i for i in inputs)
+    return ("view", base_t, op, slots, attrs, node.meta.get("grad_enabled", True))
+
+
+def _root(node: Node) -> Node:
+    while node.op == "call_function" and node.target.kind == "view" and node.args and \
+            isinstance(node.args[0], Node):
+        node = node.args[0]
+    return node
+
+
+def node_template(templater, node: Node):
+    """The template of graph value `node`: an input, a regenerated view, or a graph output."""
+    out = templater.out
+    if node.op == "placeholder":
+        phs = out.graph.placeholders
+        if len(phs) != len(out.input_sources) or node not in phs:
+            return None
+        return ("input", phs.index(node))
+    view = view_template(templater, node)
+    if view is not None:
+        return view
+    if node.op != "call_function":
+        return None
+    if node not in templater.outputs:
+        templater.outputs.append(node)
+    return ("graph", templater.outputs.index(node))
+
+
+def rebuild_view(t: tuple, r):
+    """The eager view of template `t` (its base rebuilt by `r`), under the grad mode its
+    graph node was recorded in."""
+    from eager.dispatch import apply
+
+    _, base_t, op, slots, attrs, grad = t
+    base = r(base_t)
+    inputs = tuple(base if s is BASE else s for s in slots)
+    prev = grad_mode.is_grad_enabled()
+    if prev == grad:
+        return apply(op, inputs, dict(attrs))
+    grad_mode._set(grad)
+    try:
+        return apply(op, inputs, dict(attrs))
+    finally:
+        grad_mode._set(prev)
