@@ -385,3 +385,42 @@ def test_corpus_torch_counts():
         _dynamo.reset()
         e = _dynamo.explain(fn)(*make())
         assert (e.graph_count, e.graph_break_count) == want, name
+
+
+# ---------------------------------------------------------------- outputs that are views
+
+def _t_then_mul_(x):
+    y = x * 1
+    a = y.t()
+    y.mul_(2)  # a break (y has views); `a` must see the product, values and gradient
+    return a + 0
+
+
+def _row_then_store(x):
+    y = x * 1
+    a = y[0]
+    print(end="")  # a break: `a` and `y` cross it
+    y[0] = 5.0
+    return a + y
+
+
+@pytest.mark.parametrize("fn", [_t_then_mul_, _row_then_store], ids=["t_mul_", "row_store"])
+@pytest.mark.parametrize("backend", ["llvm", "eager"])
+def test_a_view_crossing_a_break_sees_later_in_place_ops(fn, backend):
+    x = eager.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    want = fn(x)
+    gw = eager.autograd.grad((want * want).sum(), x)[0]
+    got = capture.compile(fn, backend=backend)(x)
+    gg = eager.autograd.grad((got * got).sum(), x)[0]
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    np.testing.assert_allclose(gg.numpy(), gw.numpy())
+
+
+def test_views_of_inputs_under_dynamic_shapes():
+    compiled = capture.compile(lambda x: x[..., -1], backend="llvm")
+    for n in (3, 5, 8, 11):  # the second size makes the entry dynamic
+        x = eager.randn(4, n)
+        out = compiled(x)
+        assert out._base is x
+        np.testing.assert_array_equal(out.numpy(), x[..., -1].numpy())
+    assert len(compiled.__wick_compiled__.entries) <= 2
