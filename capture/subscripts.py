@@ -13,7 +13,8 @@ graph break, as TorchDynamo without `capture_dynamic_output_shape_ops`.
 in the graph that nothing can reach any more (`y[1:] = y[:-1]`: the value view is consumed by
 the store). On a graph input, a view, or a tensor with views still referenced (or any views,
 inside an inlined call, whose callers capture cannot see) it is a graph break: the store runs
-eagerly, with eager's aliasing and version counters (no write-back of graph inputs yet).
+eagerly, with eager's aliasing and version counters (a graph input is `calls.inplace`'s
+rule: no write-back of graph inputs yet, so a store into the caller's tensor runs eagerly).
 Touches `eager.indexing`, `capture`.
 """
 
@@ -117,9 +118,6 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
         raise tx.unsupported(f"tensor item assignment of {value.describe()}")
 
     node = obj.node
-    if node.op == "placeholder":
-        raise tx.unsupported("item assignment is a mutation of a graph input (the caller's "
-                             "tensor; no write-back of graph inputs yet)")
     views = _views_of(node)
     if node.op == "call_function" and node.target.kind == "view" or views and (
             tx.depth > 0 or views & _reachable_nodes(tx, _OPERANDS.get(tx.inst.opname, 0))):
@@ -134,8 +132,8 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
             val = F.cast(val, obj.dtype)
         return put_ops(F, obj, *split, val)
 
-    if not views:
-        calls.inplace(tx, obj, compute)
+    if not views or node.op != "call_function":
+        calls.inplace(tx, obj, compute)  # graph inputs: its rule (today a break)
         return
     result = compute()  # the views are dead: the functional store is eager's
     obj.node, obj.meta, obj.shadow = result.node, result.meta, result.shadow
