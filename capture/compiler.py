@@ -56,7 +56,8 @@ class GraphRunner:
     def __init__(self, graph, compiled, autograd: bool, specs=None, aot=None):
         self.graph, self.compiled, self.autograd, self.specs = graph, compiled, autograd, specs
         self.aot = aot  # compiled forward + backward (capture/aot.py) for inputs requiring grad
-        self.empty = not graph.output_node.args[0]
+        self.empty = not graph.output_node.args[0] and not any(  # (a write-back still runs)
+            n.op == "call_function" and n.is_impure() for n in graph.nodes)
 
     def __call__(self, inputs) -> list:
         if self.empty:

@@ -154,7 +154,7 @@ def _fast_body(cf, entry, ns: dict) -> str | None:
         n = len(runner.graph.output_node.args[0])
         outs = "".join(f"___o{k}, " for k in range(n))
         args = ", ".join(f"___i{k}._data" for k in range(len(entry.input_sources)))
-        lines += ["    try:", f"        {outs}= ___graph({args})"]
+        lines += ["    try:", f"        {outs + '= ' if n else ''}___graph({args})"]
         lines += [f"        ___o{k} = ___make(___o{k} if ___isinstance(___o{k}, ___ndarray) "
                   f"else ___asarray(___o{k}))" for k in range(n)]
         lines += ["    except Exception as ___e:", "        return ___failed(___e)"]

@@ -22,8 +22,11 @@ rules below:
 
 `value_check` functions (`check_class_indices`...) are not traced: the kernels of
 `index_select`/`gather`/`nll_loss` check their indices themselves (numpy's IndexError).
-Random ops are one named break (their generator state is not a graph value yet). Touches
-`eager` (reads its namespaces), `ir` and `capture`.
+Random samplers (`rand*`, `randn*`, `randint*`, `randperm`, `normal`, `bernoulli`,
+`multinomial`; and so `F.dropout`) are registry ops drawing from the generator's state as a
+graph input and output (`capture/randomness.py`: compiled draws equal eager's bit for bit); the
+other random APIs (in-place samplers, alpha dropout) are one named break. Touches `eager`
+(reads its namespaces), `ir` and `capture`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import types
 
 from ir import dtypes as D
 
+from . import randomness
 from .variables import ConstantVariable, SequenceVariable, TensorVariable, VariableTracker
 
 INTERNAL_ROOTS = ("eager", "ir", "numpy", "capture")
@@ -109,6 +113,8 @@ def _rule(prefix: str, name: str):
         return _constant_factory
     if prefix == "eager" and name in LIKE:
         return _like_rule(name)
+    if prefix == "eager" and name in randomness.SAMPLERS:
+        return randomness.sampler_rule
     return None
 
 

@@ -6,6 +6,11 @@ A Generator wraps a numpy PCG64 bit generator: seeding and state round trips are
 (`manual_seed`, `get_state`/`set_state`), but the streams differ from PyTorch's (Philox/MT19937),
 so values never match PyTorch's bit for bit. Samples are drawn on the CPU and moved to the
 requested device. Signatures and dtypes follow PyTorch's documentation of each function.
+
+Every sampler is `ir.ops.random.draw` on the generator's numpy Generator: the same function is
+the kernel of the registry's sampling ops, which capture records with the generator's state
+as a graph input (`Generator._state_tensor`) and writes back (`_rng_commit_`), so compiled
+draws equal eager's bit for bit and advance the generator exactly as eager does.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import numpy as np
 
 from ir import dtypes as D
+from ir.ops import random as R
 
 from .tensor import Tensor, bump_version
 
@@ -30,6 +36,7 @@ class Generator:
         from .device import device as _device
 
         self.device = _device(device)
+        self._stream = R.register_stream(self)  # the `stream` of compiled state write-backs
         self.seed()
 
     def manual_seed(self, seed) -> Generator:
@@ -58,6 +65,10 @@ class Generator:
         self._initial = st["seed"]
         self._rng.bit_generator.state = st["bit"]
         return self
+
+    def _state_tensor(self) -> Tensor:
+        """The state as int64[6] (`ir.ops.random.state_words`): a compiled graph's input."""
+        return Tensor._make(R.state_words(self._rng.bit_generator))
 
     def __repr__(self) -> str:
         return f"<eager.Generator object on {self.device}>"
@@ -110,31 +121,21 @@ def _make(arr, dt: D.DType, device=None, requires_grad=False, out=None) -> Tenso
     return _finish(arr.astype(dt.np) if arr.dtype != dt.np else arr, device, requires_grad, out)
 
 
-def _uniform(g, shape, dt):
-    if dt.is_complex:  # real and imaginary parts uniform in [0, 1), as PyTorch
-        return g.random(shape) + 1j * g.random(shape)
-    return g.random(shape)
-
-
-def _normal(g, shape, dt):
-    if dt.is_complex:  # variance 1 split between the parts, as PyTorch
-        return (g.standard_normal(shape) + 1j * g.standard_normal(shape)) / np.sqrt(2)
-    return g.standard_normal(shape)
-
-
 def rand(*size, generator=None, out=None, dtype=None, device=None,
          requires_grad=False) -> Tensor:
     """Uniform samples in [0, 1) of shape `size`; default float dtype; RuntimeError for
     integer dtypes."""
     dt = _float_dtype(dtype, "check_uniform_bounds")
-    return _make(_uniform(_gen(generator), _sizes(size), dt), dt, device, requires_grad, out)
+    return _make(R.draw(_gen(generator), "uniform", _sizes(size), dt), dt, device,
+                 requires_grad, out)
 
 
 def randn(*size, generator=None, out=None, dtype=None, device=None,
           requires_grad=False) -> Tensor:
     """Standard normal samples of shape `size`; default float dtype."""
     dt = _float_dtype(dtype, "normal_kernel_cpu")
-    return _make(_normal(_gen(generator), _sizes(size), dt), dt, device, requires_grad, out)
+    return _make(R.draw(_gen(generator), "normal", _sizes(size), dt), dt, device,
+                 requires_grad, out)
 
 
 def randint(*args, size=None, generator=None, out=None, dtype=None, device=None,
@@ -157,7 +158,7 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, device=None,
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
-    arr = _gen(generator).integers(low, high, size=_sizes((size,)))
+    arr = R.draw(_gen(generator), "integers", _sizes((size,)), dt, (low, high))
     return _make(arr, dt, device, requires_grad, out)
 
 
@@ -167,7 +168,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, device=None,
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    return _make(_gen(generator).permutation(int(n)), dt, device, requires_grad, out)
+    arr = R.draw(_gen(generator), "permutation", (int(n),), dt, (int(n),))
+    return _make(arr, dt, device, requires_grad, out)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None,
@@ -191,17 +193,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             raise TypeError("normal() with float mean and std needs a size")
         dt = _float_dtype(dtype, "normal_kernel_cpu")
         shape = _sizes((size,))
-    arr = np.asarray(m, np.float64) + np.asarray(s, np.float64) * g.standard_normal(shape)
+    arr = R.draw(g, "normal_ms", tuple(shape), D.float64, (m, s))
     return _make(arr, dt, device, requires_grad, out)
 
 
 def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
     """0/1 samples with probabilities `input` (or the number `p`), in input's dtype.
     RuntimeError for probabilities outside [0, 1]."""
-    probs = input._host() if p is None else np.full(input.shape, p)
-    if np.any((probs < 0) | (probs > 1)):
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-    arr = _gen(generator).random(probs.shape) < probs
+    arr = R.draw(_gen(generator), "bernoulli", tuple(input.shape), input.dtype, (p,),
+                 input._host() if p is None else None)
     return _make(arr, input.dtype, input.device, False, out)
 
 
@@ -211,26 +211,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
 
     Without replacement, `num_samples` must not exceed the number of non-zero categories.
     """
-    w = input._host().astype(np.float64)
-    if w.ndim not in (1, 2):
-        raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {w.ndim}")
-    if np.any(w < 0) or not np.all(np.isfinite(w)):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    rows = w.reshape(-1, w.shape[-1])
-    if not replacement and num_samples > rows.shape[1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                           "replacement")
-    g = _gen(generator)
-    res = []
-    for r in rows:
-        total = r.sum()
-        if total <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not replacement and num_samples > np.count_nonzero(r):
-            raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
-                               "enough non-negative category to sample)")
-        res.append(g.choice(r.size, size=num_samples, replace=replacement, p=r / total))
-    arr = np.asarray(res, dtype=np.int64).reshape(w.shape[:-1] + (num_samples,))
+    shape = tuple(input.shape[:-1]) + (num_samples,)
+    arr = R.draw(_gen(generator), "multinomial", shape, D.int64, (num_samples, replacement),
+                 input._host())
     return _make(arr, D.int64, input.device, False, out)
 
 

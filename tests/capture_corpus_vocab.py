@@ -78,7 +78,7 @@ def build(T):
         loss = (x * x).mean()
         return f"{loss:.4f}", loss
 
-    def rand_named(x):  # random ops are one break named at the call (issue 14 item 6)
+    def rand_named(x):  # random ops in the graph, drawing as eager (issue 14 item 6)
         return x + T.rand(3, 4)
 
     cases = {
@@ -99,6 +99,6 @@ def build(T):
         "lm_step": (lm_step, x34, (1, 0), (1, 0)),
         "max_after_break": (max_after_break, x34, (2, 1), (1, 0)),
         "fstring": (fstring, x34, (1, 1), (1, 0)),  # torch: 0-d format in graph
-        "rand_named": (rand_named, x34, (1, 1), (1, 0)),  # item 6
+        "rand_named": (rand_named, x34, (1, 0), (1, 0)),  # item 6
     }
     return cases

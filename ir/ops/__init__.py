@@ -8,3 +8,4 @@ from . import (  # noqa: F401
 )
 from . import join, matrix, norms, scatter, sorting  # noqa: F401  (part C's families)
 from . import device  # noqa: F401
+from . import random  # noqa: F401  (samplers: the generator state as a value)

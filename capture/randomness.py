@@ -1,0 +1,175 @@
+"""Random ops in the graph: the generator's state is a graph input and output.
+
+A call of `eager.rand`, `randn`, `randint`, `randperm`, `normal` (number mean and std),
+`bernoulli`, `multinomial` or a `*_like` sampler (and so `F.dropout`, `nn.Dropout` in training,
+which draw with `eager.rand`) becomes registry ops of `ir/ops/random.py`:
+
+    state0 = placeholder            # the generator's state, read on every call
+    packed = _rng_sample(state0, kind=..., size=..., dtype=..., args=...)
+    values = _rng_values(packed, ...)   state1 = _rng_state(packed)
+    _rng_commit_(state1, stream=...)    # writes the state back into the generator
+
+The state placeholder's source is `<generator>._state_tensor()` (the generator's identity is
+guarded when it is an argument); further draws on the same generator read the previous
+draw's state, and only the last state of each generator is committed (its commit node is
+replaced by the next draw's), when the graph runs. The samplers' kernel is
+`ir.ops.random.draw`, eager's own, on a numpy Generator rebuilt from the state: **compiled
+draws equal eager's bit for bit** and leave the generator exactly where eager leaves it, so the
+next eager draw after a compiled call equals the next draw after the plain call, on every
+backend, across graph breaks (each graph reads the state when it runs). Dropout's mask is an
+ordinary value of the graph: its backward multiplies by the saved mask, as eager's.
+
+Named breaks: `out=`, `requires_grad=True`, a device other than the CPU, `normal` with tensor
+mean/std, a generator that is not an argument or global, and graphs with dynamic shapes.
+Touches `eager.random` (calls the sampler once at capture for its errors and meta), `ir` and
+`capture`.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from eager import random as ER
+
+from .variables import ConstantVariable, ObjectVariable, TensorVariable
+
+SAMPLERS = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
+            "randint_like", "bernoulli", "multinomial")
+
+
+def _state(tx, fn, gen) -> tuple:
+    """(rng dict of the graph, the generator's current state tracker)."""
+    from ir import TensorMeta
+    from ir import dtypes as D
+
+    out = tx.out
+    rng = out.__dict__.setdefault("rng_states", {})
+    got = rng.get(id(gen))
+    if got is not None:
+        return rng, got[0]
+    name = out.guards.name_for(gen, "___generator")
+    source = f"({name}._state_tensor(), {len(out.input_sources)})[0]"
+    meta = TensorMeta((6,), D.int64)
+    node = out.graph.placeholder(f"rng_state_{len(out.input_sources)}", meta)
+    out.input_sources.append(source)
+    out.tensor_shapes[source] = (6,)
+    var = TensorVariable(node, meta, False, source)
+    out.by_source[source] = var
+    rng[id(gen)] = (var, None)
+    return rng, var
+
+
+def _generator(tx, fn, v):
+    from .vocabulary import no_graph_form
+
+    if v is None or isinstance(v, ConstantVariable) and v.value is None:
+        return ER.default_generator
+    if isinstance(v, ObjectVariable) and isinstance(v.value, ER.Generator) and v.source:
+        tx.out.guards.identity(v.source, v.value, "___generator")
+        return v.value
+    raise no_graph_form(tx, fn, f"generator={v.describe()} is not a generator read from the "
+                                "frame")
+
+
+def _draw(tx, fn, gen, kind, size, dtype, args=(), operand=None) -> TensorVariable:
+    """Record one draw from `gen`'s state; returns the samples' tracker."""
+    from .calls import record
+    from ir import REGISTRY
+
+    rng, state = _state(tx, fn, gen)
+    attrs = {"kind": kind, "size": tuple(size), "dtype": dtype, "args": tuple(args)}
+    prev = tx.out.grad_enabled
+    tx.out.grad_enabled = False  # (samples never require grad)
+    try:
+        if operand is None:
+            packed = record(tx, REGISTRY["_rng_sample"], (state,), attrs, False)
+        else:
+            packed = record(tx, REGISTRY["_rng_sample_from"], (state, operand), attrs, False)
+        values = record(tx, REGISTRY["_rng_values"], (packed,),
+                        {"size": tuple(size), "dtype": dtype}, False)
+        new_state = record(tx, REGISTRY["_rng_state"], (packed,), {}, False)
+        old_commit = rng[id(gen)][1]
+        if old_commit is not None:  # only the last state is written back
+            tx.out.graph.erase_node(old_commit)
+        commit = record(tx, REGISTRY["_rng_commit_"], (new_state,), {"stream": gen._stream},
+                        False)
+    finally:
+        tx.out.grad_enabled = prev
+    rng[id(gen)] = (new_state, commit.node)
+    values.requires_grad = False
+    return values
+
+
+def sampler_rule(tx, fn, args, kwargs):
+    """The capture rule of eager's samplers (see the module docstring)."""
+    from .vocabulary import _const, no_graph_form
+
+    name = fn.__name__
+    if tx.out.dynamic_inputs or tx.out.dynamic_numbers:
+        raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
+    try:
+        ba = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{name}() {e}") from None
+    a = dict(ba.arguments)
+    gen = _generator(tx, fn, a.pop("generator", None))
+    tensor = None
+    first = "input" if "input" in a else None
+    if first is not None:
+        tensor = a.pop(first)
+        if not isinstance(tensor, TensorVariable):
+            raise no_graph_form(tx, fn, "the input is not a traced tensor")
+    for k in ("mean", "std"):
+        if isinstance(a.get(k), TensorVariable):
+            raise no_graph_form(tx, fn, "tensor mean or std")
+    c = {k: tuple(_const(tx, fn, x) for x in v) if type(v) is tuple else _const(tx, fn, v)
+         for k, v in a.items()}
+    if c.get("out") is not None:
+        raise no_graph_form(tx, fn, "out= writes into a tensor")
+    if c.get("requires_grad"):
+        raise no_graph_form(tx, fn, "requires_grad=True makes a new leaf")
+    dev = c.get("device")
+    if dev is not None and str(dev) != "cpu" or tensor is not None and \
+            tensor.meta.device != "cpu":
+        raise no_graph_form(tx, fn, f"device={dev!r}")
+    # eager's own call on a scratch generator: its errors at capture, its result's meta
+    scratch = ER.Generator().manual_seed(0)
+    varargs = next((p.name for p in inspect.signature(fn).parameters.values()
+                    if p.kind is p.VAR_POSITIONAL), None)
+    kw = {k: v for k, v in c.items() if k != varargs}
+    if tensor is not None:
+        from eager import zeros
+
+        probe = zeros(tuple(tensor.meta.shape), dtype=tensor.meta.dtype)
+        if name in ("bernoulli", "multinomial"):  # valid probabilities / weights
+            probe = probe + (0.5 if name == "bernoulli" else 1)
+        ref = fn(probe, **kw, generator=scratch)
+    else:
+        ref = fn(*c.get(varargs, ()), **kw, generator=scratch)
+    meta = ref.meta
+    size, dt = tuple(meta.shape), meta.dtype
+    if name in ("rand", "rand_like"):
+        return _draw(tx, fn, gen, "uniform", size, dt)
+    if name in ("randn", "randn_like"):
+        return _draw(tx, fn, gen, "normal", size, dt)
+    if name == "normal":
+        return _draw(tx, fn, gen, "normal_ms", size, dt, (c["mean"], c["std"]))
+    if name == "randperm":
+        return _draw(tx, fn, gen, "permutation", size, dt, (int(c["n"]),))
+    if name == "randint":
+        pos = list(c["args"])
+        if c.get("size") is None:
+            pos.pop()
+        low, high = (0, pos[0]) if len(pos) == 1 else pos
+        return _draw(tx, fn, gen, "integers", size, dt, (int(low), int(high)))
+    if name == "randint_like":
+        low, high = (0, c["low"]) if c.get("high") is None else (c["low"], c["high"])
+        return _draw(tx, fn, gen, "integers", size, dt, (int(low), int(high)))
+    if name == "bernoulli":
+        p = c.get("p")
+        return _draw(tx, fn, gen, "bernoulli", size, dt, (p,), None if p is not None else tensor)
+    if name == "multinomial":
+        return _draw(tx, fn, gen, "multinomial", size, dt,
+                     (int(c["num_samples"]), bool(c.get("replacement", False))), tensor)
+    raise no_graph_form(tx, fn)
+
