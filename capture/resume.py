@@ -71,10 +71,12 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
     replaces (a jump retargeted to a loop exit)."""
     if entry is not None:
         elements = _split_try_at(elements, entry)
+    elements, pairs = _split_super_instructions(elements)
     origin = None
     if bc is not None:
         index = {id(e): k for k, e in enumerate(e for e in bc if isinstance(e, Instr))}
         index.update({new: index[id(old)] for new, old in (alias or {}).items()})
+        index.update({new: index[old] for new, old in pairs.items() if old in index})
         if entry is not None:
             first = next(e for e in elements[elements.index(entry):] if isinstance(e, Instr))
             if not verify.entered_normally(template, index[id(first)]):
@@ -108,6 +110,32 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
     except Exception as e:  # noqa: BLE001 - the assembler's own checks (stack size, jumps)
         raise CannotResume(f"cannot assemble {name}: {type(e).__name__}: {e}") from None
     return code
+
+
+SUPER_INSTRUCTIONS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+                      "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+                      "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST")}
+
+
+def _split_super_instructions(elements: list) -> tuple[list, dict]:
+    """3.13's two-local instructions (`LOAD_FAST_LOAD_FAST a, b`...) as two plain ones.
+
+    Their operand packs two local indices in 4 bits each; a generated function puts its
+    `___stack` arguments first, so the original's locals move up and an index can reach 16.
+    The `bytecode` library then encodes the pair with an EXTENDED_ARG that CPython reads as
+    other slots (a store into the wrong local, a later read of an unset one: SIGSEGV, issue
+    13). Returns the new elements and id(new Instr) -> id(the Instr it came from)."""
+    out, pairs = [], {}
+    for e in elements:
+        ops = SUPER_INSTRUCTIONS.get(e.name) if isinstance(e, Instr) else None
+        if ops is None:
+            out.append(e)
+            continue
+        for op, arg in zip(ops, e.arg):
+            new = Instr(op, arg, location=e.location)
+            pairs[id(new)] = id(e)
+            out.append(new)
+    return out, pairs
 
 
 def _assemble(out: Bytecode, keep_depths: bool) -> types.CodeType:

@@ -137,8 +137,9 @@ def _check_operands(code, insts, starts) -> None:
                                           i.argval in localsplus):  # 3.13: cells too
             raise BadCode(f"{i.opname} {i.argval!r}: not a local of {code.co_name}")
         if i.opname in ("LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
-                        "STORE_FAST_LOAD_FAST") and (i.arg >> 4 >= nlocals or
+                        "STORE_FAST_LOAD_FAST") and (i.arg > 255 or i.arg >> 4 >= nlocals or
                                                      i.arg & 15 >= nlocals):
+            # two 4-bit local indices: an EXTENDED_ARG (an operand above 255) means other slots
             raise BadCode(f"{i.opname} {i.arg}: local index out of range")
         if i.opname in DEREF_OPS and i.argval not in derefs:
             raise BadCode(f"{i.opname} {i.argval!r}: not a cell or free variable")
@@ -217,9 +218,15 @@ def _real(code) -> tuple[list, dict]:
     return insts, at
 
 
+# instructions whose operand names a local or cell: a copy must name the same one
+OPERAND_CHECKED = LOCAL_OPS | DEREF_OPS | {"LOAD_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
+                                          "STORE_FAST_LOAD_FAST"}
+
+
 def check_table(original, code, origin: list) -> None:
     """Raise BadCode unless every instruction of `code` copied from `original` is covered by
-    the same handler, at the same depth and with the same lasti flag, as in `original`.
+    the same handler, at the same depth and with the same lasti flag, as in `original`, and
+    names the same local or cell when its operand is one (`OPERAND_CHECKED`).
 
     `origin[k]` is the index in `original` (EXTENDED_ARG excluded) of instruction k of `code`,
     or None for one capture added (prologue, loop exits). A resume prologue rebuilds the exact
@@ -243,6 +250,11 @@ def check_table(original, code, origin: list) -> None:
     for k, o in enumerate(origin):
         if o is None:
             continue
+        g, w = g_insts[k], o_insts[o]
+        if g.opname == w.opname and g.opname in OPERAND_CHECKED and g.argval != w.argval:
+            # a local's index re-encoded wrong (3.13's 4-bit pairs): another slot is read
+            raise BadCode(f"{g.opname} at offset {g.offset} names {g.argval!r}, the original "
+                          f"{w.argval!r}")
         got = entry_of(g_entries, g_at, g_insts, k, lambda t: origin[t])
         want = entry_of(o_entries, o_at, o_insts, o, lambda t: t)
         if got != want:
