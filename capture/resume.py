@@ -104,7 +104,7 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
         verify.verify_code(code, len(closure or ()) if bc is not None else 0)
         if bc is not None:
             verify.check_table(template, code, origin)
-            verify.check_bindings(list(bc), _params(template), elements, args)
+            verify.check_bindings(list(bc), _params(template), elements, args, pairs)
     except verify.BadCode as e:
         raise CannotResume(f"generated {name} fails verification: {e}") from None
     except Exception as e:  # noqa: BLE001 - the assembler's own checks (stack size, jumps)

@@ -353,15 +353,19 @@ def _bound_before(elements: list, params) -> dict:
     return {id(instrs[k]): s for k, s in state.items()}
 
 
-def check_bindings(original: list, params, generated: list, args) -> None:
+def check_bindings(original: list, params, generated: list, args, copies=None) -> None:
     """Raise BadCode when a load in `generated` (abstract elements) may find its name unbound
-    while the same instruction in `original` always finds it bound."""
+    while the same instruction in `original` always finds it bound. `copies`: id(Instr of
+    `generated`) -> id(the Instr of `original` it was made from), for instructions that are
+    not the original's own objects (a split two-local instruction)."""
     before = _bound_before(original, params)
     after = _bound_before(generated, args)
+    copies = copies or {}
     for e in generated:
-        if not isinstance(e, Instr) or id(e) not in after or id(e) not in before:
+        key = copies.get(id(e), id(e))
+        if not isinstance(e, Instr) or id(e) not in after or key not in before:
             continue
-        reads, b, a = _names(e)[0], before[id(e)], after[id(e)]
+        reads, b, a = _names(e)[0], before[key], after[id(e)]
         if e.name == "STORE_FAST_LOAD_FAST":  # its load follows its own store
             b, a = b | {e.arg[0]}, a | {e.arg[0]}
         for name in reads:
