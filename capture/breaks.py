@@ -106,6 +106,9 @@ class Snapshot:
             self.states[id(v)] = (v, (list(v.items), getattr(v, "index", 0)))
             for x in v.items:
                 self._save(x)
+        elif isinstance(v, DictVariable) and hasattr(v.items, "known"):
+            for x in v.items.known():  # a dict read lazily: never mutated, nothing more read
+                self._save(x)
         elif isinstance(v, DictVariable):
             self.states[id(v)] = (v, (dict(v.items), 0))
             for x in v.items.values():

@@ -58,7 +58,7 @@ def _closures(v, seen: set):
         for x in v.items:
             yield from _closures(x, seen)
     elif isinstance(v, DictVariable):
-        for x in v.items.values():
+        for x in (v.items.known() if hasattr(v.items, "known") else v.items.values()):
             yield from _closures(x, seen)
     elif isinstance(v, CellVariable) and v.value is not CellVariable.EMPTY:
         yield from _closures(v.value, seen)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Mapping
 
 from eager import Tensor, device
 from eager.grad_mode import is_grad_enabled
@@ -20,13 +21,14 @@ from ir.dtypes import DType
 
 from . import dynamic, pycalls
 from .guards import GuardSet, is_literal
-from .transform import GradRestore
+from .transform import GradRestore, ResumeIter
 from .variables import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
     FunctionVariable,
     GradModeExitVariable,
+    IteratorVariable,
     ListVariable,
     ModuleVariable,
     OpFunctionVariable,
@@ -119,16 +121,19 @@ class OutputGraph:
                 g.type_is(source, value)
                 var.namedtuple = type(value)  # keeps its type when rebuilt
             return var
-        if type(value) is dict and all(type(k) is str for k in value):
-            g.type_is(source, value)
-            g.add(f"list({source}) == {list(value)!r}")
-            return DictVariable({k: self.wrap(v, f"{source}[{k!r}]") for k, v in value.items()},
-                                source)
+        if type(value) is dict and all(type(k) in (str, int) for k in value):
+            g.type_is(source, value)  # keys and values are guarded as they are read
+            return LazyDictVariable(self, value, source)
         if type(value) is list:
             g.length(source, value)
             return ListVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
                                 source)
         name = getattr(value, "__name__", "___c")
+        if type(value) is ResumeIter:  # a loop's iterator after a break: its items known
+            g.type_is(source, value)
+            g.add(f"{source}.pos == {value.pos} and len({source}.items) == {len(value.items)}")
+            return IteratorVariable([self.wrap(v, f"{source}.items[{i}]")
+                                     for i, v in enumerate(value.items)], value.pos)
         if type(value) is GradRestore:
             g.type_is(source, value)
             g.add(f"{source}.prev is {value.prev}")
@@ -178,3 +183,98 @@ class OutputGraph:
                 type(value).__module__.split(".")[0] == "numpy":
             return UnknownVariable(value, source)
         return UserObjectVariable(value, source)
+
+
+class LazyItems(Mapping):
+    """The items of a dict read from the frame (a global table, an attribute), wrapped and
+    guarded only as the code reads them (Dynamo's lazy dict guards): `d[k]` and `d.get(k)` guard
+    `k in d` and the value read (`d[k] is fn`), a missing key `k not in d`, `len(d)` the length,
+    and only iterating (or copying, mutating) guards the whole key list and wraps every value.
+    A dict of hundreds of entries read at one key costs two guard terms, not hundreds."""
+
+    def __init__(self, og: OutputGraph, value: dict, source: str):
+        self._og, self._value, self._source = og, value, source
+        self._read: dict = {}  # key -> tracker of the values read so far
+        self._all: dict | None = None  # every item, once the code iterated the dict
+
+    def _guard(self, term: str) -> None:
+        self._og.guards.add(term)
+
+    def materialize(self) -> dict:
+        """Every item wrapped, under a guard on the whole key list."""
+        if self._all is None:
+            value, source = self._value, self._source
+            self._guard(f"list({source}) == {list(value)!r}")
+            self._all = {k: self._read[k] if k in self._read else
+                         self._og.wrap(v, f"{source}[{k!r}]") for k, v in value.items()}
+        return self._all
+
+    def known(self) -> list:
+        """The trackers wrapped so far (what a snapshot must save; nothing else was read)."""
+        return list((self._all if self._all is not None else self._read).values())
+
+    def __getitem__(self, key):
+        if self._all is not None:
+            return self._all[key]
+        got = self._read.get(key) if type(key) in (str, int) else None
+        if got is not None:
+            return got
+        if type(key) not in (str, int):
+            return self.materialize()[key]
+        if key not in self._value:
+            self._guard(f"{key!r} not in {self._source}")
+            raise KeyError(key)
+        self._guard(f"{key!r} in {self._source}")
+        got = self._read[key] = self._og.wrap(self._value[key], f"{self._source}[{key!r}]")
+        return got
+
+    def __contains__(self, key) -> bool:
+        if self._all is not None or type(key) not in (str, int):
+            return key in self.materialize()
+        found = key in self._value
+        self._guard(f"{key!r} {'in' if found else 'not in'} {self._source}")
+        return found
+
+    def __len__(self) -> int:
+        if self._all is not None:
+            return len(self._all)
+        self._guard(f"len({self._source}) == {len(self._value)}")
+        return len(self._value)
+
+    def __iter__(self):
+        return iter(self.materialize())
+
+    # mutation (refused by capture for a dict it did not build) works on the full items
+    def __setitem__(self, key, v) -> None:
+        self.materialize()[key] = v
+
+    def __delitem__(self, key) -> None:
+        del self.materialize()[key]
+
+    def pop(self, *args):
+        return self.materialize().pop(*args)
+
+    def setdefault(self, *args):
+        return self.materialize().setdefault(*args)
+
+    def update(self, *args, **kwargs) -> None:
+        self.materialize().update(*args, **kwargs)
+
+
+class LazyDictVariable(DictVariable):
+    """A `dict` read from a source whose `items` are a `LazyItems`: guarded on what is read."""
+
+    def __init__(self, og: OutputGraph, value: dict, source: str):
+        self._items: dict | LazyItems = LazyItems(og, value, source)
+        self.source = source
+
+    @property
+    def items(self):
+        return self._items
+
+    @items.setter
+    def items(self, value) -> None:  # a snapshot's restore, or code replacing the items
+        self._items = value
+
+    def describe(self) -> str:
+        return "dict"
