@@ -180,6 +180,9 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return call_eager(tx, fn, args, kwargs)
         if getattr(value, "__wick_disable__", False):
             raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
+        if (getattr(value, "__module__", None) or "").split(".")[0] == "logging":
+            raise tx.unsupported(f"call to logging's {value.__qualname__} (writes to the "
+                                 "log's handlers)")  # as print: one break at the call
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, NestedFunctionVariable):
         return inline(tx, fn, args, kwargs)

@@ -10,12 +10,19 @@ these; its arguments are passed on every call, so tensors in them are graph inpu
 values are guarded); callable objects (their class's `__call__`, bound). Anything else callable
 (a builtin, a C function) gets a trampoline function that calls it, so the call is vocabulary
 or a named break inside the trampoline. Modules are `module_wrapper.OptimizedModule`'s business.
-Touches nothing outside `capture`.
+
+`compiled_callee(cf, value)` is the callee half (issue 14): a function, bound method, module or
+callable object that broke while inlined is called, after the caller's graph, through its own
+compiled wrapper, a child of `cf` cached per (function, bound instance): the instance is the
+wrapper's first argument, so its type and the attributes the callee reads are guarded as for
+`compile(obj.method)`. A module with a plain `Module.__call__` (no hooks) compiles `forward`.
+Touches `eager.nn` (Module), nothing else outside `capture`.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from dataclasses import dataclass, field
 
@@ -50,6 +57,54 @@ def resolve(fn, depth: int = 0) -> Target:
         inner = resolve(call, depth + 1)
         return Target(inner.func, inner.args + (fn,), inner.kwargs)
     return Target(_trampoline(fn))
+
+
+def callee_target(value) -> Target | None:
+    """The target to compile for `value` called as a callee that broke inside (None: run it as
+    it is): plain functions, bound methods, modules (their `forward` when `Module.__call__` is
+    plain), callable objects; never eager's own functions, the standard library's (logging) or
+    those marked capture.disable."""
+    from eager.nn import Module
+
+    from .module_wrapper import _plain_call
+    from .vocabulary import is_internal
+
+    if isinstance(value, Module) and _plain_call(value):
+        value = value.forward
+    if isinstance(value, types.MethodType):
+        func, args = value.__func__, (value.__self__,)
+    elif isinstance(value, types.FunctionType):
+        func, args = value, ()
+    elif not isinstance(value, type) and isinstance(
+            getattr(type(value), "__call__", None), types.FunctionType):  # noqa: B004
+        func, args = type(value).__call__, (value,)
+    else:
+        return None
+    if not isinstance(func, types.FunctionType) or is_internal(func) or \
+            (func.__module__ or "").split(".")[0] in sys.stdlib_module_names or \
+            getattr(func, "__wick_graph_break__", False) or \
+            getattr(func, "__wick_disable__", False) or \
+            getattr(func, "__wick_compiled__", None) is not None:
+        return None
+    return Target(func, args)
+
+
+def compiled_callee(cf, value):
+    """`value`'s compiled wrapper as a callee of CompiledFunction `cf` (else `value` itself).
+    Cached in `cf.callees` by the ids of (function, bound instance); the entry holds both, so
+    the ids cannot be reused while cached."""
+    if isinstance(value, types.MethodType):
+        func, owner = value.__func__, value.__self__
+    else:
+        func = owner = value
+    key = (id(func), id(owner))
+    hit = cf.callees.get(key)
+    if hit is None or hit[0] is not func or hit[1] is not owner:
+        with cf.lock:  # (called at run time: two threads must share one child)
+            target = callee_target(value)
+            wrapper = value if target is None else bind(target, cf.child(target.func))
+            hit = cf.callees[key] = (func, owner, wrapper)
+    return hit[2]
 
 
 def _trampoline(fn) -> types.FunctionType:

@@ -7,8 +7,9 @@ source, or constants. `rebuild` evaluates a template.
 `build_continuation(cf, out, gb)` handles a `GraphBreak` raised in the top frame:
 - "inst": the graph so far returns every tensor the stack and live locals hold; a generated
   break function runs the breaking instruction eagerly; a resume function (itself compiled on
-  first call) continues after it. A call into a user function that broke inside is run through
-  that function's own compiled wrapper.
+  first call) continues after it. A call into user code that broke inside (a function, a bound
+  method, `super().forward`, a module, a callable object) is run through its own compiled
+  wrapper (`targets.compiled_callee`: its own graphs, guards and breaks).
 - "branch": a jump on a tensor value; the graph also returns the condition and the
   continuation calls one of two resume functions.
 - "loop": the break is inside a loop body: the graph stops before the loop, the loop runs
@@ -65,7 +66,9 @@ from .variables import (
     SymBoolVariable,
     TensorMethodVariable,
     TensorVariable,
+    UserObjectVariable,
 )
+from .targets import compiled_callee
 from .vocabulary import is_internal
 
 LOADS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_CLOSURE", "DELETE_FAST",
@@ -166,6 +169,30 @@ class GradRestore:
         return False
 
 
+class ResumeIter:
+    """The rebuilt iterator of a `for` loop a graph break cut through (the items left): the
+    resume function's capture reads it as known items (`OutputGraph.wrap`), so the loop goes
+    on unrolled in its graph instead of breaking on an unknown iterator."""
+
+    __slots__ = ("items", "pos")
+
+    def __init__(self, items):
+        self.items, self.pos = tuple(items), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        i = self.pos
+        if i >= len(self.items):
+            raise StopIteration
+        self.pos = i + 1
+        return self.items[i]
+
+    def __length_hint__(self) -> int:
+        return len(self.items) - self.pos
+
+
 def _restore_grad(prev: bool):
     return GradRestore(prev)
 
@@ -201,7 +228,7 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
     if kind == "iter":
         if len(t) > 2 and t[2] in cells:
             return cells[t[2]]
-        it = iter([r(x) for x in t[1]])
+        it = ResumeIter([r(x) for x in t[1]])
         if len(t) > 2:
             cells[t[2]] = it
         return it
@@ -327,6 +354,8 @@ class Continuation:
             fn, _ = resume.make_resume(self.fn, target, layout, names, name)
             self.generated.append((name, fn.__code__))
             hit = self.resumes[key] = self.cf.child(fn)
+            if getattr(self.cf, "mid_loop", False) and self.kind != "loop":
+                hit.mid_loop = True  # still inside the loop a callee broke in
         return hit
 
     def values(self, outs, inputs, objs):
@@ -362,16 +391,14 @@ class InstContinuation(Continuation):
         self.resume = self.resume_fn(index + 1, self.after_layout, self.local_names)
         if callee_slot is not None:
             k = len(self.stack_t) - pops + callee_slot
-            callee = self.stack_t[k]
-            if callee[0] in ("const", "source"):
-                self.stack_t[k] = ("callee", callee)
+            self.stack_t[k] = ("callee", self.stack_t[k])
 
     def run(self, outs, inputs, objs):
         stack_t = self.stack_t
         stack, locs = self.values(outs, inputs, objs)
         for k, t in enumerate(stack_t):
             if t[0] == "callee":
-                stack[k] = self.cf.callee(rebuild(t[1], outs, inputs, objs))
+                stack[k] = compiled_callee(self.cf, rebuild(t[1], outs, inputs, objs))
         base = len(stack) - self.pops
         top = [v for v, slot in zip(stack[base:], self.layout[base:]) if slot != "null"]
         try:
@@ -460,14 +487,12 @@ class EagerContinuation(Continuation):
         self.generated.append((name, self.resume.__code__))
         self.callee_k = None
         if callee_slot is not None:
-            k = len(self.stack_t) - _pops(tx.instructions[index])[0] + callee_slot
-            if self.stack_t[k][0] in ("const", "source"):
-                self.callee_k = k
+            self.callee_k = len(self.stack_t) - _pops(tx.instructions[index])[0] + callee_slot
 
     def run(self, outs, inputs, objs):
         stack, locs = self.values(outs, inputs, objs)
         if self.callee_k is not None:  # a user function that broke while inlined
-            stack[self.callee_k] = self.cf.callee(stack[self.callee_k])
+            stack[self.callee_k] = compiled_callee(self.cf, stack[self.callee_k])
         args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
         return self.resume(*args, *locs)
 
@@ -511,6 +536,22 @@ def build_continuation(cf, out, gb):
         raise CannotResume("the break happened outside the top frame")
     tx, index, snap = gb.frame
     loop = _outer_loop(tx, index)
+    if loop is not None and gb.kind != "branch" and not getattr(cf, "mid_loop", False) and \
+            _callee_slot(tx, index, snap) is not None and \
+            handler_kind(tx.code, tx.instructions[index].offset) is None:
+        # a callee that broke inside, called in a loop body (a layer of a ModuleList stack):
+        # the loop's graph ends at the call, the callee runs compiled, and the resume function
+        # goes on with the loop unrolled (the iterator's items are known: `ResumeIter`). Its
+        # own breaks inside this loop run the loop eagerly (`mid_loop`): no chain of resume
+        # frames one per iteration.
+        try:
+            cont, templater = _continuation(cf, out, gb, tx, index, snap, index,
+                                            InstContinuation, None)
+            for hit in cont.resumes.values():
+                hit.mid_loop = True
+            return cont, templater
+        except CannotResume:
+            pass
     if loop is not None:
         snap = tx.loop_snaps[loop[0]]
         start, cls = loop[0], LoopContinuation
@@ -561,7 +602,9 @@ def _continuation(cf, out, gb, tx, index, snap, start, cls, loop):
 
 
 def _callee_slot(tx, index, snap):
-    """Offset (in the consumed region) of a plain Python function being called, if any."""
+    """Offset (in the consumed region) of the user code being called, if any: a Python
+    function, a method bound to an object that is not a tensor, a module or a callable object
+    (`targets.callee_target` decides at run time what is compiled; anything else runs as is)."""
     inst = tx.instructions[index]
     if inst.opname not in ("CALL", "CALL_KW"):
         return None
@@ -569,9 +612,12 @@ def _callee_slot(tx, index, snap):
     region = snap.stack[len(snap.stack) - n:]
     for k in (0, 1):
         v = region[k]
-        if isinstance(v, FunctionVariable) and v.self_var is None and not (
+        if isinstance(v, FunctionVariable) and not (
+                isinstance(v.self_var, TensorVariable) or
                 is_internal(v.value) or  # eager's API: a named break, run as one call
                 getattr(v.value, "__wick_graph_break__", False) or
                 getattr(v.value, "__wick_disable__", False)):
+            return k
+        if type(v) is UserObjectVariable and not isinstance(v.value, type):
             return k
     return None
