@@ -9,11 +9,10 @@ import time
 
 import fuzz_pyfuncs as F
 
-# Every construct of the generator is on (try/except/finally included), except on 3.13 nested
-# functions made inside a loop or try that runs as generated code: fixed seed 1 cases 5 (SIGSEGV)
-# and 225 (`s + <list_iterator>`: a local read from the wrong slot) fail there; the generated
-# bytecode is being fixed with capture/verify.py (issue 13, item 3).
-EXCLUDED = ("closure", "nonlocal") if sys.version_info[:2] >= (3, 13) else ()
+# Every construct of the generator is on, on every CPython version (3.13's seed 1 cases 5 and
+# 225, a SIGSEGV and a local read from the wrong slot, were its two-local instructions in
+# generated code: tests/test_capture_superinstructions.py).
+EXCLUDED: tuple = ()
 CONSTRUCTS = tuple(c for c in F.ALL_CONSTRUCTS if c not in EXCLUDED)
 
 
