@@ -17,7 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from eager import grad_mode
-from eager.autograd import Function
+from eager.autograd import Function, engine, forward_ad
+from eager.autograd.function import FunctionNode
+from eager.autograd.hooks import meta_of
+from eager.autograd.nodes import NO_EDGE, edge_of
 from eager.tensor import Tensor
 from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
@@ -44,6 +47,9 @@ class _Plan:
                                        extra_outputs=self.saved)
         self.n_out = len(outs)
         self.out_metas = [o.meta["val"] for o in outs]
+        # (for `_apply_direct`: what `Function.apply` derives per call)
+        self.needs_input_grad = (False, *wrt)
+        self.diff_index = [i for i, d in enumerate(self.differentiable) if d]
         places = {n: i for i, n in enumerate(graph.placeholders)}
         outputs = {n: i for i, n in enumerate(outs)}
         # where each saved value comes from: ("input", i), ("output", i) or ("extra", j)
@@ -136,10 +142,55 @@ class AOTGraph:
         plan = self.plans.get(wrt)
         if plan is None:
             plan = self.plans[wrt] = _Plan(self.graph, wrt, self.compile_graph)
+        if not engine._CHECKS and not forward_ad._LEVEL:
+            return _apply_direct(plan, inputs)
         # every node was recorded with grad mode on (`supported`), whatever the mode at the
         # call (a resume function may start inside a `no_grad` block its graph leaves)
         with grad_mode.enable_grad():
             return _AOT.apply(plan, *inputs)
+
+
+def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
+    """`_AOT.apply(plan, *inputs)` without the generality of `Function.apply`, for the common
+    case (no anomaly mode or inference checks in `engine._CHECKS`, no forward-AD level): the
+    same `FunctionNode` with the same edges, saved entries and output metadata, built from the
+    plan's precomputed patterns. Any difference from `Function.apply`'s result is a bug (the
+    parity tests compare both)."""
+    res = plan.fwd(*[t._data for t in inputs])
+    ctx = FunctionNode(_AOT, 1 + len(inputs))
+    wrt = plan.wrt
+    ctx.needs_input_grad = plan.needs_input_grad
+    ctx.next_functions = (NO_EDGE, *[edge_of(t) if w else NO_EDGE for t, w in zip(inputs, wrt)])
+    ctx._in_meta = [None, *[(t._data.shape, t.dtype) for t in inputs]]
+    ctx.plan = plan
+    ctx.materialize_grads = False
+    n = plan.n_out
+    outs = tuple([Tensor._make(np.asarray(a)) for a in res[:n]])
+    ctx.num_outputs = n
+    ctx._outs = [(o._data.shape, o.dtype) for o in outs]
+    for i in plan.diff_index:
+        o = outs[i]
+        o.requires_grad, o.grad_fn = True, ctx
+        if i:
+            meta_of(o).output_nr = i
+    if n:
+        ctx.out_version = 0  # (fresh outputs)
+    saved = []
+    for kind, i in plan.saved_from:
+        if kind == "input":
+            t = inputs[i]
+            saved.append(("t", t, t._vc[0], 0))
+        elif kind == "output":
+            t = outs[i]
+            if plan.differentiable[i]:  # an output: no reference cycle
+                saved.append(("o", (t._data, t._vc, True), t._vc[0], i))
+            else:
+                saved.append(("t", t, t._vc[0], 0))
+        else:
+            saved.append(("t", Tensor._make(np.asarray(res[n + i])), 0, 0))
+    ctx._saved = saved
+    ctx._to_save = ()
+    return outs
 
 
 def supported(graph) -> bool:

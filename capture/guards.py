@@ -12,6 +12,7 @@ a cache entry is a single call (TorchDynamo's guard closures). Off the hot path,
 
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 import math
@@ -58,6 +59,109 @@ def parameter_names(code) -> set:
     n = code.co_argcount + code.co_kwonlyargcount
     n += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
     return set(code.co_varnames[:n])
+
+
+def _chain(node) -> list | None:
+    """The links of a source expression (`G['m'][0].weight`: Name, then each Attribute or
+    Subscript with a constant key), innermost first; None for anything else."""
+    links = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Constant):
+            return None
+        links.append(node)
+        node = node.value
+    if not isinstance(node, ast.Name) or not links:
+        return None
+    return [node, *reversed(links)]
+
+
+class _Shared(ast.NodeTransformer):
+    """Rewrites expressions evaluated in sequence so that each source prefix read more than
+    once (`G['mlp'][0]` behind every guard on one submodule) is computed once: its first
+    unconditional read becomes `(___gN := ...)`, later reads `___gN` (Dynamo's guard code
+    caches such sub-expressions in the same way). Reads under `and`/`or` operands after the
+    first, conditional branches and nested scopes are left alone."""
+
+    def __init__(self, counts: dict):
+        self.counts = counts
+        self.names: dict[str, str] = {}
+        self.conditional = 0
+
+    def visit_BoolOp(self, node):
+        node.values[0] = self.visit(node.values[0])
+        self.conditional += 1
+        node.values[1:] = [self.visit(v) for v in node.values[1:]]
+        self.conditional -= 1
+        return node
+
+    def visit_IfExp(self, node):
+        node.test = self.visit(node.test)
+        self.conditional += 1
+        node.body, node.orelse = self.visit(node.body), self.visit(node.orelse)
+        self.conditional -= 1
+        return node
+
+    def _opaque(self, node):
+        return node
+
+    visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = _opaque
+    visit_GeneratorExp = visit_NamedExpr = _opaque
+
+    def _visit_chain(self, node):
+        links = _chain(node)
+        if links is None:
+            return self.generic_visit(node)
+        base = links[0]
+        texts = [ast.unparse(link) for link in links[1:]]
+        for link, text in zip(links[1:], texts):
+            link.value = base
+            known = self.names.get(text)
+            if known is not None:
+                base = ast.Name(known, ast.Load())
+            elif not self.conditional and self.counts.get(text, 0) > 1:
+                name = self.names[text] = f"___g{len(self.names)}"
+                base = ast.NamedExpr(ast.Name(name, ast.Store()), link)
+            else:
+                base = link
+        return base
+
+    visit_Attribute = visit_Subscript = _visit_chain
+
+
+def share_reads(exprs: list) -> tuple[list, dict]:
+    """`exprs` (evaluated in order, each only after the previous ones) rewritten to compute
+    every source prefix read more than once only once; also the map from a prefix's text to
+    the local name holding it (valid after all of `exprs` ran, in the same frame)."""
+    trees = [ast.parse(e, mode="eval").body for e in exprs]
+    counts: dict = {}
+    for t in trees:
+        inner: set = set()
+        for node in ast.walk(t):  # (outer nodes first: each maximal chain counted once)
+            links = None if id(node) in inner else _chain(node)
+            if links is not None:
+                inner.update(id(link) for link in links)
+                for link in links[1:]:
+                    key = ast.unparse(link)
+                    counts[key] = counts.get(key, 0) + 1
+    tx = _Shared(counts)
+    return [ast.unparse(tx.visit(t)) for t in trees], tx.names
+
+
+def read_through(expr: str, names: dict) -> str:
+    """`expr` with its longest prefix that `names` holds replaced by that local name."""
+    node = ast.parse(expr, mode="eval").body
+    links = _chain(node)
+    if links is None:
+        return expr
+    for link in reversed(links[1:]):
+        name = names.get(ast.unparse(link))
+        if name is not None:
+            if link is node:
+                return name
+            parent = next(p for p in links[1:] if p.value is link)
+            parent.value = ast.Name(name, ast.Load())
+            return ast.unparse(node)
+    return expr
 
 
 class GuardSet:
@@ -171,15 +275,23 @@ class GuardSet:
 
     @property
     def condition(self) -> str:
-        """The guard closure's expression: every term joined by `and`."""
-        return "(" + " and ".join(self.terms or ["True"]) + ")"
+        """The guard closure's expression: every term joined by `and`, each source prefix
+        read by several terms computed once (`share_reads`; `shared` names the locals)."""
+        return self.shared_condition()[0]
+
+    def shared_condition(self) -> tuple[str, dict]:
+        """(`condition`, the map from a source prefix to the local holding it once the
+        condition held: `read_through` fetches sources through it)."""
+        terms, names = share_reads(list(self.terms) or ["True"])
+        return "(" + " and ".join(terms) + ")", names
 
     def build(self):
         return self._function(self.condition, "guard")
 
     def build_fetch(self, sources: list):
         """A function of the user's parameters returning the values at `sources` as a tuple."""
-        return self._function("(" + "".join(s + ", " for s in sources) + ")", "fetch")
+        shared, _ = share_reads(list(sources))
+        return self._function("(" + "".join(s + ", " for s in shared) + ")", "fetch")
 
     def size_failures(self, args: tuple, kwargs: dict) -> list:
         """(source, dim) of every size term that fails for these arguments (automatic

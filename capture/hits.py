@@ -18,6 +18,8 @@ import numpy as np
 
 from eager import Tensor, grad_mode
 
+from .guards import read_through
+
 
 class _Signal:
     """What an entry's hit function returns instead of the call's result."""
@@ -130,16 +132,17 @@ def build_hit(cf, entry) -> types.FunctionType:
     without autograd, dynamic shapes or a template that needs `rebuild`), fetching inputs,
     calling the compiled graph, wrapping its outputs as Tensors and building the result."""
     guards = entry.guards
-    head = (f"    try:\n        if not {guards.condition}:\n            return ___MISS\n"
+    condition, shared = guards.shared_condition()
+    head = (f"    try:\n        if not {condition}:\n            return ___MISS\n"
             "    except Exception:\n        return ___MISS\n")
     ns = {"___MISS": MISS, "___GENERAL": GENERAL}
-    body = _fast_body(cf, entry, ns)
+    body = _fast_body(cf, entry, ns, shared)
     if body is None:
         return guards.function(head + "    return ___GENERAL\n", "hit", ns)
     return guards.function(head + body, "hit", ns)
 
 
-def _fast_body(cf, entry, ns: dict) -> str | None:
+def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     runner = entry.runner
     if (entry.mode != "graph" or runner is None or runner.specs is not None
             or runner.aot is not None or entry.template is None):
@@ -149,7 +152,9 @@ def _fast_body(cf, entry, ns: dict) -> str | None:
     expr = _template_expr(entry.template, ns)
     if expr is None:
         return None
-    lines = [f"    ___i{k} = {src}" for k, src in enumerate(entry.input_sources)]
+    # (sources read through the locals the guard condition left: `guards.share_reads`)
+    lines = [f"    ___i{k} = {read_through(src, shared)}"
+             for k, src in enumerate(entry.input_sources)]
     if not runner.empty:
         n = len(runner.graph.output_node.args[0])
         outs = "".join(f"___o{k}, " for k in range(n))
@@ -163,7 +168,8 @@ def _fast_body(cf, entry, ns: dict) -> str | None:
                   ___failed=cf.graph_failed)
     ns["___cf"] = cf
     lines.append("    ___cf.graph_runs += 1")
-    lines += [f"    ___s{k} = {src}" for k, src in enumerate(entry.obj_sources)]
+    lines += [f"    ___s{k} = {read_through(src, shared)}"
+              for k, src in enumerate(entry.obj_sources)]
     if entry.final_grad is not None:
         ns["___set_grad"] = grad_mode._set
         lines.append(f"    ___set_grad({entry.final_grad!r})")

@@ -170,3 +170,36 @@ def test_attribute_dict_and_linear_guards_stay_small():
     np.testing.assert_allclose(c(x).detach().numpy(), m(x).detach().numpy())
     m.scales["main"] = 0.5
     np.testing.assert_allclose(c(x).detach().numpy(), m(x).detach().numpy())
+
+
+_SEQ = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+
+
+def _seq(x):
+    return _SEQ(x).sum(-1)
+
+
+def test_shared_reads_computed_once_and_still_guarded(monkeypatch):
+    """Guard terms on one submodule read `G['_SEQ'][0]` once per call (not once per term),
+    and replacing the submodule or its parameter still recompiles."""
+    capture.reset()
+    with eager.no_grad():
+        c = capture.compile(_seq)
+        x = eager.randn(3, 4)
+        _check(c, _seq, x)
+        calls = []
+        real = type(_SEQ).__getitem__
+        monkeypatch.setattr(type(_SEQ), "__getitem__", lambda s, i: calls.append(i) or real(s, i))
+        _check(c, _seq, x)
+        assert sorted(calls) == [0, 1, 2], calls  # each index read once by the hit
+        monkeypatch.undo()
+        old = _SEQ[0].weight, _SEQ[2].bias
+        try:
+            _SEQ[0].weight = nn.Parameter(eager.randn(4, 4))  # a new parameter: new graph input
+            _check(c, _seq, x)
+            _SEQ[2].bias = None  # read by the same hit through the shared submodule read
+            _check(c, _seq, x)
+            assert len(c.__wick_compiled__.entries) == 2
+        finally:
+            _SEQ[0].weight, _SEQ[2].bias = old
+        _check(c, _seq, x)
