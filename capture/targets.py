@@ -89,10 +89,16 @@ def callee_target(value) -> Target | None:
     return Target(func, args)
 
 
+CALLEE_LIMIT = 64
+
+
 def compiled_callee(cf, value):
     """`value`'s compiled wrapper as a callee of CompiledFunction `cf` (else `value` itself).
     Cached in `cf.callees` by the ids of (function, bound instance); the entry holds both, so
-    the ids cannot be reused while cached."""
+    the ids cannot be reused while cached. At most `CALLEE_LIMIT` such entries are kept (the
+    oldest goes first) and the compiled child is one per function, so a caller handed a new
+    module or object on every call does not keep them all alive (issue 13: memory must not
+    grow without bound)."""
     if isinstance(value, types.MethodType):
         func, owner = value.__func__, value.__self__
     else:
@@ -102,7 +108,11 @@ def compiled_callee(cf, value):
     if hit is None or hit[0] is not func or hit[1] is not owner:
         with cf.lock:  # (called at run time: two threads must share one child)
             target = callee_target(value)
-            wrapper = value if target is None else bind(target, cf.child(target.func))
+            # one compiled child per function (`cf.callee`), shared by every bound instance
+            wrapper = value if target is None else bind(target, cf.callee(target.func))
+            bound = [k for k in cf.callees if type(k) is tuple]
+            for k in bound[:max(0, len(bound) - CALLEE_LIMIT + 1)]:
+                del cf.callees[k]
             hit = cf.callees[key] = (func, owner, wrapper)
     return hit[2]
 

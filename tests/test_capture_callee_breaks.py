@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import capture
+from capture import targets
 import eager
 from eager import nn
 
@@ -172,16 +173,39 @@ def test_method_of_a_plain_object_is_its_own_frame():
         assert out == ref_out == "apply 3.0\n"
     e = capture.explain(method_caller)(s, x)
     assert (e.graph_count, e.graph_break_count) == (4, 2), str(e)  # was 2: apply ran eagerly
-    # a second instance: its own compiled callee (guards on the instance)
+    # a second instance: the one compiled callee of Scaler.apply gets a second entry (its
+    # guards read the instance), as Dynamo keeps one cache per code object
     s2 = Scaler(5.0)
     got, out = run(fn, s2, x)
     close(got, method_caller(s2, x))
     assert out == "apply 5.0\n"
     cf = fn.__wick_compiled__
-    assert sum(f.name == "Scaler.apply" for f in cf.all_functions()) == 2
-    # (the caller keeps the guard on `s.k` its inlining of apply read before the break: a
-    # second entry for it; the callees have one each)
-    assert all(len(f.entries) == 1 for f in cf.all_functions() if f is not cf)
+    applies = [f for f in cf.all_functions() if f.name == "Scaler.apply"]
+    assert len(applies) == 1 and len(applies[0].entries) == 2
+
+
+def test_new_instances_every_call_are_not_kept_alive():
+    """A caller handed a new object on every call (whose method breaks) keeps a bounded number
+    of bound callees and one compiled child, not one per instance (memory, issue 13)."""
+    import gc
+    import weakref
+
+    fn = capture.compile(method_caller, backend="eager")
+    x = eager.randn(3)
+    refs = []
+    for i in range(3 * targets.CALLEE_LIMIT):
+        s = Scaler(float(i % 3))
+        refs.append(weakref.ref(s))
+        got, _ = run(fn, s, x)
+        close(got, method_caller(s, x))
+    del s
+    gc.collect()
+    cf = fn.__wick_compiled__
+    # the bound callees kept, and the instances the cache entries' guards of the caller and
+    # the child hold (at most cache_size_limit entries each)
+    bound = targets.CALLEE_LIMIT + 2 * capture.config.cache_size_limit
+    assert sum(r() is not None for r in refs) <= bound < len(refs)
+    assert sum(f.name == "Scaler.apply" for f in cf.all_functions()) == 1
 
 
 def test_callable_object_and_two_deep():
