@@ -178,8 +178,12 @@ def _observe(fn, inputs, varargs: bool, ns) -> dict:
     with contextlib.redirect_stdout(out):
         try:
             result = fn(*args, **kwargs)
+            # the thread's current exception after a normal return (None: generated code
+            # that leaves a handler's exception installed corrupts later code)
+            leftover = repr(sys.exc_info()[1])
         except Exception as e:  # noqa: BLE001 - compared with the plain run's
             exc = (type(e).__name__, str(e))
+            leftover = None
     from eager import is_grad_enabled
 
     x, y, log, obj, d = inputs
@@ -193,7 +197,7 @@ def _observe(fn, inputs, varargs: bool, ns) -> dict:
         grad_mode._set(True)  # the next call starts as usual
     return {"exception": exc, "result": _norm(result) if exc is None else None,
             "identity": ids if exc is None else None, "inputs": _norm([x, y]),
-            "grad_mode": grad,
+            "grad_mode": grad, "exc_info": leftover,
             "log": _norm(log), "obj": _norm(obj), "d": _norm(d),
             "globals": [_norm(ns[g]) for g in GLOBAL_NAMES], "stdout": out.getvalue()}
 
@@ -206,7 +210,7 @@ def _call_args(inputs, varargs: bool):
 
 
 ORDER = ("exception", "result", "identity", "log", "obj", "d", "globals", "inputs",
-         "grad_mode", "stdout")
+         "grad_mode", "exc_info", "stdout")
 
 
 def _category(key: str, plain, comp, detail: str) -> str:
@@ -224,7 +228,7 @@ def _category(key: str, plain, comp, detail: str) -> str:
         return "structure"
     if key == "stdout":
         return "print"
-    if key in ("identity", "grad_mode"):
+    if key in ("identity", "grad_mode", "exc_info"):
         return key
     if key == "inputs":
         return "side_effect_tensor_inputs"
