@@ -44,3 +44,8 @@ from .layers import (
     Tanh,
 )
 from .module import GELU, Linear, Module, Parameter, ReLU
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent
+from . import rnn_utils as _rnn_utils  # noqa: E402
+
+utils.rnn = _rnn_utils  # `nn.utils.rnn` (utils is a module, not a package: alias the import)
+__import__("sys").modules[__name__ + ".utils.rnn"] = _rnn_utils

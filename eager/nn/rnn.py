@@ -1,0 +1,401 @@
+"""Recurrent layers (`torch.nn.RNN`, `LSTM`, `GRU`) and their cells (`RNNCell`, `LSTMCell`,
+`GRUCell`), as PyTorch's: constructor arguments and defaults, parameter names
+(`weight_ih_l{k}`, `weight_hh_l{k}`, `bias_ih_l{k}`, `bias_hh_l{k}`, `weight_hr_l{k}` with
+`proj_size`, `_reverse` for the backward direction) and registration order, so `state_dict`s
+load both ways; gate order (LSTM i, f, g, o; GRU r, z, n with
+n = tanh(W_in x + b_in + r * (W_hn h + b_hn))); U(-1/sqrt(hidden), 1/sqrt(hidden)) init.
+
+The math is composed of registry ops (linear, addmm, sigmoid, tanh, chunk, stack/cat), so
+autograd needs no new backward rules. Each layer and direction first projects the whole input
+(one `linear` over all time steps, b_hh folded in where PyTorch adds it outside the gates),
+then steps through time with one `addmm` per step. The time loop is a Python loop: `compile`
+unrolls it (one graph per sequence length / batch_sizes). PackedSequence inputs
+(`eager.nn.utils.rnn`) run each step on the active (leading) batch rows only.
+Touches `eager` only.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from ..dispatch import FUNCTIONS
+from ..tensor import Tensor
+from . import functional as F
+from .module import Module, Parameter
+from .rnn_utils import PackedSequence
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _linear(x, w, b):
+    return FUNCTIONS["linear"](x, w, b)
+
+
+def _init_uniform(w, a, b):
+    from .init import uniform_
+
+    uniform_(w, a, b)
+
+
+def _new_param(shape, dtype, device):
+    from .. import empty
+
+    return Parameter(empty(*shape, dtype=dtype, device=device))
+
+
+# ---- one time step of each cell kind. `xw` is the input projection of this step (with the
+# biases PyTorch adds outside any gate already in it), `whh_t` the transposed hidden weights.
+
+def _rnn_step(xw, h, whh_t, bhh, act):
+    return act(FUNCTIONS["addmm"](xw, h, whh_t))
+
+
+def _lstm_step(xw, hc, whh_t, bhh, whr_t):
+    h, c = hc
+    gates = FUNCTIONS["addmm"](xw, h, whh_t)
+    i, f, g, o = gates.chunk(4, 1)
+    c = FUNCTIONS["sigmoid"](f) * c + FUNCTIONS["sigmoid"](i) * FUNCTIONS["tanh"](g)
+    h = FUNCTIONS["sigmoid"](o) * FUNCTIONS["tanh"](c)
+    if whr_t is not None:
+        h = FUNCTIONS["matmul"](h, whr_t)
+    return h, c
+
+
+def _gru_step(xw, h, whh_t, bhh, _):
+    gh = FUNCTIONS["matmul"](h, whh_t) if bhh is None else FUNCTIONS["addmm"](bhh, h, whh_t)
+    xr, xz, xn = xw.chunk(3, 1)
+    hr, hz, hn = gh.chunk(3, 1)
+    r = FUNCTIONS["sigmoid"](xr + hr)
+    z = FUNCTIONS["sigmoid"](xz + hz)
+    n = FUNCTIONS["tanh"](xn + r * hn)
+    return n + z * (h - n)
+
+
+def _slice_state(state, lo, hi, lstm):
+    if lstm:
+        return state[0][lo:hi], state[1][lo:hi]
+    return state[lo:hi]
+
+
+def _cat_state(parts, lstm):
+    from .. import cat
+
+    if len(parts) == 1:
+        return parts[0]
+    if lstm:
+        return cat([p[0] for p in parts]), cat([p[1] for p in parts])
+    return cat(parts)
+
+
+def _run_direction(step, steps, sizes, state0, args, reverse, lstm):
+    """Run `step` over the per-step projections `steps` (each (sizes[t], G)); `state0` holds
+    the full batch. Returns the outputs in time order and the final state (full batch, the
+    rows in `state0`'s order). With shrinking `sizes` (a PackedSequence) a row's final state is
+    the state after its last active step."""
+    T = len(steps)
+    outs = [None] * T
+    if not reverse:
+        state = state0 if sizes[0] == _rows(state0, lstm) else _slice_state(state0, 0, sizes[0],
+                                                                            lstm)
+        done = []
+        for t in range(T):
+            bs = sizes[t]
+            if bs < _rows(state, lstm):  # rows bs: have ended: their state is final
+                done.append(_slice_state(state, bs, None, lstm))
+                state = _slice_state(state, 0, bs, lstm)
+            state = step(steps[t], state, *args)
+            outs[t] = state[0] if lstm else state
+        done.append(state)
+        return outs, _cat_state(done[::-1], lstm)
+    state = None
+    for t in range(T - 1, -1, -1):
+        bs = sizes[t]
+        have = 0 if state is None else _rows(state, lstm)
+        if bs > have:  # rows have..bs start here, from their initial state
+            fresh = _slice_state(state0, have, bs, lstm) if (have or bs < _rows(state0, lstm)) \
+                else state0
+            state = fresh if state is None else _cat_state([state, fresh], lstm)
+        state = step(steps[t], state, *args)
+        outs[t] = state[0] if lstm else state
+    return outs, state
+
+
+def _rows(state, lstm):
+    return (state[0] if lstm else state).shape[0]
+
+
+class RNNBase(Module):
+    """Common base of `RNN`, `LSTM` and `GRU` (`torch.nn.RNNBase`): parameters per layer and
+    direction, shape checks, packed/unbatched handling. `mode` is 'RNN_TANH', 'RNN_RELU',
+    'LSTM' or 'GRU'. ValueError for bad sizes, dropout, or proj_size outside an LSTM."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__()
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 \
+                or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          "non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        dirs = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            layer_in = input_size if layer == 0 else real_hidden * dirs
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+                shapes = [("weight_ih", (gate_size, layer_in)),
+                          ("weight_hh", (gate_size, real_hidden))]
+                if bias:
+                    shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
+                for name, shape in shapes:
+                    setattr(self, name + sfx, _new_param(shape, dtype, device))
+                    self._flat_weights_names.append(name + sfx)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for w in self.parameters():
+            _init_uniform(w, -stdv, stdv)
+
+    def flatten_parameters(self) -> None:
+        """A no-op (PyTorch compacts cuDNN weights here)."""
+
+    @property
+    def _flat_weights(self):
+        return [getattr(self, n) for n in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        """The parameters grouped per layer and direction, as PyTorch's `all_weights`."""
+        ws = self._flat_weights
+        per = len(ws) // (self.num_layers * (2 if self.bidirectional else 1))
+        return [ws[i:i + per] for i in range(0, len(ws), per)]
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    # ---- forward
+
+    def _layer_params(self, layer, d):
+        sfx = f"_l{layer}" + ("_reverse" if d == 1 else "")
+        g = self.__dict__
+        wih, whh = g["weight_ih" + sfx], g["weight_hh" + sfx]
+        bih = g.get("bias_ih" + sfx) if self.bias else None
+        bhh = g.get("bias_hh" + sfx) if self.bias else None
+        whr = g.get("weight_hr" + sfx) if self.proj_size > 0 else None
+        return wih, whh, bih, bhh, whr
+
+    def _check_hidden(self, hx, expected, what="hidden"):
+        if tuple(hx.shape) != tuple(expected):
+            raise RuntimeError(f"Expected {what} size {tuple(expected)}, got {list(hx.shape)}")
+
+    def _run(self, x, sizes, states, lstm):
+        """x: (T, B, F) time-major (sizes None) or packed data (N, F) with per-step `sizes`.
+        states: (h0, c0) or h0 of (L*D, B, H). Returns output and final states."""
+        from .. import cat, stack
+
+        packed = sizes is not None
+        dirs = 2 if self.bidirectional else 1
+        mode = self.mode
+        if mode == "LSTM":
+            step = _lstm_step
+        elif mode == "GRU":
+            step = _gru_step
+        else:
+            step = _rnn_step
+        act = FUNCTIONS["tanh"] if mode == "RNN_TANH" else FUNCTIONS["relu"]
+        h0 = states[0] if lstm else states
+        c0 = states[1] if lstm else None
+        T = len(sizes) if packed else x.shape[0]
+        if not packed:
+            sizes = [x.shape[1]] * T
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs_dir = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                wih, whh, bih, bhh, whr = self._layer_params(layer, d)
+                if mode == "GRU" or bih is None:
+                    bx = bih
+                else:  # b_hh is added outside the gates: fold it into the input projection
+                    bx = bih + bhh
+                xw = _linear(x, wih, bx)
+                steps = xw.split(list(sizes), 0) if packed else xw.unbind(0)
+                whh_t = whh.t()
+                if lstm:
+                    args = (whh_t, bhh, None if whr is None else whr.t())
+                    s0 = (h0[k], c0[k])
+                elif mode == "GRU":
+                    args, s0 = (whh_t, bhh, None), h0[k]
+                else:
+                    args, s0 = (whh_t, bhh, act), h0[k]
+                outs, final = _run_direction(step, steps, sizes, s0, args, d == 1, lstm)
+                outs_dir.append(cat(outs, 0) if packed else stack(outs, 0))
+                if lstm:
+                    h_n.append(final[0])
+                    c_n.append(final[1])
+                else:
+                    h_n.append(final)
+            x = outs_dir[0] if dirs == 1 else cat(outs_dir, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        h_n = stack(h_n, 0)
+        return x, ((h_n, stack(c_n, 0)) if lstm else h_n)
+
+    def forward(self, input, hx=None):
+        """input: (T, B, input_size) ((B, T, ...) with batch_first), (T, input_size) unbatched,
+        or a PackedSequence. hx: (L * D, B, H_out) (for LSTM a tuple (h0, c0), c0 of hidden
+        size), 2-D when unbatched; zeros when None. Returns (output, h_n) / (output, (h_n, c_n))
+        with output (T, B, D * H_out) (a PackedSequence for packed input)."""
+        from .. import zeros
+
+        lstm = self.mode == "LSTM"
+        dirs = 2 if self.bidirectional else 1
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        packed = isinstance(input, PackedSequence)
+        batched = True
+        if packed:
+            data, batch_sizes, sorted_idx, unsorted_idx = input
+            sizes = [int(b) for b in batch_sizes.tolist()]
+            B = sizes[0]
+            x = data
+        else:
+            sorted_idx = unsorted_idx = None
+            sizes = None
+            if input.dim() not in (2, 3):
+                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                                 f"{input.dim()}D instead")
+            batched = input.dim() == 3
+            x = input
+            if not batched:
+                x = x.unsqueeze(1)
+            elif self.batch_first:
+                x = x.transpose(0, 1)
+            B = x.shape[1]
+            if x.shape[-1] != self.input_size:
+                raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                                   f"{self.input_size}, got {x.shape[-1]}")
+        L = self.num_layers * dirs
+        if hx is None:
+            h0 = zeros(L, B, real_hidden, dtype=x.dtype, device=x.device)
+            states = (h0, zeros(L, B, self.hidden_size, dtype=x.dtype, device=x.device)) \
+                if lstm else h0
+        else:
+            states = hx
+            parts = list(hx) if lstm else [hx]
+            if lstm and (not isinstance(hx, tuple) or len(hx) != 2):
+                raise RuntimeError("LSTM expects hx as a tuple (h_0, c_0)")
+            want = 3 if batched else 2
+            for p in parts:
+                if p.dim() != want:
+                    raise RuntimeError(f"For {'batched' if batched else 'unbatched'} "
+                                       f"{want}-D input, hx{' and cx' if lstm else ''} should "
+                                       f"also be {want}-D but got {p.dim()}-D tensor")
+            if not batched:
+                parts = [p.unsqueeze(1) for p in parts]
+            if sorted_idx is not None:
+                parts = [p.index_select(1, sorted_idx) for p in parts]
+            self._check_hidden(parts[0], (L, B, real_hidden))
+            if lstm:
+                self._check_hidden(parts[1], (L, B, self.hidden_size), "hidden[1]")
+            states = tuple(parts) if lstm else parts[0]
+        out, final = self._run(x, sizes, states, lstm)
+        if unsorted_idx is not None:
+            final = tuple(f.index_select(1, unsorted_idx) for f in final) if lstm \
+                else final.index_select(1, unsorted_idx)
+        if packed:
+            return PackedSequence(out, input.batch_sizes, sorted_idx, unsorted_idx), final
+        if not batched:
+            out = out.squeeze(1)
+            final = tuple(f.squeeze(1) for f in final) if lstm else final.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, final
+
+
+class RNN(RNNBase):
+    """Elman RNN (`torch.nn.RNN`): h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh),
+    act 'tanh' (default) or 'relu'. RNN(input_size, hidden_size, num_layers=1,
+    nonlinearity='tanh', bias=True, batch_first=False, dropout=0.0, bidirectional=False)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None,
+                 dtype=None):
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             "'relu'.")
+        super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, proj_size, device, dtype)
+        self.nonlinearity = nonlinearity
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (`torch.nn.LSTM`), gates i, f, g, o; with `proj_size` > 0 the
+    hidden state is projected by `weight_hr_l{k}` (h has proj_size features, c hidden_size).
+    forward(input, (h0, c0)=None) -> (output, (h_n, c_n))."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (`torch.nn.GRU`), gates r, z, n:
+    n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, proj_size, device, dtype)
+
+
+from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: E402  (re-exported)
