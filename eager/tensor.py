@@ -585,8 +585,10 @@ class Tensor:
         return self._rows()
 
     def _rows(self):
+        """The rows of dim 0 as views (`a[i, ...]`: a 0-d array, not a numpy scalar, for a 1-D
+        tensor, so iteration yields 0-d Tensors as PyTorch)."""
         for i in range(self._data.shape[0]):
-            t = Tensor._make(self._data[i])
+            t = Tensor._make(self._data[i, ...])
             t._vc, t._base = self._vc, self._base if self._base is not None else self
             yield t
 

@@ -221,7 +221,7 @@ def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
     if program and len(roots) == 1:  # the whole pass as one program, when the graph qualifies
         (node, nr), g = roots[0]
         ga = g if type(g) is np.ndarray else g._data if type(g) is Tensor else None
-        if nr == 0 and type(node) is BackwardNode and type(ga) is np.ndarray and \
+        if nr == 0 and type(node).__base__ is BackwardNode and type(ga) is np.ndarray and \
                 programs.run(node, ga, retain_graph):
             return {}
     F = _namespaces()[0]
@@ -246,7 +246,7 @@ def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
                     continue
                 tn = type(node)
                 grads = None
-                if tn is BackwardNode and node._hk is None:
+                if tn.__base__ is BackwardNode and node._hk is None:
                     ga = g if type(g) is nd else g._data if type(g) is Tensor else None
                     if type(ga) is nd:
                         grads = run_arrays(node, ga)
@@ -376,7 +376,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 arr.dtype.kind == "f" and not anomaly.is_anomaly_enabled():
             g = np.ones(arr.shape, arr.dtype)
             retain = bool(retain_graph)
-            if type(fn) is not BackwardNode or not (programs.run_known(fn, g, retain) or
+            if type(fn).__base__ is not BackwardNode or not (programs.run_known(fn, g, retain) or
                                                     programs.run(fn, g, retain)):
                 _run_plain([((fn, 0), g)], retain, program=False)
             return

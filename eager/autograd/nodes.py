@@ -1,6 +1,7 @@
 """Autograd graph nodes: `Node`, `AccumulateGrad`, `BackwardNode` (PyTorch's `grad_fn`s).
 
-A `BackwardNode` is the record of one registry op call under grad mode (`MulBackward0`): the
+A `BackwardNode` is the record of one registry op call under grad mode, an instance of the
+op's subclass named as PyTorch's (`MulBackward0`, made once per op by `node_class`): the
 op, its operands (checked against their version counters when backward reads them), its
 attributes, and its output's array and version cell (not the output tensor: no reference
 cycle). `next_functions` are (node, output_nr) edges to the operands' nodes, a leaf's being
@@ -32,7 +33,6 @@ FREED = ("Trying to backward through the graph a second time (or directly access
          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
          "backward through the graph a second time or if you need to access saved tensors after "
          "calling backward.")
-_NAMES: dict = {}
 
 
 def _camel(name: str) -> str:
@@ -149,6 +149,9 @@ class BackwardNode(Node):
     __slots__ = ("_clock", "_freed", "_old", "_pkey", "attrs", "op", "out_data", "out_vc",
                  "saved", "struct_id", "versions")
 
+    def __new__(cls, op: OpDef, *args):
+        return object.__new__(node_class(op) if cls is BackwardNode else cls)
+
     def __init__(self, op: OpDef, inputs: tuple, attrs: dict, out: Tensor):
         self.op = op
         self.attrs = attrs
@@ -181,13 +184,7 @@ class BackwardNode(Node):
                 fn(self, inputs)
 
     def name(self) -> str:
-        name = _NAMES.get(self.op.name)
-        if name is None:
-            name = _NAMES[self.op.name] = f"{_camel(self.op.name)}Backward0"
-        return name
-
-    def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return type(self).__name__
 
     # ---- in-place protocol (called by Tensor._inplace_update)
 
@@ -284,6 +281,22 @@ class BackwardNode(Node):
         self._freed = info
         self.saved = self.out_data = None
         self.versions = [None] * len(info)
+
+
+def node_class(op: OpDef) -> type:
+    """The `BackwardNode` subclass of `op`, named as PyTorch's (`MulBackward0`): made once per
+    op name, so that `type(x.grad_fn).__name__` is PyTorch's. Exactly the classes made here
+    have `BackwardNode` as their `__base__` (the engine's fast checks test that)."""
+    cls = _CLASSES.get(op.name)
+    if cls is None:
+        name = f"{_camel(op.name)}Backward0"
+        cls = _CLASSES[op.name] = type(BackwardNode)(
+            name, (BackwardNode,), {"__slots__": (), "__module__": __name__,
+                                    "__qualname__": name})
+    return cls
+
+
+_CLASSES: dict = {}  # op name -> its BackwardNode subclass
 
 
 def _info_of_key(key: tuple) -> list:

@@ -59,7 +59,7 @@ def _walk(root):
                 return None
             s(None)
             continue
-        if tn is not BackwardNode or n._hk is not None:
+        if tn.__base__ is not BackwardNode or n._hk is not None:
             return None
         saved = n.saved
         if saved is None or n.out_vc[0] != n.out_version:

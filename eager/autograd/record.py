@@ -26,7 +26,7 @@ import itertools
 import weakref
 
 from ..tensor import MUTATIONS, Tensor
-from .nodes import _CHECKS, NO_EDGE, BackwardNode, edge_of, grad_accumulator
+from .nodes import _CHECKS, NO_EDGE, BackwardNode, edge_of, grad_accumulator, node_class
 
 LEAF = 0
 MAX_IDS = 1024  # keys per table; a full table starts over (a Python number changing every
@@ -150,6 +150,7 @@ def _close(n: BackwardNode, out: Tensor, key, clock: int, table: dict) -> Backwa
             sid = table[key] = next(_ids)
     n.struct_id = sid
     n._clock = clock
+    n.__class__ = node_class(n.op)  # (set last: the stores above see one class, stay fast)
     if _CHECKS:
         for fn in _CHECKS:
             fn(n, n.saved)
