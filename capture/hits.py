@@ -2,9 +2,9 @@
 
 `make_dispatch(cf)` is a compiled function's call: each entry's hit function in order, then a
 miss. `build_hit(cf, entry)` generates an entry's hit function: its guard terms, then, on the
-fast path (a whole-call graph without autograd or dynamic shapes whose result template is plain
-Python), fetching the inputs, calling the compiled graph, wrapping its outputs and building the
-result, all in one flat frame; otherwise a signal (`GENERAL`: run the entry with
+fast path (a whole-call graph without dynamic shapes whose result template is plain Python,
+run by its compiled graph or by the AOT autograd bridge), fetching the inputs, calling the
+graph, wrapping its outputs and building the result, all in one flat frame; otherwise a signal (`GENERAL`: run the entry with
 `CompiledFunction.run`; `MISS`: the guards failed; `EAGER`: the graph failed at run time).
 Split from `compiler.py`. Touches `eager`, numpy.
 """
@@ -145,9 +145,10 @@ def build_hit(cf, entry) -> types.FunctionType:
 def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     runner = entry.runner
     if (entry.mode != "graph" or runner is None or runner.specs is not None
-            or runner.aot is not None or entry.template is None):
+            or entry.template is None):
         return None
-    if not runner.empty and (runner.autograd or runner.compiled is None):
+    aot = runner.aot is not None and not runner.empty
+    if not runner.empty and not aot and (runner.autograd or runner.compiled is None):
         return None
     expr = _template_expr(entry.template, ns)
     if expr is None:
@@ -155,7 +156,15 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     # (sources read through the locals the guard condition left: `guards.share_reads`)
     lines = [f"    ___i{k} = {read_through(src, shared)}"
              for k, src in enumerate(entry.input_sources)]
-    if not runner.empty:
+    if aot:  # the AOT bridge (its own autograd node); disabled or failing: the general path
+        n = len(runner.graph.output_node.args[0])
+        args = ", ".join(f"___i{k}" for k in range(len(entry.input_sources)))
+        lines += ["    ___aot = ___runner.aot", "    if ___aot is None:",
+                  "        return ___GENERAL", "    try:",
+                  f"        {''.join(f'___o{k}, ' for k in range(n)) + '= ' if n else ''}"
+                  f"___aot({args})", "    except Exception:", "        return ___GENERAL"]
+        ns["___runner"] = runner
+    elif not runner.empty:
         n = len(runner.graph.output_node.args[0])
         outs = "".join(f"___o{k}, " for k in range(n))
         args = ", ".join(f"___i{k}._data" for k in range(len(entry.input_sources)))
