@@ -5,6 +5,7 @@
 `init` and `utils` namespaces."""
 
 from . import functional, init, utils
+from .activation import *  # noqa: F401,F403  (LeakyReLU, SiLU, ELU, PReLU, GLU, ...)
 from .attention import (  # brief A: attention and transformer encoder
     MultiheadAttention,
     TransformerEncoder,

@@ -103,6 +103,32 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
                                     dtype)
 
 
+def prelu(input, weight):
+    """x if x > 0 else weight * x: torch.nn.functional.prelu. `weight` (1,) or (C,), applied
+    along dim 1 (channels) of an input of >= 2 dims; RuntimeError for a mismatched size."""
+    w = weight
+    if weight.numel() != 1:
+        c = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim == 1 else 1
+        if weight.numel() != c:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = {c}.")
+        if input.ndim >= 2:
+            w = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    return FUNCTIONS["where"](input > 0, input, w * input)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), (a, b) the two halves of `input` along `dim`: torch.nn.functional.glu.
+    RuntimeError for an odd size or a 0-d input."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} "
+                           f"is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * sigmoid(b)
+
+
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """torch.nn.functional.softmin: softmax(-input)."""
     return softmax(FUNCTIONS["neg"](input), dim, dtype=dtype)

@@ -541,12 +541,19 @@ class Linear(Module):
 
 
 class ReLU(Module):
-    """max(x, 0) (`torch.nn.ReLU`)."""
+    """max(x, 0) (`torch.nn.ReLU`); `inplace=True` writes into the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, input):
-        from .. import relu
+        from .functional import relu
 
-        return relu(input)
+        return relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):
@@ -560,3 +567,6 @@ class GELU(Module):
         from .functional import gelu
 
         return gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
