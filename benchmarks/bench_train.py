@@ -3,6 +3,8 @@
 
 1. `small`: 64-32-10 MLP (ReLU), batch 64, float32, cross entropy, SGD with momentum.
 2. `mnist-sized`: 784-256-10 MLP (ReLU), batch 64, float32, cross entropy, Adam.
+3. `lstm`: 2-layer LSTM, seq 32, batch 32, input and hidden 256, a Linear(256, 10) head on the
+   last step, cross entropy, SGD with momentum (`--lstm-repeat` steps: one step is ~0.1 s).
 
 Run: `python benchmarks/bench_train.py [--repeat N]`. Prints the median time of one step
 (forward, backward, optimizer step) per peer and the ratio wick / torch; both peers start
@@ -70,30 +72,60 @@ def make_step(lib, sizes, optimizer, lr, seed=0):
     return step, lambda: float(last[-1].item())
 
 
+def make_lstm_step(lib, seq=32, batch=32, hidden=256, layers=2, classes=10, lr=0.05, seed=0):
+    """A training step of an `nn.LSTM` + `nn.Linear` head for `lib` (eager or torch), same
+    numpy-drawn weights and batch; returns the step and a function giving the last loss."""
+    rng = np.random.default_rng(seed)
+    nn = lib.nn
+    lstm, head = nn.LSTM(hidden, hidden, layers), nn.Linear(hidden, classes)
+    bound = 1 / hidden ** 0.5
+    for m in (lstm, head):  # the same weights for both peers (state_dict names are torch's)
+        m.load_state_dict({k: lib.tensor(rng.uniform(-bound, bound, tuple(v.shape))
+                                         .astype(np.float32)) for k, v in m.state_dict().items()})
+    params = list(lstm.parameters()) + list(head.parameters())
+    opt = lib.optim.SGD(params, lr=lr, momentum=0.9)
+    x = lib.tensor(rng.standard_normal((seq, batch, hidden)).astype(np.float32))
+    y = lib.tensor(rng.integers(0, classes, batch))
+    last = []
+
+    def step():
+        out, _ = lstm(x)
+        loss = nn.functional.cross_entropy(head(out[-1]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        last.append(loss)
+
+    return step, lambda: float(last[-1].item())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=600)
+    ap.add_argument("--lstm-repeat", type=int, default=30)
     args = ap.parse_args(argv)
     if torch is not None:
         torch.set_num_threads(1)
     rows = []
-    for name, sizes, optimizer, lr in (("small: 64-32-10, SGD momentum", (64, 32, 10), "sgd",
-                                        0.05),
-                                       ("mnist-sized: 784-256-10, Adam", (784, 256, 10),
-                                        "adam", 1e-3)):
+    cases = [("small: 64-32-10, SGD momentum",
+              lambda lib: make_step(lib, (64, 32, 10), "sgd", 0.05), args.repeat),
+             ("mnist-sized: 784-256-10, Adam",
+              lambda lib: make_step(lib, (784, 256, 10), "adam", 1e-3), args.repeat),
+             ("LSTM 2x256, seq 32, batch 32, SGD momentum", make_lstm_step, args.lstm_repeat)]
+    for name, make, repeat in cases:
         peers, losses = {}, {}
         for label, lib in (("wick", eager), ("torch eager", torch)):
             if lib is None:
                 continue
-            peers[label], losses[label] = make_step(lib, sizes, optimizer, lr)
-        t = medians_us(peers, args.repeat, warmup=5)
+            peers[label], losses[label] = make(lib)
+        t = medians_us(peers, repeat, rounds=min(15, repeat), warmup=5 if repeat > 30 else 2)
         if "torch eager" in peers:  # both ran the same number of steps from the same start
             a, b = losses["wick"](), losses["torch eager"]()
             assert abs(a - b) <= 1e-3 * max(1.0, abs(b)), (name, a, b)
         for label, us in t.items():
             ratio = us / t["torch eager"] if "torch eager" in t else None
             rows.append((name if label == "wick" else "", label, us, ratio))
-    print(f"{'training step (fwd + bwd + optimizer), batch 64, f32':52s} {'peer':12s} "
+    print(f"{'training step (fwd + bwd + optimizer), f32':52s} {'peer':12s} "
           f"{'median us':>10s} {'/ torch':>8s}")
     for name, label, us, ratio in rows:
         r = f"{ratio:8.2f}" if ratio is not None else ""

@@ -49,6 +49,7 @@ def _new_param(shape, dtype, device):
 
 # ---- one time step of each cell kind. `xw` is the input projection of this step (with the
 # biases PyTorch adds outside any gate already in it), `whh_t` the transposed hidden weights.
+# (Each step's projection is its own matmul: see `_run_direction`.)
 
 def _rnn_step(xw, h, whh_t, bhh, act):
     return act(FUNCTIONS["addmm"](xw, h, whh_t))
@@ -91,12 +92,17 @@ def _cat_state(parts, lstm):
     return cat(parts)
 
 
-def _run_direction(step, steps, sizes, state0, args, reverse, lstm):
-    """Run `step` over the per-step projections `steps` (each (sizes[t], G)); `state0` holds
-    the full batch. Returns the outputs in time order and the final state (full batch, the
+def _proj(x, wih_t, b):
+    return FUNCTIONS["matmul"](x, wih_t) if b is None else FUNCTIONS["addmm"](b, x, wih_t)
+
+
+def _run_direction(step, xs, proj, sizes, state0, args, reverse, lstm):
+    """Run `step` over the per-step inputs `xs` (each (sizes[t], F), projected by
+    `_proj(x, *proj)` step by step: slicing one big projection would cost a full-size
+    zero-and-add per step in backward, each slice's adjoint); `state0` holds the full batch. Returns the outputs in time order and the final state (full batch, the
     rows in `state0`'s order). With shrinking `sizes` (a PackedSequence) a row's final state is
     the state after its last active step."""
-    T = len(steps)
+    T = len(xs)
     outs = [None] * T
     if not reverse:
         state = state0 if sizes[0] == _rows(state0, lstm) else _slice_state(state0, 0, sizes[0],
@@ -107,7 +113,7 @@ def _run_direction(step, steps, sizes, state0, args, reverse, lstm):
             if bs < _rows(state, lstm):  # rows bs: have ended: their state is final
                 done.append(_slice_state(state, bs, None, lstm))
                 state = _slice_state(state, 0, bs, lstm)
-            state = step(steps[t], state, *args)
+            state = step(_proj(xs[t], *proj), state, *args)
             outs[t] = state[0] if lstm else state
         done.append(state)
         return outs, _cat_state(done[::-1], lstm)
@@ -119,7 +125,7 @@ def _run_direction(step, steps, sizes, state0, args, reverse, lstm):
             fresh = _slice_state(state0, have, bs, lstm) if (have or bs < _rows(state0, lstm)) \
                 else state0
             state = fresh if state is None else _cat_state([state, fresh], lstm)
-        state = step(steps[t], state, *args)
+        state = step(_proj(xs[t], *proj), state, *args)
         outs[t] = state[0] if lstm else state
     return outs, state
 
@@ -253,6 +259,7 @@ class RNNBase(Module):
         T = len(sizes) if packed else x.shape[0]
         if not packed:
             sizes = [x.shape[1]] * T
+        xs = x.split(list(sizes), 0) if packed else x.unbind(0)
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs_dir = []
@@ -263,8 +270,7 @@ class RNNBase(Module):
                     bx = bih
                 else:  # b_hh is added outside the gates: fold it into the input projection
                     bx = bih + bhh
-                xw = _linear(x, wih, bx)
-                steps = xw.split(list(sizes), 0) if packed else xw.unbind(0)
+                proj = (wih.t(), bx)
                 whh_t = whh.t()
                 if lstm:
                     args = (whh_t, bhh, None if whr is None else whr.t())
@@ -273,18 +279,20 @@ class RNNBase(Module):
                     args, s0 = (whh_t, bhh, None), h0[k]
                 else:
                     args, s0 = (whh_t, bhh, act), h0[k]
-                outs, final = _run_direction(step, steps, sizes, s0, args, d == 1, lstm)
-                outs_dir.append(cat(outs, 0) if packed else stack(outs, 0))
+                outs, final = _run_direction(step, xs, proj, sizes, s0, args, d == 1, lstm)
+                outs_dir.append(outs)
                 if lstm:
                     h_n.append(final[0])
                     c_n.append(final[1])
                 else:
                     h_n.append(final)
-            x = outs_dir[0] if dirs == 1 else cat(outs_dir, -1)
+            # the next layer reads the per-step outputs as they are (no stack / unbind)
+            xs = outs_dir[0] if dirs == 1 else [cat(o, 1) for o in zip(*outs_dir)]
             if self.dropout and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
+                xs = [F.dropout(o, self.dropout, True) for o in xs]
         h_n = stack(h_n, 0)
-        return x, ((h_n, stack(c_n, 0)) if lstm else h_n)
+        out = cat(xs, 0) if packed else stack(xs, 0)
+        return out, ((h_n, stack(c_n, 0)) if lstm else h_n)
 
     def forward(self, input, hx=None):
         """input: (T, B, input_size) ((B, T, ...) with batch_first), (T, input_size) unbatched,
