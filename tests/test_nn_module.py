@@ -384,3 +384,28 @@ def test_clip_grad_value_and_vector_round_trip():
                                   np.arange(24.0))
     with pytest.raises(TypeError, match="expected torch.Tensor"):
         nn.utils.vector_to_parameters([1.0], eps)
+
+
+def test_replacing_a_child_or_parameter_keeps_its_place_as_torch():
+    """`seq[i] = m`, `mlist[-k] = m`, a Sequential of named modules, and assigning a new
+    Parameter over an old one keep the registration order (torch.nn.Module.__setattr__ only
+    updates the table the name is in), so the model still computes in the same order."""
+    torch = pytest.importorskip("torch")
+    from collections import OrderedDict
+
+    for lib in (nn, torch.nn):
+        seq = lib.Sequential(lib.Linear(2, 2), lib.ReLU(), lib.Linear(2, 3))
+        seq[0] = lib.Tanh()
+        named = lib.Sequential(OrderedDict(a=lib.Linear(2, 2), b=lib.ReLU()))
+        named[0] = lib.Tanh()
+        ml = lib.ModuleList([lib.ReLU(), lib.Tanh()])
+        ml[-2] = lib.Sigmoid()
+        lin = lib.Linear(2, 2)
+        lin.weight = lib.Parameter(lin.weight.detach().clone())
+        got = ([(k, type(m).__name__) for k, m in seq.named_children()],
+               [(k, type(m).__name__) for k, m in named.named_children()],
+               [(k, type(m).__name__) for k, m in ml.named_children()],
+               [k for k, _ in lin.named_parameters()])
+        if lib is nn:
+            mine = got
+    assert mine == got

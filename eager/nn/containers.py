@@ -63,7 +63,8 @@ class ModuleList(Module):
         return items[_index(i, len(items))]
 
     def __setitem__(self, i, module) -> None:
-        setattr(self, str(_index(i, len(self))), module)
+        # the i-th registered name (a Sequential built from an OrderedDict keeps its own names)
+        setattr(self, list(self._modules)[_index(i, len(self))], module)
 
     def __delitem__(self, i) -> None:
         items = list(self._modules.values())

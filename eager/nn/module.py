@@ -120,7 +120,7 @@ class Module:
         if "_parameters" not in d:
             raise AttributeError("cannot assign before Module.__init__() call")
         if isinstance(value, Parameter):
-            self._forget(name)
+            self._forget(name, keep=self._parameters)  # a replaced one keeps its place
             self.register_parameter(name, value)
         elif name in self._parameters:
             if value is not None:
@@ -128,7 +128,7 @@ class Module:
                                 "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, keep=self._modules)  # a replaced child keeps its place
             self._modules[name] = value
             object.__setattr__(self, name, value)
         elif name in self._modules:
@@ -146,9 +146,10 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep=None) -> None:
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
+            if table is not keep:
+                table.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
         self.__dict__.pop(name, None)
 
