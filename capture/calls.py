@@ -59,6 +59,10 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
     """
     if op.dynamic_shape:
         raise tx.unsupported(f"{op.name}() has a data-dependent output shape")
+    if getattr(tx.out, "mutated", None):
+        from .writeback import check_stale
+
+        check_stale(tx, inputs)
     vals = []
     names = list(op.input_names)
     names += [names[0] if names else "input"] * (len(inputs) - len(names))  # variadic ops
@@ -151,6 +155,11 @@ def inplace(tx, target, compute) -> VariableTracker:
     if not isinstance(target, TensorVariable):
         raise tx.unsupported("in-place op on a value that is not a tensor")
     node = target.node
+    if node.op == "placeholder" or any(
+            w is target for w in getattr(tx.out, "writebacks", {}).values()):
+        from .writeback import inplace_input
+
+        return inplace_input(tx, target, compute)  # a graph input: written back after
     if node.op != "call_function" or node.target.kind == "view" or \
             any(u.target.kind == "view" for u in node.users if u.op == "call_function"):
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")

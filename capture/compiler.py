@@ -39,7 +39,7 @@ import numpy as np
 
 from eager import Tensor, grad_mode
 
-from . import backends, config, dynamic, effects, logs, registry
+from . import backends, config, dynamic, effects, logs, registry, writeback
 from .guards import GuardSet
 from .hits import (EAGER, GENERAL, MISS, _array_types, _guarded_general,  # noqa: F401
                    build_hit, make_dispatch)
@@ -86,7 +86,7 @@ class CacheEntry:
     def __init__(self, guards, mode: str, graph=None, runner=None, fetch=None, fetch_objs=None,
                  template=None, continuation=None, break_reason=None, recompile_reason=None,
                  times=None, dynamic_dims=None, input_sources=(), obj_sources=(),
-                 final_grad=None):
+                 final_grad=None, writebacks=()):
         self.guards = guards
         t0 = time.perf_counter()
         self.guard = guards.build()
@@ -105,6 +105,7 @@ class CacheEntry:
         self.input_sources = list(input_sources)
         self.obj_sources = list(obj_sources)
         self.final_grad = final_grad
+        self.writebacks = list(writebacks)  # (input, output) pairs: `writeback.apply`
         self.dynamic_numbers: set = set()  # int/float parameters that are graph inputs
         self.hit = None  # built by `CompiledFunction.add` (`build_hit`)
         self.pending = None  # a failed capture's entry, not cached yet (`CompiledFunction.miss`)
@@ -230,6 +231,8 @@ class CompiledFunction:
             self.eager_runs += 1
             return self.fn(*args, **kwargs)
         self.graph_runs += 1
+        if entry.writebacks:
+            writeback.apply(entry.writebacks, inputs, outs)
         objs = entry.fetch_objs(*args, **kwargs) if entry.fetch_objs is not None else ()
         if entry.mode == "graph":
             result = rebuild(entry.template, outs, inputs, objs)
@@ -387,6 +390,12 @@ class CompiledFunction:
                 return self._eager_entry(out, gb.reason, recompile_reason, noted=True)
         except Exception as e:  # the user's own error (or a capture bug): eager decides
             return self._failed_entry(out, e, args, kwargs, recompile_reason)
+        try:
+            pairs = writeback.finish(out, templater)
+        except ValueError as e:  # a mutated input aliases another input: eager decides
+            return self._eager_entry(out, BreakReason(
+                f"in-place op on a graph input ({e})", "-", self.code.co_filename,
+                self.code.co_firstlineno, ""), recompile_reason)
         graph = out.graph
         graph.output(tuple(templater.outputs))
         graph.eliminate_dead_code()
@@ -432,7 +441,7 @@ class CompiledFunction:
                            out.guards.build_fetch(out.input_sources), fetch_objs, template,
                            cont, cont and self.break_reasons[-1], recompile_reason,
                            {"capture_ms": capture_ms, "backend_ms": backend_ms}, dyn,
-                           out.input_sources, templater.sources, final_grad)
+                           out.input_sources, templater.sources, final_grad, pairs)
         if has_ops and logs.enabled("graph"):
             logs.log("graph", f"graph of {self.name} ({len(graph)} nodes"
                               f"{', dynamic ' + str(dyn) if dyn else ''}):\n{graph}")

@@ -58,6 +58,9 @@ class OutputGraph:
         self.tensor_shapes: dict[str, tuple] = {}  # source -> shape of every tensor input
         self.shadow_tx = dynamic.ShadowTx(self)
         self.dynamic_numbers: set = set()  # int/float arguments fed as 0-d inputs
+        self.values: dict = {}  # source -> the tensor read at capture (`writeback.py`)
+        self.writebacks: dict = {}  # source -> tracker of a mutated input (its final value)
+        self.mutated: dict = {}  # placeholder node of a mutated input -> its tracker
 
     def globals_name(self, f_globals: dict) -> str:
         if f_globals is self.fn.__globals__:
@@ -85,6 +88,7 @@ class OutputGraph:
             node = self.graph.placeholder(name.replace("__", "_") or "input", meta)
             self.input_sources.append(source)
             self.tensor_shapes[source] = tuple(meta.shape)
+            self.values[source] = value
             var = TensorVariable(node, meta, value.requires_grad, source)
             if dims:
                 for d in dims:

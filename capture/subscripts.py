@@ -14,7 +14,7 @@ in the graph that nothing can reach any more (`y[1:] = y[:-1]`: the value view i
 the store). On a graph input, a view, or a tensor with views still referenced (or any views,
 inside an inlined call, whose callers capture cannot see) it is a graph break: the store runs
 eagerly, with eager's aliasing and version counters (a graph input is `calls.inplace`'s
-rule: no write-back of graph inputs yet, so a store into the caller's tensor runs eagerly).
+rule: a store written back into the caller's tensor after the graph, `writeback.py`).
 Touches `eager.indexing`, `capture`.
 """
 
@@ -133,7 +133,7 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
         return put_ops(F, obj, *split, val)
 
     if not views or node.op != "call_function":
-        calls.inplace(tx, obj, compute)  # graph inputs: its rule (today a break)
+        calls.inplace(tx, obj, compute)  # graph inputs: its rule (a write-back)
         return
     result = compute()  # the views are dead: the functional store is eager's
     obj.node, obj.meta, obj.shadow = result.node, result.meta, result.shadow

@@ -44,7 +44,7 @@ import types
 
 from eager import grad_mode
 
-from . import aliases, resume
+from . import aliases, resume, writeback
 from .resume import LOOP_EXIT, CannotResume
 from .variables import (
     CellVariable,
@@ -86,6 +86,9 @@ class Templater:
         self.alias_intermediates = False  # views of graph values too (`aliases.py`)
 
     def graph_output(self, v: TensorVariable) -> tuple:
+        mutated = writeback.final_template(self, v)  # an input written back after the graph
+        if mutated is not None:
+            return mutated
         if v.node.op == "placeholder" and v.source in self.out.input_sources:
             return ("input", self.out.input_sources.index(v.source))
         view = aliases.view_template(self, v.node)  # an eager view of its base, rebuilt

@@ -3,9 +3,8 @@
 Each case is (function of a module `T` - `eager` or `torch`, argument maker of `T`, wick's
 expected (graphs, breaks), torch's counts from `torch._dynamo.explain` on the same code with
 `T = torch`). Before item 2 every subscript was a graph break ("tensor indexing is not a
-registry op"). The KV-cache writes into the caller's cache tensors stay breaks in wick (no
-write-back of mutated graph inputs yet: the store runs eagerly, exact); torch functionalizes
-them into its graph.
+registry op"). The KV-cache writes into the caller's cache tensors are captured as in torch
+(a functional store written back into the argument after the graph: capture/writeback.py).
 """
 
 from __future__ import annotations
@@ -93,6 +92,6 @@ def build(T):
         "rotary_halves": (rotary, rotary_args, (1, 0), (1, 0)),
         "gpt_last_token": (gpt_last_token, x_args, (1, 0), (1, 0)),
         "gather_rows": (gather_rows, gather_args, (1, 0), (1, 0)),
-        "kv_step_into_argument_cache": (kv_step, kv_args, (2, 2), (1, 0)),
+        "kv_step_into_argument_cache": (kv_step, kv_args, (1, 0), (1, 0)),
         "local_cache_fill": (local_cache, local_args, (1, 0), (1, 0)),
     }

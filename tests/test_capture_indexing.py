@@ -214,8 +214,8 @@ def kv_write(k_cache, v, a, b):
 
 
 def test_kv_cache_write_on_an_input_mutates_it_as_eager():
-    """`k_cache[:, a:b] = v` on an argument: one break (no write-back of graph inputs yet),
-    the cache mutated in place: views of it see the change, its version counter moves."""
+    """`k_cache[:, a:b] = v` on an argument: one graph, no break (the store is written back
+    into the argument after the graph, `capture/writeback.py`), the cache mutated in place: views of it see the change, its version counter moves."""
     compiled = capture.compile(kv_write, backend="llvm")
     for a, b in [(0, 2), (2, 4), (4, 6)]:
         want_cache, got_cache = eager.zeros(2, 6, 3), eager.zeros(2, 6, 3)
@@ -229,7 +229,7 @@ def test_kv_cache_write_on_an_input_mutates_it_as_eager():
         np.testing.assert_array_equal(view.numpy(), want_cache[1].numpy())
         assert got_cache._version > v0
     e = capture.explain(kv_write)(eager.zeros(2, 6, 3), eager.ones(2, 2, 3), 0, 2)
-    assert e.graph_break_count == 1 and e.graph_count >= 1, str(e)
+    assert (e.graph_count, e.graph_break_count) == (1, 0), str(e)
 
 
 def test_setitem_on_a_viewed_graph_tensor_keeps_the_view_right():
