@@ -8,6 +8,7 @@ guards as `self.fc.weight`). State dicts (`state_dict`, `load_state_dict`), conv
 (`to`, `float`, `cuda`...: parameters keep their identity, their data is replaced) and the
 traversal methods follow `torch.nn.Module`; `Linear` follows `torch.nn.Linear` (`weight` of
 shape (out_features, in_features), initialised U(-1/sqrt(in), 1/sqrt(in))).
+Hooks (forward, forward-pre, full backward, state-dict) come from `module_hooks.py`.
 Touches `eager` only.
 """
 
@@ -23,6 +24,7 @@ from ir import dtypes as D
 from ..dispatch import FUNCTIONS, PLAIN_SUBCLASSES
 from ..grad_mode import no_grad
 from ..tensor import Tensor
+from .module_hooks import ModuleHooks
 
 
 class Parameter(Tensor):
@@ -102,9 +104,10 @@ def _parse_to(args, kwargs):
     return device, dtype
 
 
-class Module:
+class Module(ModuleHooks):
     """Base class of models (`torch.nn.Module`): subclasses set attributes in `__init__` and
-    define `forward`; calling the module calls `forward`."""
+    define `forward`; calling the module calls `forward` (through the hooks of
+    `module_hooks.py` when there are any)."""
 
     def __init__(self):
         object.__setattr__(self, "training", True)
@@ -112,6 +115,7 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        self._init_hooks()
 
     # ---- attributes and registration
 
@@ -259,6 +263,8 @@ class Module:
                                   "\"forward\" function")
 
     def __call__(self, *args, **kwargs):
+        if self._wick_has_hooks:  # the one test of the fast path (module_hooks.py)
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- traversal
@@ -334,6 +340,8 @@ class Module:
         unless `keep_vars` (`torch.nn.Module.state_dict`)."""
         if destination is None:
             destination = OrderedDict()
+        for hook in tuple(self._state_dict_pre_hooks.values()):
+            hook(self, prefix, keep_vars)
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
@@ -344,6 +352,10 @@ class Module:
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".",
                              keep_vars=keep_vars)
+        for hook in tuple(self._state_dict_hooks.values()):
+            res = hook(self, destination, prefix, {})
+            if res is not None:
+                destination = res
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -405,6 +417,8 @@ class Module:
 
         def load(module, prefix):
             local = {k: v for k, v in state_dict.items() if k.startswith(prefix)}
+            for hook in tuple(module._load_state_dict_pre_hooks.values()):
+                hook(module, local, prefix, meta, True, missing, unexpected, errors)
             module._load_from_state_dict(local, prefix, meta, True, missing, unexpected,
                                          errors)
             for name, child in module._modules.items():
@@ -412,6 +426,10 @@ class Module:
                     load(child, prefix + name + ".")
 
         load(self, "")
+        keys = _IncompatibleKeys(missing, unexpected)
+        for module in self.modules():
+            for hook in tuple(module._load_state_dict_post_hooks.values()):
+                hook(module, keys)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: "
