@@ -190,3 +190,75 @@ def test_torch_counts():
     m = torch.nn.BatchNorm2d(3).train()
     e = dynamo.explain(m)(torch.randn(4, 3, 5, 5))
     assert (e.graph_count, e.graph_break_count) == (1, 0)
+
+
+# ---------------------------------------------------------------- more shapes of the same rule
+
+def mutate_break_mutate(x, y):
+    x.mul_(2)
+    print("", end="")  # a graph break: the write-back runs before the print
+    x.add_(y)
+    return x * 3
+
+
+def returns_the_input(x):
+    return x.add_(1)
+
+
+def add_then_mul(x):
+    x.add_(1)
+    x.mul_(2)
+    return x.sum()
+
+
+def returns_a_view_of_the_mutated(x):
+    x.add_(1)
+    return x[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mutation_across_a_graph_break(backend):
+    _check(mutate_break_mutate, lambda: [_t(np.ones(3)), _t(np.arange(3.0))], [0], backend,
+           (2, 1))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_returned_input_is_the_callers_tensor(backend):
+    cf = capture.compile(returns_the_input, backend=backend)
+    for _ in range(2):
+        x = _t(np.ones(3))
+        assert cf(x) is x
+        np.testing.assert_allclose(_np(x), [2, 2, 2])
+    _check(returns_the_input, lambda: [_t(np.ones(3))], [0], backend, (1, 0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_mutations_of_one_input(backend):
+    _check(add_then_mul, lambda: [_t(np.arange(6.0).reshape(2, 3))], [0], backend, (1, 0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_returned_view_of_a_mutated_input_stays_eager(backend):
+    cf = capture.compile(returns_a_view_of_the_mutated, backend=backend)
+    for _ in range(2):
+        a, b = _t(np.ones((2, 3))), _t(np.ones((2, 3)))
+        want, got = returns_a_view_of_the_mutated(a), cf(b)
+        np.testing.assert_allclose(_np(got), _np(want))
+        assert got._base is b  # a real eager view of the caller's tensor
+        b.mul_(5)
+        np.testing.assert_allclose(_np(got), [10, 10, 10])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uncastable_in_place_result_raises_as_eager(backend):
+    def f(x):
+        x.add_(1.5)
+        return x
+
+    cf = capture.compile(f, backend=backend)
+    with pytest.raises(RuntimeError):
+        f(eager.tensor(np.array([1, 2])))
+    x = eager.tensor(np.array([1, 2]))
+    with pytest.raises(RuntimeError):
+        cf(x)
+    np.testing.assert_array_equal(_np(x), [1, 2])
