@@ -94,6 +94,7 @@ class Kernel:
     epilogue: list = field(default_factory=list)      # [Stmt] after the last phase
     epi_stores: list = field(default_factory=list)    # [(output index, value)]
     sum_block: int = 0     # > 0: float sums are accumulated in blocks, blocks pairwise
+    col_block: int = 0     # > 0: column reduction, interchanged (see `column_block`)
     llvm_ir: str = ""      # optimised LLVM IR (set by the LLVM backend)
     source_ir: str = ""    # LLVM IR before O3
     symbol: str = ""       # the JIT symbol
@@ -405,7 +406,9 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     kernel = Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
                     [(a[0], a[1]) for a in accs], epilogue, epi_stores)
     rnumel = int(np.prod([n for _, n in rloops], dtype=np.int64))
-    if rnumel > SUM_BLOCK and any(cascaded(kernel, a) for a in range(len(accs))):
+    kernel.col_block = column_block(kernel)
+    if (rnumel > SUM_BLOCK and not kernel.col_block and
+            any(cascaded(kernel, a) for a in range(len(accs)))):
         kernel.sum_block = SUM_BLOCK
     reuse_through_outputs(kernel)
     reciprocal_row_divisors(kernel, tb)
@@ -413,6 +416,29 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
 
 
 SUM_BLOCK = 1024
+COL_BLOCK = 512
+
+
+def column_block(k: Kernel) -> int:
+    """Tile width for a reduction over a strided dimension (`x.sum(0)`), else 0.
+
+    When no input is contiguous along the innermost reduction loop but one is along the
+    innermost parallel loop `j`, walking each column down its stride is slow (one cache line
+    per element). The renderer then interchanges: per tile of `COL_BLOCK` values of `j`, a
+    stack array holds one accumulator per column, each phase loops over the reduction loops
+    outside and the tile inside (contiguous, vectorized, no cross-lane reduction), and the
+    epilogue runs per column. Float sums accumulate in float64 (float32/float16 inputs) and in
+    chunks of at most `SUM_BLOCK` reduced elements whose sums are added into a total (error
+    about (SUM_BLOCK + n / SUM_BLOCK) ulp instead of n); max/min/prod/integer accumulators
+    combine with the same primitives as the row loop, so NaN propagation is unchanged."""
+    if not k.rloops or not k.outer:
+        return 0
+    jd, rd = len(k.outer) - 1, len(k.loops) - 1
+    if any(b.strides[rd] == 1 for b in k.inputs):
+        return 0
+    if not any(b.strides[jd] == 1 for b in k.inputs):
+        return 0
+    return COL_BLOCK
 
 
 def cascaded(k: Kernel, a: int) -> bool:

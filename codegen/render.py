@@ -11,6 +11,9 @@ and rounded to half where it is read. With `kernel.sum_block`, float sums run th
 reduction loop in chunks and push each block's sum into a binary counter of partial sums
 (pairwise summation of blocks, see `kernel.cascaded`). An output read back by a later phase
 (`load_out`) is still `noalias` (no other argument aliases it; it is never marked write-only).
+With `kernel.col_block` (a reduction over a strided dimension) the loops are interchanged:
+per tile of the innermost parallel loop, stack arrays hold one accumulator per column, the
+reduction loops run outside and the tile's contiguous columns inside (`col_tiles`).
 All decisions were made on the Kernel; this module only prints. Imports only `ir` and
 llvmlite.
 """
@@ -21,7 +24,7 @@ from llvmlite import ir as ll
 
 from ir import dtypes as D
 
-from .kernel import Const, Kernel, Var, cascaded
+from .kernel import SUM_BLOCK, Const, Kernel, Var, cascaded
 from .llvm import I8, I64, PTR, VOID, LLVMBuilder, constant, lltype, memtype
 
 _REASSOC = ("reassoc",)
@@ -60,7 +63,13 @@ def render_kernel(kernel: Kernel, symbol: str) -> str:
         return str(module)
     zero = ll.Constant(I64, 0)
     offsets = [zero] * len(bufs)
-    if kernel.outer:
+    if kernel.col_block:
+        r.col_setup()
+        if len(kernel.outer) > 1:
+            r.loop_nest(kernel.outer[:-1], 0, offsets, r.col_tiles, lo=lo, hi=hi)
+        else:
+            r.col_tiles(offsets, lo, hi)
+    elif kernel.outer:
         r.loop_nest(kernel.outer, 0, offsets, r.phases, lo=lo, hi=hi)
     else:
         # no parallel loop: the body runs once when the range is not empty
@@ -101,6 +110,20 @@ class _Renderer:
         self.stacks: dict = {}
         self.nout = len(kernel.outer)
         self._blocks = 0
+        self.ivars: dict = {}
+        self.col = None      # column mode: {acc: (update array, final array, dtype)}
+        self.jj = None       # column mode: index in the tile
+
+    def _store_dt(self, a):
+        """The dtype accumulator `a` is kept in."""
+        return self.col[a][2] if self.col else _acc_dtype(self.k.accs[a][0])
+
+    def _acc_ptr(self, a, final):
+        """Where accumulator `a` lives: updated in the loop (final=False) or read (True)."""
+        if not self.col:
+            return self.allocas[a]
+        arr = self.col[a][1 if final else 0]
+        return self.b.gep(arr, [ll.Constant(I64, 0), self.jj], inbounds=True)
 
     def _block(self, name):
         self._blocks += 1
@@ -125,6 +148,7 @@ class _Renderer:
         i.add_incoming(start, pre)
         b.cbranch(b.icmp_signed("<", i, stop), body, after)
         b.position_at_end(body)
+        self.ivars[var] = i
         new = []
         for off, buf in zip(offsets, self.bufs):
             s = buf.strides[depth]
@@ -299,9 +323,9 @@ class _Renderer:
                 continue
             if st.op == "acc":
                 a = st.attrs["acc"]
-                dt = k.accs[a][0]
-                v = b.load(self.allocas[a], typ=lltype(_acc_dtype(dt)))
-                env[st.out] = sb.cast(v, D.float32, dt) if dt is D.float16 else v
+                dt, sdt = k.accs[a][0], self._store_dt(a)
+                v = b.load(self._acc_ptr(a, True), typ=lltype(sdt))
+                env[st.out] = sb.cast(v, sdt, dt) if sdt is not dt else v
                 continue
             dts = [x.dtype for x in st.args if isinstance(x, (Var, Const))]
             in_dt = dts[1] if st.op == "where" else (dts[0] if dts else st.out.dtype)
@@ -309,16 +333,17 @@ class _Renderer:
                                   st.attrs)
 
         for a, comb, v in accs:
-            dt = k.accs[a][0]
+            dt, sdt = k.accs[a][0], self._store_dt(a)
             x = value(v)
-            if dt is D.float16:   # accumulated in float32 (numpy's half loops do too)
-                dt, x = D.float32, sb.cast(x, D.float16, D.float32)
-            cur = b.load(self.allocas[a], typ=lltype(dt))
+            if sdt is not dt:   # float16 in float32 (as numpy's half loops); wide column sums
+                dt, x = sdt, sb.cast(x, dt, sdt)
+            ptr = self._acc_ptr(a, False)
+            cur = b.load(ptr, typ=lltype(dt))
             if dt.is_floating_point and comb in ("add", "mul"):
                 new = (b.fadd if comb == "add" else b.fmul)(cur, x, flags=_REASSOC)
             else:
                 new = sb.emit(comb, dt, dt, [cur, x], {})
-            b.store(new, self.allocas[a])
+            b.store(new, ptr)
 
         for i, val in stores:
             buf = k.outputs[i]
@@ -331,3 +356,113 @@ class _Renderer:
             ptr = b.gep(self.args[j], [offsets[j]], inbounds=True,
                         source_etype=memtype(buf.dtype))
             b.store(v, ptr)
+
+    # ------------------------------------------------------------ column reductions
+
+    def col_setup(self):
+        """Stack arrays of `col_block` accumulators per acc (see `kernel.column_block`);
+        chunked float sums get a second array for their total."""
+        k, b = self.k, self.b
+        self.col = {}
+        for a, (dt, _) in enumerate(k.accs):
+            wide = cascaded(k, a)
+            sdt = D.float64 if wide else _acc_dtype(dt)
+            ty = ll.ArrayType(lltype(sdt), k.col_block)
+            upd = b.alloca(ty, name=f"cacc{a}")
+            tot = b.alloca(ty, name=f"ctot{a}") if wide and self._chunk() else upd
+            self.col[a] = (upd, tot, sdt)
+
+    def _chunk(self):
+        """Rows of the outermost reduction loop per chunk of a chunked float sum, or 0."""
+        k = self.k
+        rest = 1
+        for _, n in k.rloops[1:]:
+            rest *= n
+        if rest * k.rloops[0][1] <= SUM_BLOCK:
+            return 0
+        return max(1, SUM_BLOCK // rest)
+
+    def _range(self, start, stop, step, fn):
+        """for (c = start; c < stop; c += step) fn(c, min(c + step, stop))."""
+        b = self.b
+        pre = b.block
+        head, body, end = self._block("rng_head"), self._block("rng_body"), \
+            self._block("rng_end")
+        b.branch(head)
+        b.position_at_end(head)
+        c = b.phi(I64)
+        c.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", c, stop), body, end)
+        b.position_at_end(body)
+        nxt = b.add(c, ll.Constant(I64, step), flags=("nsw",))
+        nxt = b.select(b.icmp_signed("<", nxt, stop), nxt, stop)
+        fn(c, nxt)
+        c.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def _tile(self, offsets, fn):
+        """Loop over the tile's columns [t0, t1): fn(offsets) with `self.jj` = j - t0."""
+        var, n = self.k.outer[-1]
+
+        def inner(offs):
+            self.jj = self.b.sub(self.ivars[var], self.t0)
+            fn(offs)
+
+        self.loop_nest([(var, n)], self.nout - 1, offsets, inner, lo=self.t0, hi=self.t1)
+
+    def col_tiles(self, offsets, lo=None, hi=None):
+        """The interchanged loops over the innermost parallel loop in tiles of `col_block`."""
+        k = self.k
+        n = k.outer[-1][1]
+        start = lo if lo is not None else ll.Constant(I64, 0)
+        stop = hi if hi is not None else ll.Constant(I64, n)
+
+        def tile(t0, t1):
+            self.t0, self.t1 = t0, t1
+            for ph in k.phases:
+                self.col_phase(ph, offsets)
+            self._tile(offsets, lambda offs: self.body(k.epilogue, [], k.epi_stores, offs))
+
+        self._range(start, stop, k.col_block, tile)
+
+    def _fill(self, accs, offsets, final):
+        """Set the accumulators `accs` of every column of the tile to their identity."""
+        k, b = self.k, self.b
+
+        def fill(offs):
+            for a in accs:
+                b.store(constant(k.accs[a][1], self.col[a][2]), self._acc_ptr(a, final))
+
+        self._tile(offsets, fill)
+
+    def col_phase(self, ph, offsets):
+        """One phase: reduction loops outside, the tile's columns inside."""
+        k, b = self.k, self.b
+        mine = [a for a, _, _ in ph.accs]
+        self._fill(mine, offsets, False)
+        casc = [a for a in mine if self.col[a][0] is not self.col[a][1]]
+
+        def inner(offs):
+            self._tile(offs, lambda o: self.body(ph.body, ph.accs, ph.stores, o))
+
+        if not casc:
+            self.loop_nest(k.rloops, self.nout, offsets, inner)
+            return
+        self._fill(casc, offsets, True)
+        (var, n), depth = k.rloops[0], self.nout
+
+        def flush(offs):
+            for a in casc:
+                ty = lltype(self.col[a][2])
+                p, t = self._acc_ptr(a, False), self._acc_ptr(a, True)
+                b.store(b.fadd(b.load(t, typ=ty), b.load(p, typ=ty)), t)
+                b.store(constant(0, self.col[a][2]), p)
+
+        def chunk(c0, c1):
+            self.loop_nest([(var, n)], depth, offsets,
+                           lambda offs: self.loop_nest(k.rloops[1:], depth + 1, offs, inner),
+                           lo=c0, hi=c1)
+            self._tile(offsets, flush)
+
+        self._range(ll.Constant(I64, 0), ll.Constant(I64, n), self._chunk(), chunk)
