@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections import OrderedDict
 from collections.abc import Mapping
 
 from eager import Tensor, device
@@ -125,7 +126,9 @@ class OutputGraph:
                 g.type_is(source, value)
                 var.namedtuple = type(value)  # keeps its type when rebuilt
             return var
-        if type(value) is dict and all(type(k) in (str, int) for k in value):
+        if type(value) in (dict, OrderedDict) and all(type(k) in (str, int) for k in value):
+            # (an OrderedDict too: a module's hook tables; its truth value and len() guard
+            # the length, iteration the key list)
             g.type_is(source, value)  # keys and values are guarded as they are read
             return LazyDictVariable(self, value, source)
         if type(value) is list:
@@ -281,4 +284,5 @@ class LazyDictVariable(DictVariable):
         self._items = value
 
     def describe(self) -> str:
-        return "dict"
+        return type(self._items._value).__name__ if isinstance(self._items, LazyItems) \
+            else "dict"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 
-from . import calls, subscripts
+from . import calls, subscripts, vocabulary
 from .variables import (
     ConstantVariable,
     DictVariable,
@@ -84,10 +84,11 @@ def unpack(tx, v: VariableTracker) -> list:
     if v.is_constant() and isinstance(v.value, (tuple, list, range, str, dict, set,
                                                 frozenset, bytes, type({}.items()))):
         return [ConstantVariable(x) for x in v.value]
-    if isinstance(v, UserObjectVariable) and hasattr(type(v.value), "__wick_sequence__"):
-        n = len(v.value)
-        tx.out.guards.add(f"len({v.source}) == {n}")
-        return [tx.out.wrap(v.value[i], f"{v.source}[{i}]") for i in range(n)]
+    entries = vocabulary.container_entries(tx, v)  # ModuleList/ModuleDict...: keys guarded
+    if entries is not None:
+        if hasattr(type(v.value), "keys"):  # a dict container iterates its keys
+            return [ConstantVariable(k) for k, _ in entries]
+        return [x for _, x in entries]
     if isinstance(v, TensorVariable):
         raise tx.unsupported("iterating over a tensor")
     raise tx.unsupported(f"iterating over {v.describe()}")
@@ -110,8 +111,12 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
 
         if isinstance(x, SizeVariable):
             return ConstantVariable(len(x.t.meta.shape))
-        if isinstance(x, UserObjectVariable) and hasattr(type(x.value), "__wick_sequence__"):
-            return ConstantVariable(len(unpack(tx, x)))
+        entries = vocabulary.container_entries(tx, x)
+        if entries is not None:
+            return ConstantVariable(len(entries))
+    if f is bool and len(args) == 1 and not kwargs and \
+            isinstance(args[0], (SequenceVariable, DictVariable)):
+        return ConstantVariable(len(args[0].items) > 0)  # (a read dict guards its length)
     if f is isinstance and len(args) == 2:
         obj, cls = args
         classes = [c.value for c in unpack(tx, cls)] if isinstance(cls, SequenceVariable) \
@@ -264,9 +269,15 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
             return obj.items[i]  # an IndexError here is the user's, as eagerly
     if isinstance(obj, DictVariable) and index.is_constant():
         return obj.items[index.value]  # a KeyError here is the user's
-    if isinstance(obj, UserObjectVariable) and index.is_constant() and \
-            hasattr(type(obj.value), "__wick_sequence__"):
-        return unpack(tx, obj)[index.value]
+    if isinstance(obj, UserObjectVariable) and index.is_constant():
+        entries = vocabulary.container_entries(tx, obj)
+        if entries is not None and isinstance(index.value, slice) and \
+                type(obj.value).__name__ == "ModuleList":  # iterated: `self.layers[:2]`
+            return ListVariable([x for _, x in entries][index.value])
+        if entries is not None and not isinstance(index.value, slice):
+            if hasattr(type(obj.value), "keys"):
+                return dict(entries)[index.value]  # a KeyError here is the user's
+            return entries[index.value][1]  # an IndexError here is the user's
     if isinstance(obj, TensorVariable):
         return subscripts.getitem(tx, obj, index)
     raise tx.unsupported(f"subscript of {obj.describe()}")

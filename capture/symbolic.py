@@ -21,7 +21,7 @@ import operator
 import os
 from typing import TYPE_CHECKING
 
-from . import calls, config
+from . import calls, config, vocabulary
 from .breaks import BreakReason, GraphBreak, Snapshot, Unsupported
 from .builders import PY, TABLE, BuildOps, handler
 from .variables import (
@@ -474,6 +474,9 @@ class InstructionTranslator(BuildOps):
         elif a.is_constant() and isinstance(b, SequenceVariable) and \
                 all(v.is_constant() for v in b.items):
             found = a.value in [v.value for v in b.items]
+        elif a.is_constant() and vocabulary.container_entries(self, b) is not None:
+            found = hasattr(type(b.value), "keys") and \
+                a.value in [k for k, _ in vocabulary.container_entries(self, b)]  # guarded
         else:
             raise self.unsupported("`in` on values that are not constants")
         self.popn(2)

@@ -17,6 +17,9 @@ rules below:
   attention) are inlined as user code, but a break inside one is reported once, at the user's
   call, as "eager.nn.functional.X has no graph form: <why>", and the call then runs eagerly
   (it is not compiled as a frame of its own);
+- `eager.nn` containers (`ModuleDict`/`ParameterDict`: items, keys, values, get, iteration,
+  len, `in`, `d[k]`; `ModuleList`/`Sequential`/`ParameterList`: iteration, len, `l[i]`) are
+  read directly by `container_entries`, guarded on the key list or length, as Dynamo does;
 - anything else of `eager`/`ir`/numpy is one named break at the user's call site
   ("eager.foo has no graph form").
 
@@ -104,6 +107,7 @@ def _table() -> dict:
         if callable(obj) and id(obj) not in table:
             _KEEP.append(obj)
             table[id(obj)] = (f"eager.Tensor.{name}", METHOD_RULES.get(name))
+    _container_table(table)
     _TABLE = table
     return table
 
@@ -326,3 +330,98 @@ METHOD_RULES = {
     "view_as": _view_as("view"),
     "reshape_as": _view_as("reshape"),
 }
+
+
+# ---------------------------------------------------------------- nn containers
+
+CONTAINER_METHODS = ("items", "keys", "values", "get", "__iter__", "__len__", "__contains__",
+                     "__getitem__")
+
+
+def container_entries(tx, v) -> list | None:
+    """The (key, tracker) pairs of an `eager.nn` container read from the frame (`ModuleDict`,
+    `ParameterDict`: by key; `ModuleList`, `Sequential`, `ParameterList`: by index), guarded
+    as Dynamo guards an `nn.Module` container: the dicts on their key list, the lists on their
+    length (each entry then guarded as it is read). None for any other value, or a container
+    the code made itself (no source to guard)."""
+    from eager.nn.containers import ModuleDict, ModuleList, ParameterDict, ParameterList
+
+    obj, src = getattr(v, "value", None), getattr(v, "source", None)
+    if src is None or not isinstance(obj, (ModuleDict, ModuleList, ParameterDict,
+                                           ParameterList)):
+        return None
+    out, g = tx.out, tx.out.guards
+    if isinstance(obj, ModuleDict):
+        keys = list(obj._modules)
+        g.add(f"list({src}._modules) == {keys!r}")
+        return [(k, out.wrap(obj._modules[k], f"{src}._modules[{k!r}]")) for k in keys]
+    if isinstance(obj, ParameterDict):
+        keys = list(obj._keys)
+        g.add(f"list({src}._keys) == {keys!r}")
+        return [(k, out.wrap(obj[k], f"{src}[{k!r}]")) for k in keys]
+    n = len(obj)
+    g.add(f"len({src}) == {n}")
+    return [(i, out.wrap(obj[i], f"{src}[{i}]")) for i in range(n)]
+
+
+def _container_rule(name):
+    def rule(tx, fn, args, kwargs):
+        entries = container_entries(tx, args[0]) if args else None
+        if entries is None or kwargs:
+            raise no_graph_form(tx, fn, "a container the code made, or keyword arguments")
+        rest = args[1:]
+        is_dict = hasattr(type(args[0].value), "keys")  # ModuleDict, ParameterDict
+        if name in ("items", "keys", "values", "__iter__", "__len__") and rest:
+            raise TypeError(f"{name}() takes no arguments")
+        if name == "__len__":
+            return ConstantVariable(len(entries))
+        if name == "items":
+            return _list([_tuple([ConstantVariable(k), v]) for k, v in entries])
+        if name == "keys" or name == "__iter__" and is_dict:
+            return _list([ConstantVariable(k) for k, _ in entries])
+        if name in ("values", "__iter__"):
+            return _list([v for _, v in entries])
+        if not rest or not all(isinstance(a, ConstantVariable) for a in rest):
+            raise no_graph_form(tx, fn, "a key that is not a constant")
+        key = rest[0].value
+        found = dict(entries) if is_dict else None
+        if name == "__contains__":
+            return ConstantVariable(key in found if is_dict else False)
+        if name == "get":
+            return found.get(key, rest[1] if len(rest) > 1 else ConstantVariable(None))
+        if is_dict:
+            return found[key]  # a KeyError here is the user's, as eagerly
+        if isinstance(key, slice):
+            raise no_graph_form(tx, fn, "a slice of a container (a new module)")
+        return entries[key][1]  # an IndexError here is the user's
+
+    return rule
+
+
+def _list(items):
+    from .variables import ListVariable
+
+    return ListVariable(items)
+
+
+def _tuple(items):
+    from .variables import TupleVariable
+
+    return TupleVariable(items)
+
+
+def _container_table(table: dict) -> None:
+    from eager.nn.containers import (
+        ModuleDict,
+        ModuleList,
+        ParameterDict,
+        ParameterList,
+        Sequential,
+    )
+
+    for cls in (ModuleDict, ModuleList, Sequential, ParameterDict, ParameterList):
+        for name in CONTAINER_METHODS:
+            obj = getattr(cls, name, None)
+            if isinstance(obj, types.FunctionType) and id(obj) not in table:
+                _KEEP.append(obj)
+                table[id(obj)] = (f"eager.nn.{cls.__name__}.{name}", _container_rule(name))
