@@ -41,7 +41,6 @@ from fuzz_pygen import (  # noqa: E402
     Gen,
     assemble,
     generate,
-    generate_parts,
 )
 
 __all__ = ["ALL_CONSTRUCTS", "Gen", "assemble", "check", "fuzz", "generate", "shrink"]

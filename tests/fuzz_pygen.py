@@ -283,8 +283,8 @@ class Gen:
     def ret(self) -> str:
         t, u = self.tensor(), self.tensor()
         return self.pick([t, f"({t}, n)", f"[{t}, {u}, k]", f"{{'a': {t}, 'n': n}}", "None",
-                          f"({t}, [n, {u}])", "n", f"'r' + str(n)", "log", "(obj, n)",
-                          f"(d, {t})", f"[log, log]", f"{t}.sum()", f"({t}.shape, {t}.dtype)",
+                          f"({t}, [n, {u}])", "n", "'r' + str(n)", "log", "(obj, n)",
+                          f"(d, {t})", "[log, log]", f"{t}.sum()", f"({t}.shape, {t}.dtype)",
                           f"{t}.requires_grad", f"(n, k, {t}[0])"])
 
     def function(self) -> tuple[list, list, str]:

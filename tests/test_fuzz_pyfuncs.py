@@ -4,7 +4,6 @@ exceptions and every side effect, and never crash the process (issue 13, items 2
 A fixed seed, plus one fresh seed printed in the output (rerun it with
 `python tests/fuzz_pyfuncs.py --seed S --n 60`)."""
 
-import sys
 import time
 
 import fuzz_pyfuncs as F

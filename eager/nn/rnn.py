@@ -21,7 +21,6 @@ import numbers
 import warnings
 
 from ..dispatch import FUNCTIONS
-from ..tensor import Tensor
 from . import functional as F
 from .module import Module, Parameter
 from .rnn_utils import PackedSequence
