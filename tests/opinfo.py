@@ -28,6 +28,16 @@ _PASS_THROUGH = ("where", "cast", "clone", "reshape", "view", "transpose", "unsq
                  "expand")
 
 
+def record_op(g, name, *args, **kwargs):
+    """Add registry op `name` to graph `g` as capture records it (bound, canonical attrs,
+    the op's meta); returns the node. Shared by the codegen tests that build graphs by hand."""
+    op = ir.REGISTRY[name]
+    inputs, attrs = op.bind(args, kwargs)
+    metas = tuple(a.meta["val"] if isinstance(a, ir.Node) else a for a in inputs)
+    attrs = op.canonical_attrs(metas, attrs)
+    return g.call_function(op, inputs, attrs, val=op.meta(metas, attrs))
+
+
 def _promo_rule(op):
     p = op.promotion
     return p if hasattr(p, "supports") else None

@@ -14,21 +14,16 @@ import math
 
 import numpy as np
 import pytest
+from opinfo import record_op
 
 import codegen
 import ir
 from ir.execute import apply_arrays
 
-R = ir.REGISTRY
 RNG = np.random.default_rng(13)
 
 
-def call(g, name, *args, **kwargs):
-    op = R[name]
-    inputs, attrs = op.bind(args, kwargs)
-    metas = tuple(a.meta["val"] if isinstance(a, ir.Node) else a for a in inputs)
-    attrs = op.canonical_attrs(metas, attrs)
-    return g.call_function(op, inputs, attrs, val=op.meta(metas, attrs))
+call = record_op
 
 
 def build_graph(build, *arrays):

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from opinfo import record_op
 
 import capture
 import codegen
@@ -20,15 +21,9 @@ import eager
 import ir
 from codegen.kernel import SUM_BLOCK
 
-R = ir.REGISTRY
 
 
-def call(g, name, *args, **kwargs):
-    op = R[name]
-    inputs, attrs = op.bind(args, kwargs)
-    metas = tuple(a.meta["val"] if isinstance(a, ir.Node) else a for a in inputs)
-    attrs = op.canonical_attrs(metas, attrs)
-    return g.call_function(op, inputs, attrs, val=op.meta(metas, attrs))
+call = record_op
 
 
 def compiled(build, *arrays):
