@@ -21,8 +21,6 @@ import eager
 import ir
 from codegen.kernel import SUM_BLOCK
 
-
-
 call = record_op
 
 
