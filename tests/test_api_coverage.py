@@ -112,6 +112,12 @@ def known_missing(ns: str) -> set:
     return _listed(ns)[0]
 
 
+# Current coverage (percent) of Tensor methods and the top level, floors that may only rise (the
+# issue's goal: >= 90).
+TENSOR_FLOOR = 64
+TOPLEVEL_FLOOR = 34
+
+
 @pytest.mark.parametrize("ns", sorted(NAMESPACES))
 def test_namespace_missing_is_known(ns):
     miss, total = missing(*NAMESPACES[ns])
