@@ -24,10 +24,10 @@ import numpy as np
 
 from ir.dtypes import float64, int64
 
-from ..creation import as_tensor, tensor
-from ..dispatch import FUNCTIONS
-from ..random import Generator, randint, randperm
-from ..tensor import Tensor
+from ...creation import as_tensor, tensor
+from ...dispatch import FUNCTIONS
+from ...random import Generator, randint, randperm
+from ...tensor import Tensor
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
