@@ -40,6 +40,11 @@ VIEW_KINDS = ("view",)
 # AD and anomaly detection register here); empty by default, so it costs one truth test.
 POST_HOOKS: list = []
 
+# Set by eager.amp while an autocast region is on: hook(op, inputs, attrs) returns op's result
+# computed under the region's cast policy, or None (no policy for op: apply goes on as usual).
+# (The fast paths stay off meanwhile: eager.amp registers a no-op POST_HOOKS entry.)
+autocast_hook = None
+
 # ops without PyTorch's `out=` keyword (besides views): nn.functional activations, casts...
 NO_OUT = frozenset({
     "cast", "clone", "conj", "relu", "relu6", "gelu", "silu", "mish", "elu", "selu", "celu",
@@ -155,6 +160,10 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
     The checks' outcome on CPU operands is remembered per shapes, dtypes, numbers and
     attributes (they depend on nothing else; errors are raised every time).
     """
+    if autocast_hook is not None:
+        r = autocast_hook(op, inputs, attrs)
+        if r is not None:
+            return r
     cache = op.__dict__.get("_checked")
     if cache is None:
         cache = op._checked = {}
