@@ -15,13 +15,16 @@ import warnings
 import numpy as np
 
 from ..grad_mode import no_grad
-from ..random import _gen
+from ..random import _gen, randperm
 from ..tensor import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
-    "normal_", "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_",
+    "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_",
     "xavier_uniform_", "zeros_",
+    # deprecated aliases (FutureWarning, as torch's)
+    "constant", "dirac", "eye", "kaiming_normal", "kaiming_uniform", "normal", "orthogonal",
+    "sparse", "uniform", "xavier_normal", "xavier_uniform",
 ]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -220,3 +223,47 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     if rows < cols:
         q = q.T
     return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D tensor as a sparse matrix (Martens 2010): N(0, std**2) values, then in each
+    column ceil(sparsity * rows) entries, at rows drawn by `randperm`, set to zero. ValueError
+    unless the tensor is 2-D (`torch.nn.init.sparse_`)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            tensor[randperm(rows)[:num_zeros], col] = 0
+    return tensor
+
+
+def _make_deprecate(meth):
+    """`nn.init.<name>` (no underscore): the old spelling of `<name>_`, warning FutureWarning
+    as torch's."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"{old_name}(...): deprecated, see `nn.init.{new_name}`."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
