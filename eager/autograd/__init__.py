@@ -14,6 +14,7 @@ Importing this package installs the autograd methods of `eager.Tensor` (`retain_
 
 from __future__ import annotations
 
+from .. import grad_mode
 from ..grad_mode import (
     enable_grad,
     inference_mode,
@@ -22,22 +23,24 @@ from ..grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from . import anomaly, engine, forward_ad, functional, hooks
+from . import anomaly, engine, forward_ad, functional, hooks, variable
 from . import gradcheck as _gradcheck_module
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import AccumulateGrad, BackwardNode, Node, backward, grad
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .tensor_methods import install_tensor_methods
+from .variable import Variable, enforce_grad_layout_policy, set_multithreading_enabled
 
 graph = engine  # `eager.autograd.graph.Node`, as `torch.autograd.graph.Node`
 
 __all__ = [
     "AccumulateGrad", "BackwardNode", "Function", "FunctionCtx", "GradcheckError", "Node",
-    "anomaly", "backward", "detect_anomaly", "enable_grad", "forward_ad", "functional", "grad",
-    "gradcheck", "gradgradcheck", "hooks", "inference_mode", "is_anomaly_enabled",
-    "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "once_differentiable",
-    "set_detect_anomaly", "set_grad_enabled",
+    "Variable", "anomaly", "backward", "detect_anomaly", "enable_grad",
+    "enforce_grad_layout_policy", "forward_ad", "functional", "grad", "grad_mode", "gradcheck",
+    "gradgradcheck", "hooks", "inference_mode", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
+    "set_grad_enabled", "set_multithreading_enabled", "variable",
 ]
 
 install_tensor_methods()

@@ -19,12 +19,10 @@ from ..random import _gen, randperm
 from ..tensor import Tensor
 
 __all__ = [
-    "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
-    "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_",
-    "xavier_uniform_", "zeros_",
-    # deprecated aliases (FutureWarning, as torch's)
-    "constant", "dirac", "eye", "kaiming_normal", "kaiming_uniform", "normal", "orthogonal",
-    "sparse", "uniform", "xavier_normal", "xavier_uniform",
+    "calculate_gain", "constant", "constant_", "dirac", "dirac_", "eye", "eye_", "kaiming_normal",
+    "kaiming_normal_", "kaiming_uniform", "kaiming_uniform_", "normal", "normal_", "ones_",
+    "orthogonal", "orthogonal_", "sparse", "sparse_", "trunc_normal_", "uniform", "uniform_",
+    "xavier_normal", "xavier_normal_", "xavier_uniform", "xavier_uniform_", "zeros_",
 ]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
