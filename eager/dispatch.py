@@ -30,7 +30,7 @@ from ir.execute import opmath, run_kernel
 from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
-from .autograd import BackwardNode  # imported by eager before this module
+from .autograd import BackwardNode, engine  # imported by eager before this module
 from .autograd.record import ONE, new_table, record, record_many
 from .tensor import Tensor, bump_version
 
@@ -230,6 +230,7 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 
 
 F = OpNamespace(apply)
+engine.NAMESPACES[1] = F  # backward rules recorded under create_graph run through F
 
 
 def _node(op, inputs: tuple, attrs: dict, out: Tensor, ids):

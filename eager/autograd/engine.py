@@ -24,6 +24,7 @@ import numpy as np
 from .. import grad_mode
 from ..tensor import Tensor
 from . import anomaly, plans, programs
+from .lazy import LF
 from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
     _CHECKS,
     FREED,
@@ -41,6 +42,8 @@ from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
 )
 
 # ---------------------------------------------------------------- the pass
+
+_ND = np.ndarray
 
 
 def _dependencies(roots) -> dict:
@@ -119,45 +122,42 @@ def _pass_over(node, deps: dict, ready: list) -> None:
 
 def _plain(g):
     """A gradient leaving a node: a lazy result is computed and wrapped as a plain Tensor."""
-    return g if type(g) is Tensor or g is None else _force(g)
-
-
-def _force(g):
     if isinstance(g, Tensor) and not g.requires_grad:
         return Tensor._make(g._data)
     return g
 
 
-_NS: list = []
-
-
-def _namespaces() -> list:
-    """[lazy.LF, dispatch.F]: the namespaces rules run through (without / with create_graph);
-    imported on first use (dispatch imports this package)."""
-    if not _NS:
-        from ..dispatch import F as RECORDING
-        from .lazy import LF
-
-        _NS.extend((LF, RECORDING))
-    return _NS
+# The namespaces rules run through: [lazy.LF, the recording namespace (`eager.dispatch.F`,
+# registered by dispatch when it is imported: dispatch imports this package)].
+NAMESPACES: list = [LF, None]
 
 
 def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=None,
-                 accumulate: bool = True) -> dict:
-    """Propagate gradients from `roots` [((node, nr), grad)] through the graph.
+                 accumulate: bool = True, program: bool = True) -> dict:
+    """Propagate gradients from `roots` [((node, nr), grad)] through the graph: the engine's
+    one loop.
 
     `capture` maps (node, nr) edges to result slots: `grad()` gets their gradients there, and
-    only nodes leading to them run. With `accumulate`, leaves' `.grad` receive their sums."""
-    if capture is None and not create_graph and not anomaly.is_anomaly_enabled():
-        return _run_plain(roots, retain_graph)
-    F = _namespaces()[create_graph]
+    only nodes leading to them run. With `accumulate`, leaves' `.grad` receive their sums.
+    Without create_graph or anomaly mode, a gradient between plan-backed nodes stays an ndarray
+    (`plans.run_arrays`; a Tensor is made only where it leaves for a leaf, a hook, a capture or
+    a rule run the generic way), and a one-root pass is first offered to `programs.run`
+    (`program=False`: the caller already did)."""
+    checking = anomaly.is_anomaly_enabled()
+    plain = not create_graph and not checking
+    if plain and program and capture is None and len(roots) == 1:
+        (node, nr), g = roots[0]
+        ga = g if type(g) is _ND else g._data if type(g) is Tensor else None
+        if nr == 0 and type(node).__base__ is BackwardNode and type(ga) is _ND and \
+                programs.run(node, ga, retain_graph):
+            return {}
+    F = NAMESPACES[create_graph]
     root_nodes = [e[0] for e, _ in roots]
     deps = _dependencies(root_nodes)
     buffers: dict = {}
     for (node, nr), g in roots:
         _add(buffers, node, nr, g, node.num_outputs > 1)
-    needed = None
-    targets = None
+    targets = needed = None
     captured: dict = {}
     if capture is not None:
         targets = {}
@@ -165,110 +165,46 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
             targets.setdefault(node, []).append((nr, slot))
         needed = _needed(root_nodes, deps, set(targets))
     ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-    checking = anomaly.is_anomaly_enabled()
-    with grad_mode.set_grad_enabled(create_graph), np.errstate(all="ignore"):
-        while ready:
-            node = ready.pop()
-            g = buffers.pop(node, None)
-            if g is None or (needed is not None and node not in needed):
-                _pass_over(node, deps, ready)
-                continue
-            hk = node._hk
-            if hk is not None:
-                g = hk.before(node, g)
-            if targets is not None and node in targets:
-                for nr, slot in targets[node]:
-                    gi = g if node.num_outputs == 1 else g[nr]
-                    if gi is not None:
-                        captured[slot] = gi if slot not in captured else _sum(captured[slot], gi)
-            if type(node) is AccumulateGrad:
-                if accumulate:
-                    node.accumulate(g, create_graph)
-                continue
-            if checking:
-                grads = anomaly.checked_apply(node, g, F, create_graph)
-            else:
-                grads = node.apply(g, F, create_graph)
-            if hk is not None and hk.post:
-                grads = hk.after(grads, g)
-            for (nxt, nr), gx in zip(node.next_functions, grads):
-                if nxt is None:
-                    continue
-                if gx is not None:
-                    if type(gx) is not Tensor:
-                        gx = _plain(gx)
-                    if nxt.num_outputs == 1:
-                        old = buffers.get(nxt)
-                        buffers[nxt] = gx if old is None else _sum(old, gx)
-                    else:
-                        _add(buffers, nxt, nr, gx, True)
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    ready.append(nxt)
-            grads = gx = None  # a leaf may then take its gradient's array without a copy
-            if not retain_graph:
-                node.release()
-    return captured
-
-
-def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
-    """`run_backward`'s loop for the common pass (`backward()` without create_graph, inputs or
-    anomaly mode): gradients between plan-backed nodes stay ndarrays (one Tensor is made only
-    where a gradient leaves for a leaf, a hook or a rule run the generic way); the same order,
-    sums, hooks and releases as the general loop. With `program`, a one-root pass is first
-    offered to `programs.run` (False: the caller already did)."""
-    if program and len(roots) == 1:  # the whole pass as one program, when the graph qualifies
-        (node, nr), g = roots[0]
-        ga = g if type(g) is np.ndarray else g._data if type(g) is Tensor else None
-        if nr == 0 and type(node).__base__ is BackwardNode and type(ga) is np.ndarray and \
-                programs.run(node, ga, retain_graph):
-            return {}
-    F = _namespaces()[0]
-    root_nodes = [e[0] for e, _ in roots]
-    deps = _dependencies(root_nodes)
-    buffers: dict = {}
-    for (node, nr), g in roots:
-        _add(buffers, node, nr, g, node.num_outputs > 1)
-    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-    nd = np.ndarray
-    run_arrays = plans.run_arrays
+    run_arrays = plans.run_arrays if plain else None
     state = grad_mode._state
     was = state.enabled
-    state.enabled = False
+    state.enabled = create_graph
     try:
         with np.errstate(all="ignore"):
             while ready:
                 node = ready.pop()
                 g = buffers.pop(node, None)
-                if g is None:
+                if g is None or (needed is not None and node not in needed):
                     _pass_over(node, deps, ready)
                     continue
                 tn = type(node)
                 grads = None
-                if tn.__base__ is BackwardNode and node._hk is None:
-                    ga = g if type(g) is nd else g._data if type(g) is Tensor else None
-                    if type(ga) is nd:
+                if run_arrays is not None and tn.__base__ is BackwardNode and \
+                        node._hk is None and (targets is None or node not in targets):
+                    ga = g if type(g) is _ND else g._data if type(g) is Tensor else None
+                    if type(ga) is _ND:
                         grads = run_arrays(node, ga)
                     ga = None
                 if grads is None:
-                    if tn is AccumulateGrad:
-                        var = node.variable
-                        if type(g) is nd and var.grad is None and var._backward_hooks is None and \
-                                g.base is None and g.flags.writeable and getrefcount(g) <= 2:
-                            var.grad = plans._wrap(g)  # a fresh array nobody else holds: kept
-                            g = None
-                            continue
-                        if type(g) is nd:
-                            g = plans._wrap(g)
-                        node.accumulate(g, False)  # (g: its only reference, so it may be kept)
+                    if tn is AccumulateGrad and targets is None and accumulate and \
+                            type(g) is _ND and _steal(node.variable, g):
+                        g = None
                         continue
-                    if type(g) is nd:
+                    if type(g) is _ND:
                         g = plans._wrap(g)
                     hk = node._hk
                     if hk is not None:
                         g = hk.before(node, g)
-                    grads = node.apply(g, F, False)
+                    if targets is not None and node in targets:
+                        _capture(captured, targets[node], g, node.num_outputs)
+                    if tn is AccumulateGrad:
+                        if accumulate:
+                            node.accumulate(g, create_graph)  # (g: its only reference: kept)
+                        continue
+                    if checking:
+                        grads = anomaly.checked_apply(node, g, F, create_graph)
+                    else:
+                        grads = node.apply(g, F, create_graph)
                     if hk is not None and hk.post:
                         grads = hk.after(grads, g)
                 g = None
@@ -277,7 +213,7 @@ def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
                         continue
                     if gx is not None:
                         tg = type(gx)
-                        if tg is not nd and tg is not Tensor:
+                        if tg is not _ND and tg is not Tensor:
                             gx = _plain(gx)
                         if nxt.num_outputs == 1:
                             old = buffers.get(nxt)
@@ -293,17 +229,34 @@ def _run_plain(roots: list, retain_graph: bool, program: bool = True) -> dict:
                     node.release()
     finally:
         state.enabled = was
-    return {}
+    return captured
+
+
+def _steal(var: Tensor, g) -> bool:
+    """A fresh gradient array nobody else holds becomes the leaf's `.grad` without a copy,
+    when the leaf has no grad and no hooks (PyTorch steals an unshared gradient)."""
+    if var.grad is None and var._backward_hooks is None and g.base is None and \
+            g.flags.writeable and getrefcount(g) <= 3:  # the loop's, the argument, getrefcount's
+        var.grad = plans._wrap(g)
+        return True
+    return False
+
+
+def _capture(captured: dict, slots: list, g, num_outputs: int) -> None:
+    """`grad()`'s results: the gradient reaching a captured edge, summed over its arrivals."""
+    for nr, slot in slots:
+        gi = g if num_outputs == 1 else g[nr]
+        if gi is not None:
+            captured[slot] = gi if slot not in captured else _sum(captured[slot], gi)
 
 
 def _tensor(g) -> Tensor:
-    return plans._wrap(g) if type(g) is np.ndarray else g
+    return plans._wrap(g) if type(g) is _ND else g
 
 
 def _sum_any(a, b):
     """The sum of two gradients of one output (ndarrays or Tensors)."""
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and \
-            a.dtype == b.dtype:
+    if type(a) is _ND and type(b) is _ND and a.shape == b.shape and a.dtype == b.dtype:
         return _added(a, b)
     return _sum(_tensor(a), _tensor(b))
 
@@ -378,7 +331,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             retain = bool(retain_graph)
             if type(fn).__base__ is not BackwardNode or not (programs.run_known(fn, g, retain) or
                                                     programs.run(fn, g, retain)):
-                _run_plain([((fn, 0), g)], retain, program=False)
+                run_backward([((fn, 0), g)], retain, False, program=False)
             return
     tensors = _as_list(tensors)
     grads = _root_grads(tensors, grad_tensors)
