@@ -1,5 +1,6 @@
 """eager.utils.data: PyTorch's data-loading classes (Dataset, TensorDataset, Subset,
-ConcatDataset, random_split, samplers, default_collate, DataLoader) for eager tensors.
+ConcatDataset, ChainDataset, StackDataset, random_split, samplers, default_collate, DataLoader)
+for eager tensors.
 
 Why: simple training code does `from torch.utils.data import DataLoader, TensorDataset`; with
 `import eager as torch` the same names live at `eager.utils.data`. Semantics follow
@@ -26,13 +27,14 @@ from ir.dtypes import float64, int64
 
 from ...creation import as_tensor, tensor
 from ...dispatch import FUNCTIONS
-from ...random import Generator, randint, randperm
+from ...random import Generator, multinomial, randint, randperm
 from ...tensor import Tensor
 
 __all__ = [
-    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
-    "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
-    "TensorDataset", "default_collate", "default_convert", "get_worker_info", "random_split",
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
+    "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
+    "default_convert", "get_worker_info", "random_split",
 ]
 
 
@@ -57,7 +59,7 @@ class IterableDataset(Dataset):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise NotImplementedError("ChainDataset is not implemented in eager.utils.data")
+        return ChainDataset([self, other])
 
 
 class _SizeMismatch(ValueError, AssertionError):
@@ -125,6 +127,73 @@ class ConcatDataset(Dataset):
             idx = len(self) + idx
         k = bisect.bisect_right(self.cumulative_sizes, idx)
         return self.datasets[k][idx - (self.cumulative_sizes[k - 1] if k else 0)]
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after the other, chained lazily (torch ChainDataset); `len` sums
+    their lengths. AssertionError when a member is not an IterableDataset (on iteration or
+    len, as torch's)."""
+
+    def __init__(self, datasets) -> None:
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")  # noqa: TRY004
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")  # noqa: TRY004
+            total += len(d)
+        return total
+
+
+class StackDataset(Dataset):
+    """Samples of several equally long datasets side by side (torch StackDataset):
+    `StackDataset(a, b)[i] == (a[i], b[i])`, `StackDataset(x=a, y=b)[i] == {"x": a[i], "y":
+    b[i]}`. ValueError for both or neither of args and kwargs, or differing lengths."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        members = list(args) if args else list(kwargs.values())
+        self._length = len(members[0])
+        if any(self._length != len(d) for d in members):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def _column(self, dataset, indices: list) -> list:
+        getitems = getattr(dataset, "__getitems__", None)
+        if not callable(getitems):
+            return [dataset[i] for i in indices]
+        items = getitems(indices)
+        if len(items) != len(indices):
+            raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, "
+                             f"got {len(items)}")
+        return items
+
+    def __getitems__(self, indices: list) -> list:
+        """A batch of samples, through each member's `__getitems__` where it has one."""
+        if isinstance(self.datasets, dict):
+            cols = {k: self._column(d, indices) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        cols = [self._column(d, indices) for d in self.datasets]
+        return [tuple(c[j] for c in cols) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 def random_split(dataset, lengths, generator=None) -> list[Subset]:
@@ -234,6 +303,39 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices in [0, len(weights)) drawn with probabilities proportional to
+    `weights` (`multinomial`), with or without replacement (torch WeightedRandomSampler).
+    ValueError for num_samples not a positive int, a non-bool replacement, or weights that
+    are not 1-D."""
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True,
+                 generator: Generator | None = None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
+                num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError("replacement should be a boolean value, but got "  # noqa: TRY004
+                             f"replacement={replacement}")  # (torch's type)
+        weights_tensor = as_tensor(weights, dtype=float64)
+        if weights_tensor.ndim != 1:
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(weights_tensor.shape)}")
+        self.weights = weights_tensor
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        rand = multinomial(self.weights, self.num_samples, self.replacement,
+                           generator=self.generator)
+        yield from iter(rand.tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
