@@ -119,6 +119,7 @@ from . import indexing
 indexing.install(Tensor)
 
 from . import (
+    fft,
     linalg,
     nn,
     optim,

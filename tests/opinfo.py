@@ -271,6 +271,8 @@ def torch_call_forms(torch, op, inputs, attrs):
         return getattr(torch, name)(t, **kw)
     if name.startswith("linalg_"):
         return getattr(torch.linalg, name[len("linalg_"):])(*t, **kw)
+    if name.startswith("fft_"):  # torch.fft.<name>; ihfft's result has the conjugate bit
+        return getattr(torch.fft, name[len("fft_"):])(*t, **kw).resolve_conj()
     if name in ("pad", "linear", "nll_loss"):
         return getattr(torch.nn.functional, name)(*t, **kw)
     fn = getattr(torch, name, None)

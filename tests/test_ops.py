@@ -248,6 +248,9 @@ NOT_GRADCHECKED = {
     "nonzero": "not differentiable: integer indices",
     **{name: _COMPLEX for name in ("real", "imag", "view_as_real", "view_as_complex", "polar",
                                    "complex")},
+    **{name: _COMPLEX + " and tests/test_fft.py" for name in (
+        "_fft_c2c", "_fft_r2c", *(f"fft_{k}{a}" for k in ("fft", "ifft", "rfft", "ihfft")
+                                  for a in ("", "2", "n")))},
 }
 
 
