@@ -33,7 +33,6 @@ from ir.graph import Node
 from .trace import Const, Stmt, TraceBuilder, Var, binary_dtype, convert_number, short
 
 __all__ = [
-    "REDUCTIONS",
     "Buffer",
     "Const",
     "Kernel",
@@ -46,11 +45,6 @@ __all__ = [
     "lower_group",
 ]
 
-# reduction op -> (combine primitive, identity by dtype category)
-REDUCTIONS = {
-    "sum": ("add", 0), "prod": ("mul", 1), "amax": ("maximum", "min"),
-    "amin": ("minimum", "max"),
-}
 
 
 @dataclass(eq=False)
@@ -315,7 +309,7 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     for r in red:
         meta = r.meta["val"]
         compute, result = r.target.dtypes((r.all_input_nodes[0].meta["val"],), r.kwargs)
-        comb, ident = REDUCTIONS[r.target.name]
+        comb, ident = r.target.reduce  # (OpDef.reduce: combine primitive, identity)
         adt = compute
         acc_of[r] = len(accs)
         accs.append((adt, identity(ident, adt), comb, result, meta))

@@ -22,7 +22,7 @@ import networkx as nx
 from ir.graph import Node
 from ir.opdef import is_number
 
-from .kernel import REDUCTIONS, keep_shape, reduced_dims
+from .kernel import keep_shape, reduced_dims
 
 
 @dataclass(eq=False)
@@ -123,7 +123,7 @@ def fusible(node: Node, device: str = "cpu") -> bool:
     if node.op != "call_function" or not _meta_ok(node.meta.get("val"), device):
         return False
     if op.kind == "reduction":
-        if op.name not in REDUCTIONS or len(node.args) != 1:
+        if op.reduce is None or len(node.args) != 1:
             return False
         src = node.args[0]
         if not isinstance(src, Node) or not _meta_ok(src.meta.get("val"), device):

@@ -19,7 +19,6 @@ benchmarks/bench_eager.py.
 from __future__ import annotations
 
 import functools
-import operator
 import warnings
 
 import numpy as np
@@ -28,6 +27,7 @@ from ir import REGISTRY, OpDef, OpNamespace
 from ir import dtypes as D
 from ir.execute import opmath, run_kernel
 from ir.opdef import TensorMeta, is_number
+from ir.scalar import ArrayBuilder
 
 from . import grad_mode
 from .autograd import BackwardNode, engine  # imported by eager before this module
@@ -285,75 +285,16 @@ def _default_attrs(op: OpDef) -> dict:
     return {n: p.default for n, p in list(op.signature.parameters.items())[op.nin:]}
 
 
-def _impl_is_scalar(op: OpDef, compute=None) -> bool:
-    """Whether op's eager kernel is its scalar formula (for `compute` dtype when given): the
-    formula derived one, or an `impl` marked `float_is_scalar` (an integer check in front of
-    the formula) on floating and complex dtypes."""
-    if "_impl_from_scalar" in getattr(op.impl, "__qualname__", ""):
-        return op.scalar is not None
-    return (op.scalar is not None and compute is not None and compute.category >= D.FLOATING
-            and getattr(op.impl, "float_is_scalar", False))
-
-
 def _kernel(op: OpDef, compute=None):
-    """`f(*arrays)` running op's kernel on numpy with default attributes."""
+    """`f(*arrays)` running op's kernel on numpy with default attributes: its ufunc
+    (`OpDef.ufunc_kernel`), else its formula or impl with the defaults bound."""
+    k = op.ufunc_kernel(np, compute)
+    if k is not None:
+        return k
     attrs = _default_attrs(op)
-    if _impl_is_scalar(op, compute):
-        from ir.scalar import ArrayBuilder
-
+    if op.impl_is_scalar(compute):
         return functools.partial(op.scalar, ArrayBuilder(np), **attrs)
     return functools.partial(op.impl, np, **attrs)
-
-
-# ArrayBuilder primitives whose body is exactly a Python operator: the operator module's C
-# function computes the same thing without a Python frame (checked against the bytecode).
-_OPERATOR_PRIMS = {
-    "add": ("x + y", operator.add), "sub": ("x - y", operator.sub),
-    "mul": ("x * y", operator.mul), "div": ("x / y", operator.truediv),
-    "pow": ("x**y", operator.pow), "lt": ("x < y", operator.lt), "le": ("x <= y", operator.le),
-    "gt": ("x > y", operator.gt), "ge": ("x >= y", operator.ge), "eq": ("x == y", operator.eq),
-    "ne": ("x != y", operator.ne), "neg": ("-x", operator.neg),
-}
-
-
-def _same_body(fn, src: str, params: str) -> bool:
-    ref = {}
-    exec(f"def f(self, {params}):\n    return {src}", ref)  # noqa: S102  (a fixed template)
-    a, b = getattr(fn, "__code__", None), ref["f"].__code__
-    return a is not None and a.co_code == b.co_code and a.co_names == b.co_names
-
-
-def direct_kernel(op: OpDef, compute=None):
-    """A C-level callable equal to op's kernel (for `compute` dtype when given) when its
-    formula is one scalar primitive applied to the operands in order (add, exp, ...), else
-    None. Also used by autograd's backward plans."""
-    from ir.scalar import PRIMITIVES, ArrayBuilder
-
-    if not _impl_is_scalar(op, compute):
-        return None
-    marks = tuple(object() for _ in range(op.nin))
-
-    class Probe:
-        def __getattr__(self, name):
-            if name not in PRIMITIVES:
-                raise AttributeError(name)
-            return lambda *args: (Probe, name, args)
-
-    try:
-        r = op.scalar(Probe(), *marks, **_default_attrs(op))
-    except Exception:  # noqa: BLE001  (a formula the probe cannot follow: no direct kernel)
-        return None
-    if not (isinstance(r, tuple) and len(r) == 3 and r[0] is Probe and r[2] == marks):
-        return None
-    name = r[1]
-    params = "x" if op.nin == 1 else "x, y"
-    method = getattr(ArrayBuilder, name, None)
-    if name in _OPERATOR_PRIMS and _same_body(method, _OPERATOR_PRIMS[name][0], params):
-        return _OPERATOR_PRIMS[name][1]
-    if method is not None and _same_body(method, f"self.xp.{name}({params})", params):
-        return getattr(np, name)
-    fn = getattr(ArrayBuilder(np), name)
-    return fn if isinstance(fn, np.ufunc) else None
 
 
 _tnew = Tensor.__new__
@@ -488,7 +429,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
     def kernel(compute):
         k = kernels.get(compute)
         if k is None:
-            k = kernels[compute] = direct_kernel(op, compute) or _kernel(op, compute)
+            k = kernels[compute] = _kernel(op, compute)
         return k
 
     def entry(key, metas, with_scalar):
@@ -554,7 +495,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
             e = entry(key, metas, type(yd) is not _ND and yd is not None)
         if not e or e[0] != dx or e[1] != dx:
             return False
-        ufunc = _UFUNCS.get(e[2], e[2])
+        ufunc = e[2]
         if type(ufunc) is not np.ufunc:
             return False
         try:
@@ -573,13 +514,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
     return fast
 
 
-# In-place routes of the fast paths (`_make_inplace`), by op name; the ufunc behind each
-# operator-module kernel (`direct_kernel`), for writing with `out=`.
-_INPLACE: dict = {}
-_UFUNCS = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
-           operator.truediv: np.true_divide, operator.pow: np.power, operator.neg: np.negative,
-           operator.lt: np.less, operator.le: np.less_equal, operator.gt: np.greater,
-           operator.ge: np.greater_equal, operator.eq: np.equal, operator.ne: np.not_equal}
+_INPLACE: dict = {}  # in-place routes of the fast paths (`_make_inplace`), by op name
 
 
 def _on_inference(mode: bool) -> None:

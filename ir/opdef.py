@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from . import dtypes as D
 from .dtypes import DType
+from .scalar import UFUNCS, ArrayBuilder, ufunc_of
 
 NUMBER = (bool, int, float, complex)
 
@@ -164,6 +165,14 @@ class OpDef:
       sort, topk, var_mean, chunk...) are composites whose `decomp` returns a tuple.
     - `sample_inputs(rng, dtype)`: optional generator of (operands, attrs) for the test matrix
       (numpy arrays and Python numbers); without it, samples derive from `kind`/`samples`.
+    - `ufunc`: kernel fact, elementwise ops: the name of the numpy/cupy ufunc (or
+      scipy.special's) equal to the formula with default attributes (`"add"`, `"tanh"`); found
+      at registration when the formula is one scalar primitive on the operands in order
+      (`ir.scalar.UFUNCS`); `ufunc_kernel` gives the callable. Eager's fast paths and backward
+      plans call it directly.
+    - `reduce`: kernel fact, reductions codegen fuses: (combine primitive, identity), the
+      identity a number or "min"/"max" (the dtype's lowest/highest value): sum is
+      ("add", 0), amax ("maximum", "min").
     """
 
     name: str
@@ -194,6 +203,8 @@ class OpDef:
     samples: tuple = ({},)
     test_dtypes: tuple | None = None
     promote_from: int = 0
+    ufunc: str | None = None
+    reduce: tuple | None = None
     signature: inspect.Signature = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -212,6 +223,23 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+    def ufunc_kernel(self, xp, compute=None):
+        """The ufunc of namespace `xp` (numpy or cupy) computing this op with default attributes
+        for `compute` dtype (None: any), when eager's kernel is the formula (`_impl_is_scalar`)
+        and the formula is one ufunc (`ufunc`); else None."""
+        if self.ufunc is None or not self.impl_is_scalar(compute):
+            return None
+        return ufunc_of(self.ufunc, xp)
+
+    def impl_is_scalar(self, compute=None) -> bool:
+        """Whether the eager kernel is the scalar formula (for `compute` dtype when given): the
+        formula-derived impl, or an `impl` marked `float_is_scalar` (an integer check in front
+        of the formula) on floating and complex dtypes."""
+        if getattr(self.impl, "from_scalar", False):
+            return self.scalar is not None
+        return (self.scalar is not None and compute is not None
+                and compute.category >= D.FLOATING and getattr(self.impl, "float_is_scalar", False))
 
     @property
     def differentiable(self) -> bool:
@@ -343,19 +371,45 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} registered twice")
     if op.kind == "elementwise" and op.impl is None:
         op.impl = _impl_from_scalar(op)
+    if op.ufunc is None and op.kind == "elementwise" and op.scalar is not None:
+        op.ufunc = _formula_ufunc(op)
     REGISTRY[op.name] = op
     return op
 
 
 def _impl_from_scalar(op: OpDef):
     """The eager kernel of an elementwise op: its scalar formula evaluated on whole arrays."""
-    from .scalar import ArrayBuilder
-
     def impl(xp, *arrays, **attrs):
         return op.scalar(ArrayBuilder(xp), *arrays, **attrs)
 
     impl.__name__ = f"{op.name}_impl"
+    impl.from_scalar = True
     return impl
+
+
+class _Probe:
+    """A scalar builder that records the one primitive a formula applies."""
+
+    def __getattr__(self, name):
+        if name not in UFUNCS:
+            raise AttributeError(name)
+        return lambda *args: (_Probe, name, args)
+
+
+def _formula_ufunc(op: OpDef) -> str | None:
+    """The ufunc name of `op`'s formula when it is one primitive applied to the operands in
+    order with default attributes (`b.add(x, y)`), else None."""
+    marks = tuple(object() for _ in range(op.nin))
+    attrs = {n: p.default for n, p in list(op.signature.parameters.items())[op.nin:]}
+    if any(v is inspect.Parameter.empty for v in attrs.values()):
+        return None
+    try:
+        r = op.scalar(_Probe(), *marks, **attrs)
+    except Exception:  # noqa: BLE001  (a formula the probe cannot follow: no ufunc)
+        return None
+    if isinstance(r, tuple) and len(r) == 3 and r[0] is _Probe and r[2] == marks:
+        return UFUNCS[r[1]]
+    return None
 
 
 class OpNamespace:

@@ -46,6 +46,34 @@ _UFUNC = {
 }
 _SPECIAL = {"erf", "erfc", "erfinv"}  # scipy.special / cupyx.scipy.special
 
+# Every primitive that is one ufunc on arrays: its name in numpy/cupy (or scipy.special). The
+# one table of this fact: OpDef.ufunc is read from it at registration (ir/opdef.py).
+UFUNCS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
+    "maximum": "maximum", "minimum": "minimum", "lt": "less", "le": "less_equal",
+    "gt": "greater", "ge": "greater_equal", "eq": "equal", "ne": "not_equal",
+    "neg": "negative", "abs": "absolute", "sign": "sign", "exp": "exp", "log": "log",
+    "sqrt": "sqrt", "tanh": "tanh", **{k: v for k, v in _UFUNC.items() if k != "round"},
+    **{k: k for k in _SPECIAL},
+}
+
+
+def ufunc_of(name: str, xp):
+    """The ufunc called `name` in namespace `xp` (numpy or cupy), or in its scipy.special."""
+    if name in _SPECIAL:
+        return getattr(_special(xp), name)
+    return getattr(xp, name)
+
+
+def _special(xp):
+    """scipy.special for numpy, cupyx.scipy.special for cupy (imported on first use: scipy is
+    slow to import and cupy optional)."""
+    if xp.__name__ == "numpy":
+        import scipy.special as special
+    else:
+        import cupyx.scipy.special as special
+    return special
+
 
 class ArrayBuilder:
     """Evaluates scalar formulas elementwise on arrays of namespace `xp` (numpy or cupy)."""
@@ -127,11 +155,7 @@ class ArrayBuilder:
         if name in _UFUNC:
             return getattr(self.xp, _UFUNC[name])
         if name in _SPECIAL:
-            if self.xp.__name__ == "numpy":
-                import scipy.special as special
-            else:
-                import cupyx.scipy.special as special
-            return getattr(special, name)
+            return getattr(_special(self.xp), name)
         raise AttributeError(f"{name!r} is not a scalar primitive (see ir/scalar.py)")
 
     def cast(self, x, dtype):

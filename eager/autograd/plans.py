@@ -18,7 +18,6 @@ and eager's Tensor; used by `engine.BackwardNode.apply`.
 
 from __future__ import annotations
 
-import operator
 from keyword import iskeyword
 
 import numpy as np
@@ -146,14 +145,13 @@ class _Tracer:
             self.lines.append((target, call, onp, used))
             return Sym(meta, target)
         direct = _direct(op, cd, attrs) if op.kind == "elementwise" else None
-        if direct is not None:  # one C function (operator.mul, np.exp): no Python frame
+        if direct is not None:  # one ufunc (np.multiply, np.exp): no Python frame
             call = f"{self.const(direct)}({', '.join(args)})"
-            uf = _UFUNC_OF.get(direct, direct)
+            uf = direct
             if meta.numel == 1 and isinstance(uf, np.ufunc) and cd.np.kind in "fc" and \
                     out_dtype.np == cd.np:  # a number that an expand may make an array of
                 self.defs[f"t{self.n}"] = ("one", uf, args, used, None)
-        elif op.kind == "elementwise" and op.scalar is not None and \
-                "_impl_from_scalar" in getattr(op.impl, "__qualname__", ""):
+        elif op.kind == "elementwise" and op.impl_is_scalar():
             fn = self.const(op.scalar)
             call = f"{fn}(B, {', '.join(args)}{self._kw(attrs)})"
         else:
@@ -175,19 +173,20 @@ class _Tracer:
         return ", **" + self.const(dict(attrs))
 
 
-_DIRECT: dict = {}
+_DEFAULTS: dict = {}  # op name -> its attributes' defaults
 
 
 def _direct(op: OpDef, compute, attrs: dict):
-    """eager's C-level kernel of `op` on `compute` dtype with default `attrs` (see
-    `dispatch.direct_kernel`), or None."""
-    from ..dispatch import _default_attrs, direct_kernel
-
-    key = (op.name, compute)
-    if key not in _DIRECT:
-        _DIRECT[key] = (direct_kernel(op, compute), _default_attrs(op))
-    fn, defaults = _DIRECT[key]
-    if fn is None or attrs.keys() != defaults.keys() or any(
+    """eager's ufunc kernel of `op` on `compute` dtype (`OpDef.ufunc_kernel`) when `attrs`
+    are the defaults, or None."""
+    fn = op.ufunc_kernel(np, compute)
+    if fn is None:
+        return None
+    defaults = _DEFAULTS.get(op.name)
+    if defaults is None:
+        defaults = _DEFAULTS[op.name] = {n: p.default for n, p in
+                                         list(op.signature.parameters.items())[op.nin:]}
+    if attrs.keys() != defaults.keys() or any(
             type(v) is not type(defaults[k]) or v != defaults[k] for k, v in attrs.items()):
         return None
     return fn
@@ -289,8 +288,6 @@ def _fast_where(tr, target, args, used, inputs, meta, attrs, cd):
 
 
 _FILL_MAX = 2048  # elements: larger expands stay broadcast views (O(1) to make)
-_UFUNC_OF = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
-             operator.truediv: np.true_divide, operator.neg: np.negative}
 _FAST = {"reshape": _fast_reshape, "expand": _fast_expand, "transpose": _fast_transpose,
          "permute": _fast_permute, "sum": _fast_sum, "matmul": _fast_matmul,
          "where": _fast_where}

@@ -135,7 +135,7 @@ reduction(
     _sum_backward, lambda x, dim=None, keepdim=False, dtype=None: np.sum(
         x, axis=_axis(_all_if_empty(dim)), keepdims=keepdim, dtype=np.int64 if x.dtype.kind in
         "biu" else None),
-    "sum", samples=_SUM_SAMPLES,
+    "sum", samples=_SUM_SAMPLES, reduce=("add", 0),
 )
 reduction(
     "nansum", "input, dim=None, keepdim=False, *, dtype=None",
@@ -178,6 +178,7 @@ reduction(
     _prod_backward, lambda x, dim=None, keepdim=False, dtype=None: np.prod(
         x, axis=dim, keepdims=keepdim, dtype=np.int64 if x.dtype.kind in "biu" else None),
     "sum", attrs_rule=_prod_attrs, samples=({}, {"dim": 1}, {"dim": -1, "keepdim": True}),
+    reduce=("mul", 1),
 )
 
 # ---------------------------------------------------------------- extremes
@@ -206,6 +207,7 @@ for _name in ("amax", "amin"):
     reduction(
         _name, "input, dim=(), keepdim=False", _impl, _amax_backward, _ref,
         Promo(_name, reject=(COMPLEX,)), samples=({"dim": 1}, {"dim": (0, 1), "keepdim": True}),
+        reduce=("maximum", "min") if _name == "amax" else ("minimum", "max"),
     )
 
 
