@@ -10,4 +10,4 @@ from . import join, matrix, norms, scatter, sorting  # noqa: F401  (part C's fam
 from . import device  # noqa: F401
 from . import random  # noqa: F401  (samplers: the generator state as a value)
 from . import fft  # noqa: F401  (torch.fft: library-call transforms)
-from . import distance  # noqa: F401  (cdist, pdist)
+from . import ctc, distance  # noqa: F401  (cdist, pdist, the CTC loss recursions)
