@@ -119,12 +119,34 @@ from . import indexing
 indexing.install(Tensor)
 
 from . import (
+    amp,
     fft,
     linalg,
     nn,
     optim,
     utils,
 )
+from .amp import cuda_amp as _cuda_amp
+from .amp.autocast_mode import (
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
+)
+
+cuda.amp = _cuda_amp  # `torch.cuda.amp`
 
 
 def compile(fn=None, **kwargs):

@@ -1,0 +1,245 @@
+"""Autocast's cast policy: which ops run in the low-precision dtype, which in float32, which
+at the widest input dtype, per device type (PyTorch's lists, aten/src/ATen/autocast_mode.cpp,
+checked op by op against torch on the CPU), and the hook that applies it.
+
+The policy is applied where an op is applied: `eager.dispatch.apply` calls `autocast_hook`
+(installed there only while some thread has an autocast region on) with every registry op;
+Python-level functions of `nn.functional` that PyTorch lists (conv, the losses, layer_norm)
+wear `autocast_function(name)`. A listed op gets its eligible tensor operands cast (floating,
+not float64, on the region's device), then runs with autocast excluded, so its inner ops are
+not cast again (PyTorch's `ExcludeDispatchKeyGuard` in its autocast wrappers); an op not listed
+falls through and its decomposition's ops meet the policy one by one (einsum, tensordot ->
+matmul run low precision, as in PyTorch). Imports `eager.dispatch` only.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+from ir import dtypes as D
+
+from .. import dispatch
+from ..tensor import Tensor
+
+# ---------------------------------------------------------------- the op lists
+
+LOWER, FP32, FP32_OPT, PROMOTE = "lower", "fp32", "fp32_opt", "promote"
+
+# CPU (torch 2.x `autocast_mode.cpp`, lower_precision_fp / fp32 / promote for CPU)
+_CPU_LOWER = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv1d",
+              "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+              "prelu", "linalg_vecdot", "scaled_dot_product_attention")
+_CPU_FP32 = ("prod", "trace", "quantile", "nanquantile", "polar", "view_as_complex", "cdist",
+             "linalg_cholesky", "linalg_inv", "linalg_qr", "linalg_svd", "linalg_svdvals",
+             "linalg_eigh", "linalg_eigvalsh", "linalg_solve", "linalg_det", "linalg_slogdet",
+             "linalg_eig", "linalg_lstsq", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+             "nll_loss", "cross_entropy", "binary_cross_entropy",
+             "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
+             "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
+             "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+             "multilabel_margin_loss", "ctc_loss", "max_pool3d", "avg_pool3d",
+             "adaptive_avg_pool3d", "grid_sample")
+_CPU_PROMOTE = ("cat", "stack", "index_copy")
+
+# CUDA (torch 2.x `autocast_mode.cpp`, the CUDA lists)
+_CUDA_LOWER = ("matmul", "mm", "mv", "bmm", "addmm", "addmv", "addr", "baddbmm", "addbmm",
+               "linear", "einsum", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+               "conv_transpose2d", "conv_transpose3d", "prelu", "linalg_vecdot",
+               "linalg_multi_dot", "chain_matmul", "scaled_dot_product_attention")
+_CUDA_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2",
+              "log1p", "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm",
+              "group_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss",
+              "nll_loss", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss",
+              "huber_loss", "mse_loss", "margin_ranking_loss", "multilabel_margin_loss",
+              "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+              "binary_cross_entropy_with_logits", "cross_entropy", "dist", "pdist", "cdist",
+              "renorm", "logsumexp", "linalg_norm")
+# float32 unless the call gives an explicit `dtype=`
+_CUDA_FP32_OPT = ("prod", "softmax", "log_softmax", "cumprod", "cumsum", "sum",
+                  "linalg_vector_norm", "linalg_matrix_norm", "norm")
+_CUDA_PROMOTE = ("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot",
+                 "index_put", "scatter_add", "tensordot")
+
+
+def _table(*groups) -> dict:
+    out = {}
+    for kind, names in groups:
+        for n in names:
+            out[n] = kind
+    return out
+
+
+POLICY = {
+    "cpu": _table((LOWER, _CPU_LOWER), (FP32, _CPU_FP32), (PROMOTE, _CPU_PROMOTE)),
+    "cuda": _table((LOWER, _CUDA_LOWER), (FP32, _CUDA_FP32), (FP32_OPT, _CUDA_FP32_OPT),
+                   (PROMOTE, _CUDA_PROMOTE)),
+}
+# PyTorch refuses these under CUDA autocast (unsafe in float16)
+BANNED = {"cuda": {"binary_cross_entropy": (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional."
+    "binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss.  "
+    "binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")}}
+
+# ---------------------------------------------------------------- per-thread state
+
+
+class _State(threading.local):
+    """Autocast state of one thread (PyTorch keeps it thread-local too)."""
+
+    def __init__(self):
+        self.enabled = {"cpu": False, "cuda": False}
+        self.dtype = {"cpu": D.bfloat16, "cuda": D.float16}
+        self.cache_enabled = True
+        self.nesting = 0
+        self.excluded = False  # inside a listed op: its inner ops are not cast
+        self.cache: dict = {}  # id(leaf) -> (leaf, cast): low-precision copies of parameters
+
+
+STATE = _State()
+_ACTIVE: set = set()  # threads with a region on: the dispatch hook is installed while any
+
+
+def _noop_post_hook(op, inputs, attrs, out) -> None:
+    """Registered in dispatch.POST_HOOKS while autocast is on: the fast paths (which skip
+    `apply`, and so the policy) step aside whenever a post hook is present."""
+
+
+def sync() -> None:
+    """Install or remove the dispatch hook after this thread's state changed."""
+    ident = threading.get_ident()
+    if any(STATE.enabled.values()):
+        _ACTIVE.add(ident)
+    else:
+        _ACTIVE.discard(ident)
+    if _ACTIVE:
+        dispatch.autocast_hook = autocast_hook
+        if _noop_post_hook not in dispatch.POST_HOOKS:
+            dispatch.POST_HOOKS.append(_noop_post_hook)
+    else:
+        dispatch.autocast_hook = None
+        if _noop_post_hook in dispatch.POST_HOOKS:
+            dispatch.POST_HOOKS.remove(_noop_post_hook)
+
+
+# ---------------------------------------------------------------- casting
+
+
+def _device_type(args) -> str | None:
+    for a in args:
+        if isinstance(a, Tensor):
+            return a.device.type
+        if isinstance(a, (list, tuple)):
+            d = _device_type(a)
+            if d is not None:
+                return d
+    return None
+
+
+def _eligible(t, device_type: str) -> bool:
+    """PyTorch's `is_eligible`: a floating tensor other than float64 on the region's device."""
+    return (isinstance(t, Tensor) and t.dtype.is_floating_point and t.dtype is not D.float64
+            and t.device.type == device_type)
+
+
+def _cast(t, to, device_type: str):
+    """PyTorch's `cached_cast`: `t` in dtype `to` when eligible; float32 leaves that require
+    grad are cast once per region (outermost exit clears the cache)."""
+    if isinstance(t, (list, tuple)):
+        return type(t)(_cast(x, to, device_type) for x in t)
+    if not _eligible(t, device_type) or t.dtype is to:
+        return t
+    st = STATE
+    cacheable = (st.cache_enabled and to is st.dtype[device_type] and t.dtype is D.float32
+                 and t.requires_grad and t.grad_fn is None and t._base is None)
+    if cacheable:
+        hit = st.cache.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+    out = t.to(to)
+    if cacheable:
+        st.cache[id(t)] = (t, out)
+    return out
+
+
+def _widest(args, device_type: str, start):
+    """PyTorch's `promote_type`: `start` (the region's dtype) promoted with every eligible
+    operand's dtype."""
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            start = _widest(a, device_type, start)
+        elif _eligible(a, device_type):
+            start = D.promote_types(start, a.dtype)
+    return start
+
+
+def target_dtype(name: str, args, kwargs: dict):
+    """(device type, dtype to cast eligible operands to, or None for no cast) for a call of
+    `name` under this thread's state, or None when the policy does not touch the call."""
+    st = STATE
+    if st.excluded:
+        return None
+    dev = _device_type(args)
+    if dev is None or not st.enabled.get(dev, False):
+        return None
+    kind = POLICY[dev].get(name)
+    if kind is None:
+        return None
+    if name in BANNED.get(dev, ()):
+        raise RuntimeError(BANNED[dev][name])
+    if kind == LOWER:
+        return dev, st.dtype[dev]
+    if kind == FP32:
+        return dev, D.float32
+    if kind == FP32_OPT:
+        return dev, (None if kwargs.get("dtype") is not None else D.float32)
+    return dev, _widest(args, dev, st.dtype[dev])
+
+
+def _run_excluded(fn, *args, **kwargs):
+    st = STATE
+    prev = st.excluded
+    st.excluded = True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        st.excluded = prev
+
+
+def autocast_hook(op, inputs: tuple, attrs: dict):
+    """`eager.dispatch.autocast_hook` while autocast is on: op's result under the policy, or
+    None (not listed, excluded, or no region on this thread / device)."""
+    t = target_dtype(op.name, inputs, attrs)
+    if t is None:
+        return None
+    dev, to = t
+    if to is not None:
+        inputs = tuple(_run_excluded(_cast, x, to, dev) for x in inputs)
+    return _run_excluded(dispatch.apply, op, inputs, attrs)
+
+
+def autocast_function(name: str):
+    """Decorator for a Python-level function PyTorch's autocast lists under `name` (conv2d,
+    mse_loss, ...): under an autocast region its tensor arguments (positional and keyword,
+    also inside lists) are cast by the policy, and its body runs with autocast excluded.
+    Outside any region it costs one test."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if dispatch.autocast_hook is None:
+                return fn(*args, **kwargs)
+            t = target_dtype(name, args + tuple(kwargs.values()), kwargs)
+            if t is None:
+                return fn(*args, **kwargs)
+            dev, to = t
+            if to is not None:
+                args = _run_excluded(_cast, args, to, dev)
+                kwargs = {k: _run_excluded(_cast, v, to, dev) for k, v in kwargs.items()}
+            return _run_excluded(fn, *args, **kwargs)
+
+        return wrapper
+
+    return wrap
