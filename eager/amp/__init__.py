@@ -9,5 +9,12 @@ from . import autocast_mode, grad_scaler, policy
 from .autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from .grad_scaler import GradScaler
 
-__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd", "is_autocast_available",
-           "autocast_mode", "grad_scaler"]
+__all__ = [
+           "GradScaler",
+           "autocast",
+           "autocast_mode",
+           "custom_bwd",
+           "custom_fwd",
+           "grad_scaler",
+           "is_autocast_available",
+]

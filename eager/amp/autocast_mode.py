@@ -17,7 +17,7 @@ from ..tensor import Tensor
 from . import policy
 from .policy import STATE, sync
 
-__all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"]
+__all__ = ["autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]
 
 _DEVICES = ("cpu", "cuda")
 _SUPPORTED = {"cpu": (D.bfloat16, D.float16), "cuda": (D.float16, D.bfloat16)}
@@ -33,7 +33,8 @@ def _device(device_type) -> str:
     if device_type is None:
         return "cuda"  # PyTorch's legacy default for the no-argument forms
     if not isinstance(device_type, str):
-        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        raise ValueError(  # noqa: TRY004  (PyTorch's type)
+            f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if device_type not in _DEVICES:
         raise RuntimeError(f"User specified an unsupported autocast device_type "
                            f"'{device_type}'")
@@ -127,7 +128,7 @@ class autocast:
     def __init__(self, device_type: str, dtype=None, enabled: bool = True,
                  cache_enabled: bool | None = None):
         if not isinstance(device_type, str):
-            raise ValueError(f"Expected `device_type` of type `str`, got: "
+            raise ValueError(f"Expected `device_type` of type `str`, got: "  # noqa: TRY004
                              f"`{type(device_type)}`")
         self.device = _device(device_type)
         self.fast_dtype = get_autocast_dtype(self.device) if dtype is None else dtype
@@ -198,7 +199,7 @@ def _cast_args(value, device_type: str, dtype):
 
 def _check_device_type(device_type) -> str:
     if not isinstance(device_type, str):
-        raise ValueError("Expected `device_type` of type `str`, got: "
+        raise ValueError("Expected `device_type` of type `str`, got: "  # noqa: TRY004
                          f"`{type(device_type)}`")
     return _device(device_type)
 

@@ -13,7 +13,7 @@ from ir import dtypes as D
 from . import autocast_mode
 from .grad_scaler import GradScaler as _GradScaler
 
-__all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
 class autocast(autocast_mode.autocast):

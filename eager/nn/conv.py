@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d",
@@ -141,6 +142,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd: int, name:
     return y.squeeze(0) if unbatched else y
 
 
+@autocast_function("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution (cross-correlation) `torch.nn.functional.conv1d`: input
     (N, C_in, L) or unbatched (C_in, L), weight (C_out, C_in / groups, kW), bias (C_out,) ->
@@ -152,6 +154,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
+@autocast_function("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) `torch.nn.functional.conv2d`: input
     (N, C_in, H, W) or unbatched (C_in, H, W), weight (C_out, C_in / groups, kH, kW), bias

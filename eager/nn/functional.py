@@ -14,6 +14,7 @@ import numpy as np
 
 from ir import dtypes as D
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from .losses import *  # the losses (mse_loss, cross_entropy, ...), re-exported
 from .losses import value_check
@@ -103,6 +104,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
                                     dtype)
 
 
+@autocast_function("prelu")
 def prelu(input, weight):
     """x if x > 0 else weight * x: torch.nn.functional.prelu. `weight` (1,) or (C,), applied
     along dim 1 (channels) of an input of >= 2 dims; RuntimeError for a mismatched size."""
@@ -257,6 +259,7 @@ def _same_sizes(a, b) -> bool:
     return True
 
 
+@autocast_function("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
     (biased variance; `torch.nn.functional.layer_norm`). weight and bias: normalized_shape.

@@ -19,6 +19,7 @@ import numpy as np
 
 from ir import dtypes as D
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS as _F
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -97,6 +98,7 @@ def _floating(name: str, input) -> None:
 # ---------------------------------------------------------------- pointwise regression losses
 
 
+@autocast_function("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)**2, reduced (`torch.nn.functional.mse_loss`). Shapes broadcast (a
     UserWarning when they differ); `weight` (input's shape) scales each term and "mean" then
@@ -112,6 +114,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(loss, reduction)
 
 
+@autocast_function("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced (`torch.nn.functional.l1_loss`); broadcasting, `weight` and
     errors as `mse_loss`."""
@@ -123,6 +126,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, reduction)
 
 
+@autocast_function("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 * d**2 / beta where |d| < beta, else |d| - 0.5 * beta, with d = input - target
     (`torch.nn.functional.smooth_l1_loss`); beta = 0 is `l1_loss`. RuntimeError for
@@ -140,6 +144,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
+@autocast_function("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 * d**2 where |d| < delta, else delta * (|d| - 0.5 * delta)
     (`torch.nn.functional.huber_loss`). RuntimeError for delta <= 0; `weight` (input's shape)
@@ -254,6 +259,7 @@ def _picked(input, target, weight, ignore_index: int, class_dim: int):
     return _where(keep, loss, 0.0), w, keep
 
 
+@autocast_function("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[n, target[n], d...] * weight[target], reduced (`torch.nn.functional.nll_loss`).
@@ -276,6 +282,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _reduce(loss, reduction)
 
 
+@autocast_function("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross entropy of unnormalised logits `input` against `target`
@@ -354,6 +361,7 @@ def _clamped_log(x):
     return _where(pos, _F["log"](_where(pos, x, 1.0)), -100.0).clamp_min(-100.0)
 
 
+@autocast_function("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-w * (t * log(x) + (1 - t) * log(1 - x)), each log clamped at -100
@@ -382,6 +390,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_function("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target) in the stable form
@@ -412,6 +421,7 @@ def _xlogx(t):
     return _where(zero, 0.0, t * _F["log"](_where(zero, 1.0, t)))
 
 
+@autocast_function("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence target * (log(target) - input), input being log-probabilities
     (`torch.nn.functional.kl_div`); with `log_target` the target is a log-probability too:
