@@ -271,6 +271,8 @@ def _ref(name, kind, arity):
             x = x.astype(np.float32)
         if dim is None and arity != "n":
             dim = -1 if arity == "1" else (-2, -1)
+        if dim is None and s is not None:
+            dim = tuple(range(x.ndim - len(s), x.ndim))
         if arity == "1":
             return np.asarray(fn(x, n=n, axis=dim, norm=norm))
         return np.asarray(fn(x, s=s, axes=dim, norm=norm))
@@ -338,7 +340,8 @@ for _name, _inv in (("fftshift", 0), ("ifftshift", 1)):
     declare(
         "fft_" + _name, "composite", "input, dim=None", method=False,
         decomp=_shift_decomp(_inv),
-        ref=lambda x, dim=None, f=getattr(np.fft, _name): f(x, axes=dim),
+        ref=(lambda x, dim=None: np.fft.ifftshift(x, axes=dim)) if _inv else
+        (lambda x, dim=None: np.fft.fftshift(x, axes=dim)),
         sample_inputs=lambda rng, dt: iter([((arr(rng, (4, 5), dt),), {}),
                                             ((arr(rng, (3, 4, 5), dt),), {"dim": (0, 2)}),
                                             ((arr(rng, (7,), dt),), {"dim": -1})]),
