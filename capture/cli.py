@@ -3,6 +3,7 @@
     wick dump SCRIPT [--stages bytecode,graph,guards,code,fusion,kernels,llvm]
                      [--format text|dot|svg] [--function NAME] [-- script args]
     wick explain SCRIPT [-- script args]      # every compiled function's report
+    wick run -n N SCRIPT [args]               # N processes over MPI (eager.distributed.run)
 
 `code` is the transformed function of an entry that resumes after a graph break (readable
 pseudo-source, then the generated break/resume/loop functions' bytecode); `--format dot|svg`
@@ -117,6 +118,10 @@ def explain_function(cf, out) -> None:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # `wick run -n N script.py`: the launcher lives in eager.distributed
+        from eager.distributed import run
+
+        return run.main(argv[1:])
     script_args = []
     if "--" in argv:
         i = argv.index("--")

@@ -26,10 +26,10 @@ NAMESPACES = {
     "amp": ("eager.amp", "torch.amp"),
 }
 
-# Out of scope for wick in every namespace: quantization, sparse, distributed, mobile/JIT
-# internals, deprecated aliases.
-OUT_OF_SCOPE = {"quantized", "qat", "intrinsic", "parallel", "DataParallel",
-                "DistributedDataParallel", "sparse", "SparseAdam", "backends", "modules",
+# Out of scope for wick in every namespace: quantization, sparse, single-process multi-device
+# DataParallel, mobile/JIT internals, deprecated aliases.
+OUT_OF_SCOPE = {"quantized", "qat", "intrinsic", "DataParallel", "sparse", "SparseAdam",
+                "backends", "modules",
                 "parameter", "cpp", "common_types", "attention", "grad", "annotations",
                 "TYPE_CHECKING"}
 

@@ -50,4 +50,6 @@ from . import rnn_utils as _rnn_utils  # noqa: E402
 
 utils.rnn = _rnn_utils  # `nn.utils.rnn` (utils is a module, not a package: alias the import)
 __import__("sys").modules[__name__ + ".utils.rnn"] = _rnn_utils
+from . import parallel  # noqa: E402  (DistributedDataParallel over eager.distributed)
+from .parallel import DistributedDataParallel  # noqa: E402
 from . import modules  # noqa: E402  (torch path: nn.modules.module.register_module_forward_hook)

@@ -554,3 +554,8 @@ class DataLoader:
                 return n
             return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
         return len(self.batch_sampler if self.batch_sampler is not None else self.sampler)
+
+
+from .distributed import DistributedSampler  # noqa: E402  (issue 18; needs Sampler above)
+
+__all__.append("DistributedSampler")
