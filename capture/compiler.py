@@ -105,7 +105,8 @@ class CacheEntry:
         self.input_sources = list(input_sources)
         self.obj_sources = list(obj_sources)
         self.final_grad = final_grad
-        self.writebacks = list(writebacks)  # (input, output) pairs: `writeback.apply`
+        self.writebacks = list(writebacks)  # (input, output, grad): `writeback.apply`
+        self.writebacks_grad = any(g for _, _, g in self.writebacks)
         self.dynamic_numbers: set = set()  # int/float parameters that are graph inputs
         self.hit = None  # built by `CompiledFunction.add` (`build_hit`)
         self.pending = None  # a failed capture's entry, not cached yet (`CompiledFunction.miss`)
@@ -221,7 +222,9 @@ class CompiledFunction:
         if entry.mode == "eager":
             self.eager_runs += 1
             return self.fn(*args, **kwargs)
-        inputs = entry.fetch(*args, **kwargs)
+        inputs = originals = entry.fetch(*args, **kwargs)
+        if entry.writebacks_grad:  # (mutated inputs whose history the graph extends)
+            inputs = writeback.protect(entry.writebacks, inputs)
         try:
             outs = entry.runner(inputs)
         except Exception as e:  # noqa: BLE001 - a backend/replay failure must not cost the call
@@ -232,14 +235,14 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         self.graph_runs += 1
         if entry.writebacks:
-            writeback.apply(entry.writebacks, inputs, outs)
+            writeback.apply(entry.writebacks, inputs, outs, originals)
         objs = entry.fetch_objs(*args, **kwargs) if entry.fetch_objs is not None else ()
         if entry.mode == "graph":
-            result = rebuild(entry.template, outs, inputs, objs)
+            result = rebuild(entry.template, outs, originals, objs)
             if entry.final_grad is not None:
                 grad_mode._set(entry.final_grad)
             return result
-        return entry.continuation.run(outs, inputs, objs)
+        return entry.continuation.run(outs, originals, objs)
 
     def miss(self, args, kwargs):
         """No entry's guards hold: capture these arguments (under the lock), cache the entry

@@ -8,8 +8,18 @@ change), bumping its version counter, before any eager code after the graph (a b
 continuation, the caller) runs. Later templates of the tracker are the input itself, so the
 function returns the caller's tensor, as eager.
 
-Sound only when exact; otherwise a graph break, as before:
-- the input (or the result) requires grad while grad mode is on (eager would record history);
+With grad mode on, the result may require grad (`k_cache[:, :, pos] = k` with `k` from a
+Linear, the cache a buffer that does not): after the write-back the input ends as eager leaves
+it, `requires_grad` and a `grad_fn` that is the graph's autograd node (its output for the final
+value), so a later backward through the input reaches the graph (`apply`). An input that itself
+requires grad is mutated as eager mutates a non-leaf: its old history is the graph node's edge
+(guarded: `grad_fn is not None`). The graph's saved values must not see the write: a mutated
+input is fed to the graph as a copy of its old value with its history (`protect`), as eager's
+in-place ops keep an operand they overwrite.
+
+Sound only when exact; otherwise a graph break:
+- a leaf that requires grad, mutated while grad mode is on (eager raises);
+- with grad, an input that is itself a view (guarded: `_base is None`; eager rebases its base);
 - a graph node views the input, or a view of a mutated value would be returned or rebuilt;
 - the input shares memory with another tensor input (guarded: `disjoint`; seen at capture
   time, the frame runs eagerly);
@@ -22,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from eager.tensor import bump_version
+from eager.autograd.hooks import meta_of, move_retain_grad
+from eager.tensor import Tensor, bump_version
 
 
 def _is_view(n) -> bool:
@@ -35,8 +46,8 @@ def inplace_input(tx, target, compute):
     src = target.source
     if src is None or src not in out.input_sources or out.by_source.get(src) is not target:
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
-    if target.requires_grad and out.grad_enabled:
-        raise tx.unsupported("in-place op on a graph input that requires grad")
+    if target.requires_grad and out.grad_enabled and _leaf(out.values.get(src)):
+        raise tx.unsupported("in-place op on a leaf graph input that requires grad")
     if any(_is_view(u) for u in target.node.users):
         raise tx.unsupported("in-place op on a graph input that a graph view aliases")
     value = out.values.get(src)
@@ -45,12 +56,22 @@ def inplace_input(tx, target, compute):
     result = compute()
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
-    if result.requires_grad and out.grad_enabled:
-        raise tx.unsupported("in-place op on a graph input with a result that requires grad")
+    grad = out.grad_enabled and (result.requires_grad or target.requires_grad)
+    if grad:
+        if value._base is not None:
+            raise tx.unsupported("in-place op with grad on a graph input that is a view")
+        out.guards.add(f"{src}._base is None")
+        if target.requires_grad:
+            out.guards.add(f"{src}.grad_fn is not None")
     out.mutated.setdefault(target.node, target)
     out.writebacks[src] = target
     target.node, target.meta, target.shadow = result.node, result.meta, result.shadow
+    target.requires_grad = target.requires_grad or grad
     return target
+
+
+def _leaf(t) -> bool:
+    return t is None or t.grad_fn is None
 
 
 def shares_memory(out, src: str) -> bool:
@@ -75,8 +96,8 @@ def disjoint(a, others) -> bool:
 
 
 def finish(out, templater) -> list:
-    """At the end of a capture: the (input index, graph output index) pairs to write back, and
-    the guards that keep the mutated inputs apart from the other tensor inputs. Raises
+    """At the end of a capture: the (input index, graph output index, with grad) triples to
+    write back, and the guards that keep the mutated inputs apart from the other tensor inputs. Raises
     `ValueError` when a mutated input shares memory with another input now."""
     pairs = []
     for src, var in out.writebacks.items():
@@ -90,7 +111,8 @@ def finish(out, templater) -> list:
             continue
         if var.node not in templater.outputs:
             templater.outputs.append(var.node)
-        pairs.append((out.input_sources.index(src), templater.outputs.index(var.node)))
+        pairs.append((out.input_sources.index(src), templater.outputs.index(var.node),
+                      bool(var.requires_grad and out.grad_enabled)))
     out.values.clear()  # (keeps no argument alive)
     return pairs
 
@@ -115,12 +137,41 @@ def final_template(templater, v):
     return None
 
 
-def apply(pairs, inputs, outs) -> None:
-    """Write each mutated input's final value into its own array, bumping its version."""
-    for i, k in pairs:
-        dst, new = inputs[i], outs[k]
+def protect(pairs, inputs: list) -> list:
+    """The graph's inputs with each input mutated with grad replaced by a copy of its value
+    that carries its history (grad_fn, output_nr, requires_grad): what the graph's autograd
+    node saves and links to must survive the write-back (eager's `keep_old_operand`)."""
+    inputs = list(inputs)
+    for i, _, grad in pairs:
+        if grad:
+            t = inputs[i]
+            old = Tensor._make(t._data.copy())
+            old.requires_grad, old.grad_fn = t.requires_grad, t.grad_fn
+            m = t._backward_hooks
+            if m is not None and m.output_nr:
+                meta_of(old).output_nr = m.output_nr
+            inputs[i] = old
+    return inputs
+
+
+def apply(pairs, inputs, outs, originals=None) -> None:
+    """Write each mutated input's final value into its own array, bumping its version; an
+    input whose final value requires grad takes that value's history (`grad_fn`, output
+    number, `requires_grad`), as eager's in-place op rebinds its target's history.
+    `originals`: the caller's tensors when `inputs` are `protect`ed copies."""
+    for i, k, grad in pairs:
+        dst, new = (originals or inputs)[i], outs[k]
         if isinstance(dst._data, np.ndarray) and isinstance(new._data, np.ndarray):
             np.copyto(dst._data, new._data)
         else:
             dst._data[...] = new._data
         bump_version(dst)
+        if grad and new.requires_grad:
+            old_fn = dst.grad_fn
+            dst.requires_grad, dst.grad_fn = True, new.grad_fn
+            m = new._backward_hooks
+            nr = m.output_nr if m is not None else 0
+            if nr or dst._backward_hooks is not None:
+                meta_of(dst).output_nr = nr
+            if new.grad_fn is not None:
+                move_retain_grad(dst, old_fn, new.grad_fn)
