@@ -1,0 +1,444 @@
+"""Resampling of `torch.nn.functional`: `interpolate` (nearest, nearest-exact, linear,
+bilinear, bicubic, trilinear, area), its deprecated `upsample*` aliases, `grid_sample`,
+`affine_grid`, and the modules `Upsample`, `UpsamplingNearest2d`, `UpsamplingBilinear2d`,
+composed of registry ops (no new op).
+
+Every interpolation of `interpolate` is separable: nearest picks rows with `index_select`; the
+linear and cubic modes multiply each spatial dim by a constant (out, in) weight matrix built
+with numpy from ATen's source-index formulas (`area_pixel_compute_source_index`, the cubic
+convolution with A = -0.75 and clamped taps), so the gradient is a matmul. `grid_sample`
+gathers the corner (or 4 x 4 tap) values at integer positions computed on the host and
+weights them by tensors of the grid coordinates, so gradients reach both input and grid.
+Semantics, defaults and errors: torch.nn.functional and ATen's UpSample.h / GridSampler.h.
+Touches `eager` only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+
+from ..dispatch import FUNCTIONS
+from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .module import Module
+from .pooling import adaptive_avg_pool3d
+
+__all__ = ["GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES", "affine_grid",
+           "grid_sample", "interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
+MODULES = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_NEEDS = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+_A = -0.75  # ATen's cubic convolution coefficient
+
+
+def _const(a, like):
+    from ..creation import as_tensor
+
+    return as_tensor(a, device=like.device)
+
+
+# ---------------------------------------------------------------- interpolate
+
+
+def _source_scale(n_in, n_out, align_corners, scale, dt):
+    """ATen's `area_pixel_compute_scale` in the compute dtype."""
+    if align_corners:
+        return dt.type((n_in - 1) / (n_out - 1)) if n_out > 1 else dt.type(0)
+    if scale is not None and scale > 0:
+        return dt.type(1.0 / scale)
+    return dt.type(n_in) / dt.type(n_out)
+
+
+def _source_index(scale, n_out, align_corners, cubic, dt):
+    dst = np.arange(n_out, dtype=dt)
+    if align_corners:
+        return scale * dst
+    src = scale * (dst + dt.type(0.5)) - dt.type(0.5)
+    return src if cubic else np.maximum(src, dt.type(0))
+
+
+def _nearest_index(n_in, n_out, scale, exact: bool):
+    """ATen's `nearest_idx` / `nearest_neighbor_exact_compute_source_index` (float32 math)."""
+    dst = np.arange(n_out, dtype=np.float32)
+    if not exact and n_out == n_in:
+        return np.arange(n_out)
+    if not exact and n_out == 2 * n_in:
+        return np.arange(n_out) >> 1
+    s = np.float32(1.0 / scale) if scale is not None and scale > 0 else \
+        np.float32(n_in) / np.float32(n_out)
+    src = np.floor((dst + np.float32(0.5)) * s if exact else dst * s).astype(np.int64)
+    return np.minimum(src, n_in - 1)
+
+
+def _cubic_weights(t):
+    """The 4 tap weights of ATen's `get_cubic_upsample_coefficients` for offsets t."""
+    def conv1(x):
+        return ((_A + 2) * x - (_A + 3)) * x * x + 1
+
+    def conv2(x):
+        return ((_A * x - 5 * _A) * x + 8 * _A) * x - 4 * _A
+
+    return [conv2(t + 1), conv1(t), conv1(1 - t), conv2(2 - t)]
+
+
+def _weight_matrix(n_in, n_out, mode, align_corners, scale, dt):
+    """(n_out, n_in) matrix of a linear or cubic 1-D resampling."""
+    cubic = mode == "bicubic"
+    s = _source_scale(n_in, n_out, align_corners, scale, dt)
+    src = _source_index(s, n_out, align_corners, cubic, dt)
+    m = np.zeros((n_out, n_in), dtype=dt)
+    rows = np.arange(n_out)
+    i0 = np.floor(src).astype(np.int64)
+    t = (src - i0).astype(dt)
+    if cubic:
+        for k, w in enumerate(_cubic_weights(t)):
+            np.add.at(m, (rows, np.clip(i0 - 1 + k, 0, n_in - 1)), w.astype(dt))
+    else:
+        t = np.clip(t, 0, 1)
+        i0 = np.minimum(i0, n_in - 1)
+        np.add.at(m, (rows, i0), (1 - t).astype(dt))
+        np.add.at(m, (rows, np.minimum(i0 + 1, n_in - 1)), t)
+    return m
+
+
+def _output_size(input, dim, size, scale_factor, recompute_scale_factor, mode):
+    """(output sizes, scale factors handed to the kernel or None), as `F.interpolate`."""
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(f"Input and output must have the same number of spatial "
+                                 f"dimensions, but got input with spatial dimensions of "
+                                 f"{list(input.shape[2:])} and output size of {size}. Please "
+                                 f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 f"output size in (o1, o2, ...,oK) format.")
+            out = [int(s) for s in size]
+        else:
+            out = [int(size)] * dim
+        scales = None
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(f"Input and scale_factor must have the same number of "
+                                 f"spatial dimensions, but got input with spatial dimensions "
+                                 f"of {list(input.shape[2:])} and scale_factor of shape "
+                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, "
+                                 f"d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
+                                 f"format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        out = [math.floor(float(input.shape[2 + d]) * scales[d]) for d in range(dim)]
+        if recompute_scale_factor or mode == "area":
+            scales = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    return out, scales
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize (N, C, *spatial) with 1-3 spatial dims to `size` or floor(spatial *
+    scale_factor) (`torch.nn.functional.interpolate`). Modes: "nearest" (ATen's legacy
+    floor(dst * in / out)), "nearest-exact", "linear" (3-D), "bilinear"/"bicubic" (4-D),
+    "trilinear" (5-D), "area" (adaptive average pooling). align_corners (linear/cubic modes,
+    default False) maps corner pixel centres onto each other. A given scale_factor is also
+    the kernel's scale unless recompute_scale_factor. ValueError for both or neither of
+    size and scale_factor, align_corners with a non-interpolating mode, antialias;
+    NotImplementedError for a mode/rank mismatch."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2
+    if mode not in _MODES or dim not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+                                  f"(got {input.ndim}D) for the modes: nearest | linear | "
+                                  f"bilinear | bicubic | trilinear | area | nearest-exact (got "
+                                  f"{mode})")
+    if mode in _NEEDS and input.ndim != _NEEDS[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{_NEEDS[mode]}D input")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    out, scales = _output_size(input, dim, size, scale_factor, recompute_scale_factor, mode)
+    if any(o <= 0 for o in out):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({', '.join(map(str, input.shape[2:]))}) output "
+                           f"({', '.join(map(str, out))})")
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](
+            input, tuple(out))
+    y = input
+    for d in range(dim):
+        n_in, scale = input.shape[2 + d], None if scales is None else scales[d]
+        if mode.startswith("nearest"):
+            if out[d] == n_in and mode == "nearest":
+                continue
+            idx = _nearest_index(n_in, out[d], scale, mode == "nearest-exact")
+            y = FUNCTIONS["index_select"](y, 2 + d, _const(idx, y))
+            continue
+        dt = np.dtype(input.dtype.np)
+        m = _const(_weight_matrix(n_in, out[d], mode, align_corners, scale, dt), y)
+        y = FUNCTIONS["matmul"](y.movedim(2 + d, -1), m.t()).movedim(-1, 2 + d)
+    return y
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of `interpolate` (`torch.nn.functional.upsample`), with its warning."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated `interpolate(..., mode="nearest")` (`F.upsample_nearest`)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated `interpolate(..., mode="bilinear", align_corners=True)`."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------------------------------------------------------- grid_sample / affine_grid
+
+
+def _unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(x, twice_low, twice_high):
+    """ATen's `reflect_coordinates` on a tensor of coordinates."""
+    if twice_low == twice_high:
+        return x * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    x = (x - low).abs()
+    extra = FUNCTIONS["fmod"](x, span)
+    flips = np.floor(x.detach()._host() / span)
+    even = _const((flips % 2) == 0, x)
+    return FUNCTIONS["where"](even, extra + low, (extra * -1 + span) + low)
+
+
+def _padded(coord, size, padding_mode, align_corners):
+    """ATen's `compute_coordinates`: border clamps, reflection folds then clamps."""
+    if padding_mode == "border":
+        return coord.clamp(0, size - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners \
+            else _reflect(coord, -1, 2 * size - 1)
+        return coord.clamp(0, size - 1)
+    return coord
+
+
+def _check_grid_sample(input, grid, mode, padding_mode):
+    if mode not in GRID_SAMPLE_INTERPOLATION_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in GRID_SAMPLE_PADDING_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same "
+                           f"number of dimensions, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    nd = input.ndim - 2
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+
+
+def _sample_taps(input, taps):
+    """sum over taps of weight * input[n, :, position] (zero where out of bounds): taps is a
+    list of (per-dim int positions (N, M) in spatial order, weight tensor (N, M) or None)."""
+    n, c = input.shape[0], input.shape[1]
+    spatial = tuple(input.shape[2:])
+    flat = input.reshape(n, c, -1)
+    out = None
+    for pos, weight in taps:
+        valid = np.ones(pos[0].shape, dtype=bool)
+        index = np.zeros(pos[0].shape, dtype=np.int64)
+        for p, size in zip(pos, spatial):
+            valid &= (p >= 0) & (p < size)
+            index = index * size + np.clip(p, 0, size - 1)
+        m = index.shape[1]
+        idx = _const(index.reshape(n, 1, m), input).expand(n, c, m)
+        val = FUNCTIONS["gather"](flat, 2, idx)
+        scale = _const(valid.astype(input.dtype.np), input)
+        scale = scale if weight is None else weight * scale
+        term = val * scale.reshape(n, 1, m)
+        out = term if out is None else out + term
+    return out
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample `input` (N, C, H, W) at `grid` (N, H_out, W_out, 2) locations (x, y) in
+    [-1, 1] (or (N, C, D, H, W) with grid (..., 3) = (x, y, z)) -> (N, C, H_out, W_out)
+    (`torch.nn.functional.grid_sample`). mode "bilinear" | "nearest" | "bicubic" (4-D only);
+    padding_mode "zeros" | "border" | "reflection"; align_corners (default False) maps -1/1
+    to the corner pixels' centres (else their outer edges). Gradients reach input and grid
+    (not through nearest's rounding). ValueError for an unknown mode; RuntimeError for shapes
+    that do not match."""
+    _check_grid_sample(input, grid, mode, padding_mode)
+    if align_corners is None:
+        align_corners = False
+    nd = input.ndim - 2
+    n, out_sp = input.shape[0], tuple(grid.shape[1:-1])
+    g = grid.reshape(n, -1, nd)
+    sizes = tuple(input.shape[2:])
+    coords = []  # spatial order: the grid's last entry is the first spatial dim
+    for d in range(nd):
+        size = sizes[d]
+        c = _unnormalize(g[..., nd - 1 - d], size, align_corners)
+        coords.append(c if mode == "bicubic" else
+                      _padded(c, size, padding_mode, align_corners))
+    host = [c.detach()._host() for c in coords]
+    if mode == "nearest":
+        taps = [([np.rint(h).astype(np.int64) for h in host], None)]
+    elif mode == "bilinear":
+        base = [np.floor(h).astype(np.int64) for h in host]
+        frac = [c - _const(b.astype(h.dtype), c) for c, b, h in zip(coords, base, host)]
+        taps = []
+        for bits in itertools.product((0, 1), repeat=nd):
+            w = None
+            for f, bit in zip(frac, bits):
+                wd = f if bit else f * -1 + 1
+                w = wd if w is None else w * wd
+            taps.append(([b + bit for b, bit in zip(base, bits)], w))
+    else:
+        taps = _bicubic_taps(coords, host, sizes, padding_mode, align_corners)
+    return _sample_taps(input, taps).reshape((n, input.shape[1]) + out_sp)
+
+
+def _bicubic_taps(coords, host, sizes, padding_mode, align_corners):
+    """4 x 4 taps of ATen's bicubic grid sampler: weights from the fractional offsets, tap
+    positions passed through `compute_coordinates` and rounded toward zero."""
+    base = [np.floor(h) for h in host]
+    weights = [_cubic_weights(c - _const(b.astype(h.dtype), c))
+               for c, b, h in zip(coords, base, host)]
+    taps = []
+    for i, j in itertools.product(range(4), repeat=2):
+        pos = []
+        for b, k, size in zip(base, (i, j), sizes):
+            p = b - 1 + k
+            if padding_mode == "border":
+                p = np.clip(p, 0, size - 1)
+            elif padding_mode == "reflection":
+                p = _reflect_np(p, size, align_corners)
+            pos.append(np.trunc(p).astype(np.int64))
+        taps.append((pos, weights[0][i] * weights[1][j]))
+    return taps
+
+
+def _reflect_np(p, size, align_corners):
+    lo, hi = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+    if lo == hi:
+        return np.zeros_like(p)
+    low, span = lo / 2, (hi - lo) / 2
+    x = np.abs(p - low)
+    extra, flips = np.fmod(x, span), np.floor(x / span)
+    return np.clip(np.where(flips % 2 == 0, extra + low, span - extra + low), 0, size - 1)
+
+
+def _linspace(steps, align_corners, dt):
+    if steps <= 1:
+        return np.zeros(1, dtype=dt)
+    r = np.linspace(-1, 1, steps).astype(dt)
+    return r if align_corners else (r * (steps - 1) / steps).astype(dt)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """Sampling grid of affine maps `theta` for `grid_sample` (`torch.nn.functional.
+    affine_grid`): theta (N, 2, 3) with size (N, C, H, W) -> (N, H, W, 2), or (N, 3, 4) with
+    (N, C, D, H, W) -> (N, D, H, W, 3); grid = [x, y(, z), 1] @ theta^T over the normalised
+    pixel centres. ValueError for a non-floating theta, mismatched shapes or non-positive
+    sizes; NotImplementedError for other sizes."""
+    if align_corners is None:
+        align_corners = False
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = [int(s) for s in size]
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} "
+                         f"for size torch.Size({size}). Got {list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    dt = np.dtype(theta.dtype.np)
+    spatial = size[2:]
+    axes = [_linspace(s, align_corners, dt) for s in spatial]
+    mesh = np.meshgrid(*axes, indexing="ij")  # spatial order (D,) H, W
+    base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dt)], -1)  # x, y(, z), 1
+    base = _const(base.reshape(1, -1, nd + 1), theta)
+    grid = FUNCTIONS["matmul"](base, theta.transpose(1, 2))
+    return grid.reshape([size[0]] + spatial + [nd])
+
+
+# ---------------------------------------------------------------- modules
+
+
+class Upsample(Module):
+    """`F.interpolate` with fixed arguments (`torch.nn.Upsample`); scale_factor stored as
+    float(s)."""
+
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
+                 align_corners=None, recompute_scale_factor=None):
+        super().__init__()
+        self.name = type(self).__name__
+        self.size = size
+        if isinstance(scale_factor, tuple):
+            self.scale_factor = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
+        self.mode, self.align_corners = mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):
+        return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                           recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None \
+            else f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """`Upsample(mode="nearest")` of 4-D inputs (`torch.nn.UpsamplingNearest2d`)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """`Upsample(mode="bilinear", align_corners=True)` (`torch.nn.UpsamplingBilinear2d`)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
