@@ -46,6 +46,7 @@ from .layers import (
 )
 from .module import GELU, Linear, Module, Parameter, ReLU
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent
+from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer
 from . import rnn_utils as _rnn_utils  # noqa: E402
 
 utils.rnn = _rnn_utils  # `nn.utils.rnn` (utils is a module, not a package: alias the import)
