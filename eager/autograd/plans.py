@@ -9,8 +9,7 @@ generated Python function calling each op's kernel on arrays, cached under that 
 calls only build the key and call the function: the rule's dispatch overhead disappears, and
 gradients nobody needs are never computed. A rule that looks at data (not only at shapes) or
 uses a data-dependent op cannot be traced: its op goes the lazy way (`lazy.LF`) from then on.
-The rules' plumbing (reshape, expand, transpose, sum, matmul, where with a zero) is written as
-numpy's own calls, with the folds numpy code by hand would make (`_FAST`): the same bits.
+Each step calls the op's own kernel: its ufunc (`OpDef.ufunc_kernel`), formula or `impl`.
 
 The same idea as capture's graphs and codegen's kernels, at the scale of one node. Imports `ir`
 and eager's Tensor; used by `engine.BackwardNode.apply`.
@@ -96,7 +95,6 @@ class _Tracer:
         self.lines: list = []  # (target, expression, [refs used])
         self.env: dict = {"np": np, "asarray": np.asarray, "ndarray": np.ndarray, "fix": _fix}
         self.n = 0
-        self.defs: dict = {}  # target -> (op name, its operand's expression, refs, its shape)
 
     def const(self, value) -> str:
         name = f"c{self.n}"
@@ -133,24 +131,9 @@ class _Tracer:
                 args.append(self.const(x))
             else:
                 raise Untraceable
-        target = f"t{self.n}"
-        fast = _FAST.get(op.name)
-        fast = fast(self, target, args, used, inputs, meta, attrs, cd) if fast else None
-        if fast is not None:  # numpy's own call, as the kernel makes it (see `_FAST`)
-            call, used, checked = fast
-            self.n += 1
-            checked = (checked and bool(meta.shape)  # (0-d: numpy may give a scalar)
-                       or _sure_array(op, meta, cd, out_dtype, inputs))
-            onp = None if checked else self.const(out_dtype.np)
-            self.lines.append((target, call, onp, used))
-            return Sym(meta, target)
         direct = _direct(op, cd, attrs) if op.kind == "elementwise" else None
         if direct is not None:  # one ufunc (np.multiply, np.exp): no Python frame
             call = f"{self.const(direct)}({', '.join(args)})"
-            uf = direct
-            if meta.numel == 1 and isinstance(uf, np.ufunc) and cd.np.kind in "fc" and \
-                    out_dtype.np == cd.np:  # a number that an expand may make an array of
-                self.defs[f"t{self.n}"] = ("one", uf, args, used, None)
         elif op.kind == "elementwise" and op.impl_is_scalar():
             fn = self.const(op.scalar)
             call = f"{fn}(B, {', '.join(args)}{self._kw(attrs)})"
@@ -190,107 +173,6 @@ def _direct(op: OpDef, compute, attrs: dict):
             type(v) is not type(defaults[k]) or v != defaults[k] for k, v in attrs.items()):
         return None
     return fn
-
-
-# ---------------------------------------------------------------- numpy's own calls
-#
-# The ops of backward rules' plumbing (reshape, expand, transpose, sum, matmul, where with a
-# zero) written as the numpy call their kernel makes, without the kernel's Python frame, and
-# two patterns folded as numpy code by hand would: a keepdim sum reshaped to drop the kept dims
-# is one sum without keepdim (sum_to_shape's, bias gradients), and a reshape that only adds
-# leading ones before an expand is left to broadcast_to (mean's and sum's gradients). Each
-# builder gets (tracer, target, operand expressions, refs used, operands, out meta, attrs,
-# compute dtype) and returns (expression, refs used, whether the result is surely an ndarray
-# of the out dtype) or None (the kernel's generic call). The bits are the kernels' bits.
-
-
-def _fast_reshape(tr, target, args, used, inputs, meta, attrs, cd):
-    src = inputs[0]
-    if not isinstance(src, Sym):
-        return None
-    d = tr.defs.get(src.ref)
-    if d is not None and d[0] == "sum" and meta.shape == d[3]:  # sum(keepdim) + reshape
-        return d[1], d[2], False
-    tr.defs[target] = ("reshape", args[0], used, src.meta.shape)
-    return f"{args[0]}.reshape({tr.const(meta.shape)})", used, True
-
-
-def _fast_expand(tr, target, args, used, inputs, meta, attrs, cd):
-    src = inputs[0]
-    if not isinstance(src, Sym):
-        return None
-    expr, shape, ref = args[0], src.meta.shape, src.ref
-    d = tr.defs.get(ref)
-    if d is not None and d[0] == "reshape" and \
-            (1,) * (len(shape) - len(d[3])) + d[3] == shape:  # reshape(1, .., 1, *s) + expand
-        expr, used, ref = d[1], d[2], d[2][0]
-        d = tr.defs.get(ref)
-    if meta.numel > _FILL_MAX:
-        return f"{tr.const(np.broadcast_to)}({expr}, {tr.const(meta.shape)})", used, True
-    # a small expand is filled in: one C call instead of broadcast_to's Python frames, and a
-    # contiguous gradient, cheaper for the ops that read it
-    new = f"{tr.const(np.empty)}({tr.const(meta.shape)}, {tr.const(meta.dtype.np)})"
-    if d is not None and d[0] == "one":  # a number computed straight into it (mean's g / n)
-        return f"{tr.const(d[1])}({', '.join(d[2])}, out={new})", d[3], True
-    return f"{tr.const(np.copyto)}({target} := {new}, {expr}) or {target}", used, True
-
-
-def _fast_transpose(tr, target, args, used, inputs, meta, attrs, cd):
-    if not isinstance(inputs[0], Sym):
-        return None
-    d0, d1 = attrs["dim0"], attrs["dim1"]
-    if inputs[0].meta.ndim == 2 and d0 != d1:
-        return f"{args[0]}.T", used, True
-    return f"{args[0]}.swapaxes({d0}, {d1})", used, True
-
-
-def _fast_permute(tr, target, args, used, inputs, meta, attrs, cd):
-    if not isinstance(inputs[0], Sym):
-        return None
-    return f"{args[0]}.transpose({tr.const(tuple(attrs['dims']))})", used, True
-
-
-def _fast_sum(tr, target, args, used, inputs, meta, attrs, cd):
-    # np.sum(x, axis, keepdims) on an ndarray is np.add.reduce(x, axis, keepdims=...)
-    x = inputs[0]
-    if not isinstance(x, Sym) or cd.np.kind not in "fc" or attrs["dim"] is None:
-        return None
-    dim = tuple(attrs["dim"])
-    red = tr.const(np.add.reduce)
-    if attrs["keepdim"] and cd.np == meta.dtype.np:  # (a half sum runs in float32: its
-        # cast back to the out dtype stays with the reshape, which is not folded then)
-        shape = tuple(n for i, n in enumerate(x.meta.shape) if i not in dim)
-        tr.defs[target] = ("sum", f"{red}({args[0]}, {tr.const(dim)})", used, shape)
-    return f"{red}({args[0]}, {tr.const(dim)}, keepdims={bool(attrs['keepdim'])})", used, False
-
-
-def _fast_matmul(tr, target, args, used, inputs, meta, attrs, cd):
-    if not all(isinstance(x, Sym) for x in inputs):
-        return None
-    return f"{tr.const(np.matmul)}({args[0]}, {args[1]})", used, False
-
-
-_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _fast_where(tr, target, args, used, inputs, meta, attrs, cd):
-    # where(c, x, +0.0) on a float x: x's bits times c (elementwise._where_impl's own path:
-    # exact, NaN and inf in x become 0 where c is False; relu's and masks' backward)
-    c, x, y = inputs
-    dt = cd.np
-    if not (isinstance(c, Sym) and c.dtype.np == np.bool_ and isinstance(x, Sym) and
-            x.dtype.np == dt and meta.dtype.np == dt and type(y) is float and y == 0.0 and
-            str(y) == "0.0" and np.dtype(dt) in (np.float16, np.float32, np.float64)):
-        return None
-    u = tr.const(_UINT[np.dtype(dt).itemsize])
-    mul = tr.const(np.multiply)
-    return f"{mul}({args[1]}.view({u}), {args[0]}, dtype={u}).view({tr.const(dt)})", used, True
-
-
-_FILL_MAX = 2048  # elements: larger expands stay broadcast views (O(1) to make)
-_FAST = {"reshape": _fast_reshape, "expand": _fast_expand, "transpose": _fast_transpose,
-         "permute": _fast_permute, "sum": _fast_sum, "matmul": _fast_matmul,
-         "where": _fast_where}
 
 
 class _TraceNamespace:
