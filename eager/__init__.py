@@ -148,6 +148,10 @@ from .amp.autocast_mode import (
 
 cuda.amp = _cuda_amp  # `torch.cuda.amp`
 
+from .nn.distance import cosine_similarity, dist, pairwise_distance  # noqa: E402
+
+Tensor.dist = dist
+
 
 def compile(fn=None, **kwargs):
     """Alias of `capture.compile` (imported on first use to keep `ir <- eager <- capture`)."""

@@ -47,6 +47,14 @@ from .layers import (
 from .module import GELU, Linear, Module, Parameter, ReLU
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent
 from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .loss_modules import (  # noqa: E402  (the other losses)
+    AdaptiveLogSoftmaxWithLoss, CosineEmbeddingLoss, CTCLoss, GaussianNLLLoss,
+    HingeEmbeddingLoss, LinearCrossEntropyLoss, MarginRankingLoss, MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d, PoissonNLLLoss, SoftMarginLoss,
+    TripletMarginLoss, TripletMarginWithDistanceLoss,
+)
+from .losses_extra import LinearCrossEntropyOptions  # noqa: E402
 from . import rnn_utils as _rnn_utils  # noqa: E402
 
 utils.rnn = _rnn_utils  # `nn.utils.rnn` (utils is a module, not a package: alias the import)

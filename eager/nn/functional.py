@@ -295,3 +295,5 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 from .attention import scaled_dot_product_attention  # noqa: F401 (eager.nn.attention)
 from .conv import *  # conv1d/2d, pooling and batch_norm (eager.nn.conv)
+from .distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401,E402
+from .losses_extra import *  # noqa: F401,F403,E402  (margin/embedding/CTC losses, gumbel)
