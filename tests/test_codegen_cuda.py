@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 
+import cuda_host
 import numpy as np
 import pytest
 from opinfo import dtypes_of
@@ -21,7 +22,7 @@ from opinfo import dtypes_of
 import codegen
 import codegen.cuda_render
 import ir
-from codegen import cuda_host, nvrtc
+from codegen import nvrtc
 from codegen.cuda_compiled import CudaGraph
 from codegen.cuda_render import module_source, render, schedule
 from codegen.kernel import lower_group
@@ -399,7 +400,7 @@ def test_library_calls_are_not_fused_on_cuda():
 
 # ---------------------------------------------------------------- host emulation (no GPU)
 
-# The generated kernels built as host C++ by `codegen.cuda_host` (CUDA built-ins shimmed, blocks
+# The generated kernels built as host C++ by `tests/cuda_host.py` (CUDA built-ins shimmed, blocks
 # of real threads): every primitive, block reduction and split pass checked against numpy
 # without a GPU.
 

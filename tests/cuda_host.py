@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cuda import HELPERS, PRELUDE
+from codegen.cuda import HELPERS, PRELUDE
 
 MAX_ARGS = 8   # every kernel argument is a pointer; extra ones are ignored by the x86-64 ABI
 
