@@ -232,14 +232,16 @@ class DistributedDataParallel(Module):
         with no_grad():
             for b in self._buckets:
                 b.work.wait()
-                avg = b.buf._data / n
+                avg = b.buf._data
+                if n > 1:
+                    np.divide(avg, n, out=avg, casting="unsafe")
                 off = 0
                 for p in b.params:
                     k = p.numel()
                     if used is None or id(p) in used:
-                        g = avg[off:off + k].reshape(p._data.shape).astype(p._data.dtype)
+                        g = avg[off:off + k].reshape(p._data.shape)
                         if p.grad is None:
-                            p.grad = Tensor._make(g)
+                            p.grad = Tensor._make(g.copy())
                         else:
                             p.grad._data[...] = g
                             bump_version(p.grad)
