@@ -62,3 +62,15 @@ __import__("sys").modules[__name__ + ".utils.rnn"] = _rnn_utils
 from . import parallel  # noqa: E402  (DistributedDataParallel over eager.distributed)
 from .parallel import DistributedDataParallel  # noqa: E402
 from . import modules  # noqa: E402  (torch path: nn.modules.module.register_module_forward_hook)
+from .conv_pool_layers import *  # (Conv3d, ConvTranspose*, pooling)
+from .padding import *  # (Zero/Constant/Reflection/... Pad1d-3d)
+from .lazy import *  # (Lazy*, Uninitialized*, Buffer, Container)
+from .normalization import (
+    BatchNorm3d, CrossMapLRN2d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+    LocalResponseNorm, RMSNorm, SyncBatchNorm)
+from .dropout import (
+    AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout, Hardshrink, RReLU,
+    Softshrink)
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .misc_layers import (
+    Bilinear, ChannelShuffle, EmbeddingBag, Fold, PixelShuffle, PixelUnshuffle, Unfold)

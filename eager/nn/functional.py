@@ -297,3 +297,9 @@ from .attention import scaled_dot_product_attention  # noqa: F401 (eager.nn.atte
 from .conv import *  # conv1d/2d, pooling and batch_norm (eager.nn.conv)
 from .distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401,E402
 from .losses_extra import *  # noqa: F401,F403,E402  (margin/embedding/CTC losses, gumbel)
+from .conv_transpose import *  # (conv3d, conv_transpose*, fold/unfold)
+from .pooling import *  # (3-D, adaptive max, LP, fractional, unpool)
+from .normalization import *  # (group/instance/rms/local response)
+from .dropout import *  # (feature/alpha dropout, rrelu, shrinks)
+from .upsampling import *  # (interpolate, grid_sample, affine_grid)
+from .misc_layers import *  # (bilinear, pixel/channel shuffle, bags)
