@@ -126,6 +126,9 @@ class Module(ModuleHooks):
         if isinstance(value, Parameter):
             self._forget(name, keep=self._parameters)  # a replaced one keeps its place
             self.register_parameter(name, value)
+        elif getattr(value, "_is_buffer", False):  # nn.Buffer: registered as a buffer
+            self._forget(name, keep=self._buffers)
+            self.register_buffer(name, value, value.persistent)
         elif name in self._parameters:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
