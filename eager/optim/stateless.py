@@ -22,8 +22,8 @@ def _prepare(optimizer, swapin_parameters: dict, swapin_optim_state: dict):
         raise RuntimeError("swap_in_optimizer_params_and_state requires initialized optimizer "
                            "state.")
     if not isinstance(swapin_optim_state, dict):
-        raise RuntimeError("swap_in_optimizer_params_and_state requires a DCP-style optimizer "  # noqa: TRY004
-                           "state_dict.")
+        raise RuntimeError(  # noqa: TRY004  (torch's type)
+            "swap_in_optimizer_params_and_state requires a DCP-style optimizer state_dict.")
     state = swapin_optim_state.get("state")
     groups = swapin_optim_state.get("param_groups")
     if not isinstance(state, dict) or not isinstance(groups, list) or \

@@ -1,6 +1,6 @@
-"""Learning-rate schedulers, as `torch.optim.lr_scheduler`: `LRScheduler` and `StepLR`,
-`MultiStepLR`, `ConstantLR`, `LinearLR`, `ExponentialLR`, `CosineAnnealingLR`, `LambdaLR`,
-`MultiplicativeLR`.
+"""The scheduler base class `LRScheduler` and the one-formula schedules of
+`torch.optim.lr_scheduler`: `StepLR`, `MultiStepLR`, `ConstantLR`, `LinearLR`, `ExponentialLR`,
+`CosineAnnealingLR`, `PolynomialLR`, `LambdaLR`, `MultiplicativeLR`, `ReduceLROnPlateau`.
 
 Why it exists: PyTorch training loops call `scheduler.step()` once per epoch after
 `optimizer.step()`; the schedulers rewrite each group's `"lr"`. As PyTorch's, `step()` uses
@@ -18,11 +18,12 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
-from ..tensor import Tensor
-from .optimizer import Optimizer, _to_scalar
+from ...tensor import Tensor
+from ..optimizer import Optimizer, _to_scalar
 
 __all__ = ["ConstantLR", "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR",
-           "LinearLR", "MultiStepLR", "MultiplicativeLR", "ReduceLROnPlateau", "StepLR"]
+           "LinearLR", "MultiStepLR", "MultiplicativeLR", "PolynomialLR", "ReduceLROnPlateau",
+           "StepLR"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -37,6 +38,15 @@ def _lrs(optimizer) -> list:
     """Each group's current lr (tensor lrs cloned, so that callers never alias them)."""
     return [g["lr"].clone() if isinstance(g["lr"], Tensor) else g["lr"]
             for g in optimizer.param_groups]
+
+
+def _write_lrs(optimizer, values) -> None:
+    """Set each group's lr (a tensor lr is filled in place, as PyTorch's)."""
+    for group, lr in zip(optimizer.param_groups, values):
+        if isinstance(group["lr"], Tensor):
+            group["lr"].fill_(_to_scalar(lr))
+        else:
+            group["lr"] = lr
 
 
 class LRScheduler:
@@ -112,6 +122,10 @@ class LRScheduler:
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        """Advance `last_epoch` (or set it to `epoch`, closed form) and write the new lrs."""
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
@@ -123,11 +137,7 @@ class LRScheduler:
                 values = closed() if closed is not None else self.get_lr()
         finally:
             self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
-            if isinstance(group["lr"], Tensor):
-                group["lr"].fill_(_to_scalar(lr))
-            else:
-                group["lr"] = lr
+        _write_lrs(self.optimizer, values)
         self._last_lr = _lrs(self.optimizer)
 
     def _warn_outside_step(self) -> None:
@@ -359,6 +369,29 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base - self.eta_min)
                 * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
                 for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power
+    (`torch.optim.lr_scheduler.PolynomialLR`), computed recursively by `step()`."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        self._warn_outside_step()
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _lrs(self.optimizer)
+        decay = ((1.0 - self.last_epoch / self.total_iters)
+                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [g["lr"] * decay for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base in self.base_lrs]
 
 
 class ReduceLROnPlateau(LRScheduler):
