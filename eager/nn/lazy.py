@@ -299,12 +299,12 @@ def _lazy_norm(name, base, **defaults):
 LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", CL.BatchNorm1d, affine=True, track=True)
 LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", CL.BatchNorm2d, affine=True, track=True)
 LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", NL.BatchNorm3d, affine=True, track=True)
-LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", NL.InstanceNorm1d, affine=False,
-                                track=False)
-LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", NL.InstanceNorm2d, affine=False,
-                                track=False)
-LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", NL.InstanceNorm3d, affine=False,
-                                track=False)
+LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", NL.InstanceNorm1d, affine=True,
+                                track=True)
+LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", NL.InstanceNorm2d, affine=True,
+                                track=True)
+LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", NL.InstanceNorm3d, affine=True,
+                                track=True)
 
 
 # ---------------------------------------------------------------- small names
