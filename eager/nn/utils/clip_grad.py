@@ -1,20 +1,21 @@
-"""`torch.nn.utils`: gradient clipping and flattening parameters to one vector.
+"""`torch.nn.utils`' gradient clipping and flattening of parameters to one vector.
 
-`clip_grad_norm_`, `clip_grad_value_`, `get_total_norm`, `clip_grads_with_norm_`,
-`parameters_to_vector`, `vector_to_parameters`, with PyTorch's signatures, results and errors
-(the PyTorch documentation of `torch.nn.utils`). They run under `no_grad` with eager ops, so
+`clip_grad_norm_` (and its deprecated alias `clip_grad_norm`), `clip_grad_value_`,
+`get_total_norm`, `clip_grads_with_norm_`, `parameters_to_vector`, `vector_to_parameters`,
+with PyTorch's signatures, results and errors (the PyTorch documentation of `torch.nn.utils`). They run under `no_grad` with eager ops, so
 gradients on any device work. Touches `eager` only.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
-from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ...grad_mode import no_grad
+from ...tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
 
 
 def _tensors(parameters) -> list:
@@ -25,7 +26,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
                    foreach=None) -> Tensor:
     """The `norm_type`-norm of all `tensors` together (as if concatenated), a 0-d tensor (0.
     when there are none). RuntimeError when it is nan or inf and `error_if_nonfinite`."""
-    from .. import linalg, stack, tensor
+    from ... import linalg, stack, tensor
 
     tensors = [t for t in _tensors(tensors) if t is not None]
     norm_type = float(norm_type)
@@ -66,6 +67,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     return total
 
 
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Deprecated alias of `clip_grad_norm_` (FutureWarning, as torch's)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient of `parameters` to [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
@@ -84,7 +93,7 @@ def _check_same_device(param, device):
 
 def parameters_to_vector(parameters) -> Tensor:
     """The parameters flattened and concatenated into one 1-D tensor (differentiable)."""
-    from .. import cat
+    from ... import cat
 
     device = None
     flat = []
