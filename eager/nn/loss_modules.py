@@ -22,6 +22,11 @@ from .losses_extra import LinearCrossEntropyOptions
 from .module import Linear, Module
 
 
+def _linear(n_in, n_out, bias, device, dtype):
+    m = Linear(n_in, n_out, bias=bias, dtype=dtype)
+    return m if device is None else m.to(device)
+
+
 class CTCLoss(_Loss):
     """`F.ctc_loss` (`torch.nn.CTCLoss`): log_probs (T, N, C) or (T, C), targets, lengths."""
 
@@ -206,8 +211,8 @@ class LinearCrossEntropyLoss(_WeightedLoss):
         super().__init__(weight, None, None, reduction)
         self.num_classes, self.out_features = num_classes, tuple(out_features)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
-        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes),
-                             bias=bias, device=device, dtype=dtype)
+        self.linear = _linear(in_features, math.prod(self.out_features, start=num_classes),
+                              bias, device, dtype)
         self.options = options
 
     def forward(self, input, target):
@@ -250,20 +255,19 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             raise ValueError("cutoffs should be a sequence of unique, positive integers "
                              "sorted in an increasing order, where each value is between 1 "
                              "and n_classes-1")
-        kw = {"device": device, "dtype": dtype}
         self.in_features, self.n_classes = in_features, n_classes
         self.cutoffs = cutoffs + [n_classes]
         self.div_value, self.head_bias = div_value, head_bias
         self.shortlist_size = self.cutoffs[0]
         self.n_clusters = len(self.cutoffs) - 1
         self.head_size = self.shortlist_size + self.n_clusters
-        self.head = Linear(in_features, self.head_size, bias=head_bias, **kw)
+        self.head = _linear(in_features, self.head_size, head_bias, device, dtype)
         self.tail = ModuleList()
         for i in range(self.n_clusters):
             hsz = int(in_features // (div_value ** (i + 1)))
             osz = self.cutoffs[i + 1] - self.cutoffs[i]
-            self.tail.append(Sequential(Linear(in_features, hsz, bias=False, **kw),
-                                        Linear(hsz, osz, bias=False, **kw)))
+            self.tail.append(Sequential(_linear(in_features, hsz, False, device, dtype),
+                                        _linear(hsz, osz, False, device, dtype)))
 
     def reset_parameters(self) -> None:
         self.head.reset_parameters()

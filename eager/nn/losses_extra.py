@@ -321,8 +321,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     batched = log_probs.ndim == 3
-    if log_probs.ndim == 2:
-        log_probs, targets = log_probs.unsqueeze(1), targets.unsqueeze(0)
+    if log_probs.ndim == 2:  # targets stay 1-D: the concatenated form, as PyTorch's
+        log_probs = log_probs.unsqueeze(1)
     if not log_probs.dtype.is_floating_point:
         raise NotImplementedError(f'"ctc_loss_cpu" not implemented for '
                                   f"'{log_probs.dtype.title}'")

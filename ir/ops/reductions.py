@@ -477,7 +477,13 @@ def _norm_backward(F, g, out, x, p, dim, keepdim, dtype=None):
         return (F.where(mask, F.div(F.mul(gk, F.sign(x)), count), 0.0),)
     if p == 2:
         return (F.where(F.eq(ok, 0), 0.0, F.div(F.mul(x, gk), ok)),)
-    scale = F.mul(x, F.pow(F.abs(x), p - 2))
+    if p < 1:  # PyTorch's norm_backward: 0 at the zero entries (|x|**(p-1) is inf there)
+        scale = F.where(F.eq(x, 0), 0.0, F.mul(F.sign(x), F.pow(F.abs(x), p - 1)))
+        return (F.mul(F.mul(scale, gk), F.pow(ok, 1 - p)),)
+    if p < 2:  # sign(x) |x|**(p-1): 0 at the zero entries, where x |x|**(p-2) is 0 * inf
+        scale = F.mul(F.sign(x), F.pow(F.abs(x), p - 1))
+    else:
+        scale = F.mul(x, F.pow(F.abs(x), p - 2))
     return (F.where(F.eq(ok, 0), 0.0, F.div(F.mul(scale, gk), F.pow(ok, p - 1))),)
 
 
