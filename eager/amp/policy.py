@@ -24,7 +24,8 @@ from ..tensor import Tensor
 
 # ---------------------------------------------------------------- the op lists
 
-LOWER, FP32, FP32_OPT, PROMOTE = "lower", "fp32", "fp32_opt", "promote"
+LOWER, FP32, FP32_OPT, PROMOTE, KEEP = "lower", "fp32", "fp32_opt", "promote", "keep"
+LOWER_EMULATED = "lower_emulated"  # low-precision operands and result, float32 kernel
 
 # CPU (torch 2.x `autocast_mode.cpp`, lower_precision_fp / fp32 / promote for CPU)
 _CPU_LOWER = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv1d",
@@ -41,6 +42,11 @@ _CPU_FP32 = ("prod", "trace", "quantile", "nanquantile", "polar", "view_as_compl
              "multilabel_margin_loss", "ctc_loss", "max_pool3d", "avg_pool3d",
              "adaptive_avg_pool3d", "grid_sample")
 _CPU_PROMOTE = ("cat", "stack", "index_copy")
+# ATen decomposes einsum into bmm (so it runs low precision); wick's einsum is one numpy
+# kernel without half-precision support: rounded operands, float32 kernel, rounded result
+_CPU_EMULATED = ("einsum",)
+# ATen primitives that wick composes of listed ops (matmul): they run as is, as in torch
+_KEEP = ("dot", "vdot", "mv")
 
 # CUDA (torch 2.x `autocast_mode.cpp`, the CUDA lists)
 _CUDA_LOWER = ("matmul", "mm", "mv", "bmm", "addmm", "addmv", "addr", "baddbmm", "addbmm",
@@ -71,7 +77,8 @@ def _table(*groups) -> dict:
 
 
 POLICY = {
-    "cpu": _table((LOWER, _CPU_LOWER), (FP32, _CPU_FP32), (PROMOTE, _CPU_PROMOTE)),
+    "cpu": _table((LOWER, _CPU_LOWER), (FP32, _CPU_FP32), (PROMOTE, _CPU_PROMOTE),
+                  (KEEP, _KEEP), (LOWER_EMULATED, _CPU_EMULATED)),
     "cuda": _table((LOWER, _CUDA_LOWER), (FP32, _CUDA_FP32), (FP32_OPT, _CUDA_FP32_OPT),
                    (PROMOTE, _CUDA_PROMOTE)),
 }
@@ -122,6 +129,14 @@ def sync() -> None:
         dispatch.autocast_hook = None
         if _noop_post_hook in dispatch.POST_HOOKS:
             dispatch.POST_HOOKS.remove(_noop_post_hook)
+
+
+def active() -> bool:
+    """Whether this thread is in an enabled autocast region (outside any listed op): capture
+    guards on it and, while it holds, records no op (the op runs eagerly, under the policy)."""
+    st = STATE
+    return dispatch.autocast_hook is not None and not st.excluded and \
+        (st.enabled["cpu"] or st.enabled["cuda"])
 
 
 # ---------------------------------------------------------------- casting
@@ -189,12 +204,14 @@ def target_dtype(name: str, args, kwargs: dict):
         return None
     if name in BANNED.get(dev, ()):
         raise RuntimeError(BANNED[dev][name])
-    if kind == LOWER:
+    if kind in (LOWER, LOWER_EMULATED):
         return dev, st.dtype[dev]
     if kind == FP32:
         return dev, D.float32
     if kind == FP32_OPT:
         return dev, (None if kwargs.get("dtype") is not None else D.float32)
+    if kind == KEEP:
+        return dev, None
     return dev, _widest(args, dev, st.dtype[dev])
 
 
@@ -217,6 +234,9 @@ def autocast_hook(op, inputs: tuple, attrs: dict):
     dev, to = t
     if to is not None:
         inputs = tuple(_run_excluded(_cast, x, to, dev) for x in inputs)
+    if POLICY[dev][op.name] == LOWER_EMULATED:
+        inputs = tuple(_run_excluded(_cast, x, D.float32, dev) for x in inputs)
+        return _run_excluded(lambda: dispatch.apply(op, inputs, attrs).to(to))
     return _run_excluded(dispatch.apply, op, inputs, attrs)
 
 
