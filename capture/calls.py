@@ -19,6 +19,7 @@ import operator
 import types
 
 from eager import Tensor, device, grad_mode
+from eager.amp.policy import active as autocast_active
 from ir import OpNamespace
 from ir.autodiff import mark_composite
 from ir.dtypes import DType, to_dtype
@@ -57,6 +58,8 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
     `top` marks a user-level call (not a step of a decomposition): it goes on the op tape that
     dynamic-shape entries replay per concrete shape (`dynamic.py`).
     """
+    if autocast_active():  # (eager.amp casts are not graph nodes yet: the op runs eagerly)
+        raise tx.unsupported(f"{op.name}() inside an autocast region")
     if op.dynamic_shape:
         raise tx.unsupported(f"{op.name}() has a data-dependent output shape")
     if getattr(tx.out, "mutated", None):
