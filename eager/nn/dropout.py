@@ -173,13 +173,14 @@ def softshrink(input, lambd=0.5):
 
 
 def celu_(input, alpha=1.0):
-    """In-place `celu` (`torch.nn.functional.celu_`)."""
-    return _F.celu(input, alpha, inplace=True)
+    """In-place `celu` (`torch.nn.functional.celu_`); the backward reads a copy of the
+    input, which the write overwrites."""
+    return _F._inplace(input, _F.celu(input.clone(), alpha))
 
 
 def selu_(input):
-    """In-place `selu` (`torch.nn.functional.selu_`)."""
-    return _F.selu(input, inplace=True)
+    """In-place `selu` (`torch.nn.functional.selu_`); see `celu_`."""
+    return _F._inplace(input, _F.selu(input.clone()))
 
 
 # ---------------------------------------------------------------- modules

@@ -240,6 +240,8 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
 
         samples = rand(n, c, nd, dtype=x.dtype, device=x.device)._host()
     else:
+        if _random_samples.dtype is not x.dtype:
+            raise RuntimeError("Expect _random_samples to have the same dtype as input")
         samples = _random_samples._host()
         if tuple(samples.shape) != (n, c, nd):
             raise RuntimeError(f"{name}(): Expected _random_samples to have shape "
