@@ -214,3 +214,26 @@ def test_distance_errors_match_torch():
             getattr(eager, name)(*[eager.tensor(a) for a in arrays], **kw)
         if name != "cdist" or "size of tensor" not in str(want.value):
             assert str(got.value) == str(want.value), name
+
+
+def test_distances_and_losses_compile_as_eager():
+    """cdist/pdist (library-call ops in the graph), cosine similarity and the composed losses
+    captured by compile: eager's values and gradients."""
+    import capture
+
+    def f(a, b, c):
+        return (eager.cdist(a, b).sum() + eager.pdist(a, 1.0).sum()
+                + EF.triplet_margin_loss(a, b, c) + EF.cosine_similarity(a, b).sum()
+                + EF.gaussian_nll_loss(a, b, c.abs() + 0.1)
+                + EF.multi_margin_loss(a, c[:, 0].abs().long() % 4)
+                + EF.cosine_embedding_loss(a, b, c[:, 0].sign()))
+
+    r = np.random.default_rng(0)
+    args = [eager.tensor(r.standard_normal((30, 4)), requires_grad=True) for _ in range(3)]
+    want = f(*args)
+    gwant = eager.autograd.grad(want, args)
+    got = capture.compile(f)(*args)
+    ggot = eager.autograd.grad(got, args)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+    for x, y in zip(ggot, gwant):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-10, atol=1e-12)

@@ -28,11 +28,15 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     Integer operands are cast to the floating common dtype; RuntimeError when that dtype is not
     floating; IndexError for `dim` out of range. The clamp at `eps` carries no gradient (the
     norms' own gradient flows, 0 at a zero vector), as ATen's."""
-    common = D.result_type((x1.dtype, x1.ndim), (x2.dtype, x2.ndim))
-    if not common.is_floating_point:
+    f1, f2 = x1.dtype.is_floating_point, x2.dtype.is_floating_point
+    if not (f1 or f2):
+        common = D.result_type((x1.dtype, x1.ndim), (x2.dtype, x2.ndim))
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{common.title}")
-    x1, x2 = (x if x.dtype is common else x.to(common) for x in (x1, x2))
+    if not f1:  # an integer operand takes the other's (floating) dtype, as ATen's
+        x1 = x1.to(x2.dtype)
+    elif not f2:
+        x2 = x2.to(x1.dtype)
     x1, x2 = _F["broadcast_tensors"](x1, x2)
     n1 = _norm(x1, 2, dim, keepdim=True)
     n2 = _norm(x2, 2, dim, keepdim=True)

@@ -46,6 +46,13 @@ def _hinge(z):
 # ---------------------------------------------------------------- regression-style losses
 
 
+@value_check
+def _check_var(var) -> None:
+    """ValueError for a negative variance (PyTorch's check, on the host)."""
+    if (var._host() < 0).any():
+        raise ValueError("var has negative entry/entries")
+
+
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """0.5 * (log(max(var, eps)) + (input - target)**2 / max(var, eps)) (+ 0.5 log(2 pi) with
     `full`), reduced (`torch.nn.functional.gaussian_nll_loss`). var: input's shape, input's
@@ -56,8 +63,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = float(var) * ones_like(input)
-    elif bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
+    else:
+        _check_var(var)
     ishape, vshape = tuple(input.shape), tuple(var.shape)
     if vshape != ishape:
         if ishape[:-1] == vshape:
