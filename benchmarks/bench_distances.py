@@ -26,16 +26,16 @@ def _threads() -> str:
 os.environ.setdefault("OPENBLAS_NUM_THREADS", _threads())
 os.environ.setdefault("OMP_NUM_THREADS", _threads())
 
-import statistics  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import statistics
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-from scipy.spatial import distance as ssd  # noqa: E402
+import numpy as np
+from scipy.spatial import distance as ssd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import eager  # noqa: E402
+import eager
 
 try:
     import torch

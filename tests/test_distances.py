@@ -101,8 +101,8 @@ def compare(fe, ft, arrays, seed=0, grad=True):
     es = [eager.tensor(a, requires_grad=grad) for a in arrays]
     ts = [torch.tensor(a, requires_grad=grad) for a in arrays]
     out_e, out_t = fe(*es), ft(*ts)
-    tol = dict(rtol=1e-4, atol=1e-4) if arrays[0].dtype == np.float32 else \
-        dict(rtol=1e-9, atol=1e-9)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if arrays[0].dtype == np.float32 else \
+        {"rtol": 1e-9, "atol": 1e-9}
     assert out_e.dtype.name == str(out_t.dtype).removeprefix("torch.")
     assert tuple(out_e.shape) == tuple(out_t.shape)
     np.testing.assert_allclose(out_e.detach().numpy(), out_t.detach().numpy(), **tol)
@@ -149,8 +149,8 @@ def test_cdist_inf_norm_ties_and_zero_distance_grads():
     b = np.asarray([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     for p in PS:
         for mode in MODES:
-            compare(lambda x, y: eager.cdist(x, y, p, compute_mode=mode),
-                    lambda x, y: torch.cdist(x, y, p, compute_mode=mode), [a, b])
+            compare(lambda x, y, p=p, m=mode: eager.cdist(x, y, p, compute_mode=m),
+                    lambda x, y, p=p, m=mode: torch.cdist(x, y, p, compute_mode=m), [a, b])
 
 
 @pytest.mark.parametrize("dt", (np.float32, np.float64))
@@ -158,8 +158,8 @@ def test_cosine_similarity_matches_torch(dt):
     torch = _torch()
     a, b = (x.astype(dt) for x in _data(6, (4, 5, 3), (4, 5, 3), ties=False))
     for dim in (0, 1, -1):
-        compare(lambda x, y: eager.cosine_similarity(x, y, dim),
-                lambda x, y: torch.cosine_similarity(x, y, dim), [a, b])
+        compare(lambda x, y, d=dim: eager.cosine_similarity(x, y, d),
+                lambda x, y, d=dim: torch.cosine_similarity(x, y, d), [a, b])
     compare(lambda x, y: EF.cosine_similarity(x, y), lambda x, y: torch.nn.functional.
             cosine_similarity(x, y), [a, b[:1]])  # broadcasting
     z = np.zeros_like(a)
@@ -176,8 +176,9 @@ def test_pairwise_distance_and_dist_match_torch(dt, p):
     torch = _torch()
     a, b = (x.astype(dt) for x in _data(7, (4, 5), (4, 5), ties=False))
     for keepdim in (False, True):
-        compare(lambda x, y: EF.pairwise_distance(x, y, p, keepdim=keepdim),
-                lambda x, y: torch.nn.functional.pairwise_distance(x, y, p, keepdim=keepdim),
+        compare(lambda x, y, k=keepdim: EF.pairwise_distance(x, y, p, keepdim=k),
+                lambda x, y, k=keepdim: torch.nn.functional.pairwise_distance(x, y, p,
+                                                                               keepdim=k),
                 [a, b])
     compare(lambda x, y: eager.pairwise_distance(x, y, p),
             lambda x, y: torch.pairwise_distance(x, y, p), [a[0], b])  # broadcast

@@ -40,7 +40,7 @@ def compare(fw, ft, args, kwargs=None, grad=True, seed=0):
     ours_t = ours if isinstance(ours, eager.Tensor) else ours[0]
     ref_t = ref if isinstance(ref, torch.Tensor) else ref[0]
     dt = ref_t.detach().numpy().dtype
-    tol = dict(rtol=2e-4, atol=2e-5) if dt == np.float32 else dict(rtol=1e-7, atol=1e-9)
+    tol = {"rtol": 2e-4, "atol": 2e-5} if dt == np.float32 else {"rtol": 1e-7, "atol": 1e-9}
     assert ours_t.dtype.name == str(ref_t.dtype).removeprefix("torch.")
     np.testing.assert_allclose(ours_t.detach().numpy(), ref_t.detach().numpy(), **tol,
                                equal_nan=True)
