@@ -33,7 +33,7 @@ def run_both(case, shapes, dtype=np.float64, seed=0, positive=False, grad=True):
         tout, eout = case(T, *ts), case(E, *es)
     touts = tout if isinstance(tout, tuple) else (tout,)
     eouts = eout if isinstance(eout, tuple) else (eout,)
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-5, atol=1e-8)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-5, "atol": 1e-8}
     tloss, eloss = 0, 0
     for a, b in zip(touts, eouts):
         assert tuple(a.shape) == tuple(b.shape)

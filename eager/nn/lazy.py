@@ -137,6 +137,18 @@ class LazyModuleMixin:
         self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters,
                                                                with_kwargs=True)
 
+    def _apply(self, fn, recurse: bool = True):
+        """Module._apply (`.double()`, `.to(...)`), keeping uninitialized buffers as
+        placeholders of the new dtype/device (parameters keep their class already)."""
+        lazy = [n for n, b in self._buffers.items() if isinstance(b, UninitializedTensorMixin)]
+        out = super()._apply(fn, recurse)
+        for name in lazy:
+            new = self._buffers[name]
+            placeholder = UninitializedBuffer(new.requires_grad, new.device, new.dtype)
+            self._buffers[name] = placeholder
+            object.__setattr__(self, name, placeholder)
+        return out
+
     def has_uninitialized_params(self) -> bool:
         tensors = list(self._parameters.values()) + list(self._buffers.values())
         return any(isinstance(t, UninitializedTensorMixin) for t in tensors)
