@@ -255,7 +255,7 @@ def test_uninitialized_parameter_and_buffer():
     p = enn.UninitializedParameter()
     assert repr(p) == "<UninitializedParameter>" and p.requires_grad
     with pytest.raises(RuntimeError):
-        p.shape
+        _ = p.shape
     p.materialize((2, 3), dtype=eager.float64)
     assert type(p) is enn.Parameter and tuple(p.shape) == (2, 3) and p.dtype == eager.float64
     b = enn.UninitializedBuffer()
