@@ -2,8 +2,9 @@
 
 `clip_grad_norm_` (and its deprecated alias `clip_grad_norm`), `clip_grad_value_`,
 `get_total_norm`, `clip_grads_with_norm_`, `parameters_to_vector`, `vector_to_parameters`,
-with PyTorch's signatures, results and errors (the PyTorch documentation of `torch.nn.utils`). They run under `no_grad` with eager ops, so
-gradients on any device work. Touches `eager` only.
+with PyTorch's signatures, results and errors (the PyTorch documentation of `torch.nn.utils`).
+They run under `no_grad` with eager ops, so gradients on any device work. Touches `eager`
+only.
 """
 
 from __future__ import annotations
