@@ -415,3 +415,25 @@ def test_gumbel_softmax():
     assert logits.grad is not None and np.isfinite(logits.grad.numpy()).all()
     with pytest.warns(UserWarning, match="deprecated"):
         EF.gumbel_softmax(logits, eps=1e-5)
+
+
+def test_top_level_aten_forms():
+    """torch.ctc_loss, torch.kl_div, ...: int reductions (0/1/2), unreduced by default."""
+    r = rng_(11)
+    x, y = r.standard_normal((3, 4)), r.standard_normal((3, 4))
+    s, t = signs(r, (3, 4)), signs(r, (3,))
+    lp = torch.tensor(r.standard_normal((6, 2, 4))).log_softmax(2).numpy()
+    cases = [
+        ("binary_cross_entropy_with_logits", [x, (y > 0) * 1.0]), ("kl_div", [x, np.exp(y)]),
+        ("cosine_embedding_loss", [x, y, t]), ("hinge_embedding_loss", [x, s]),
+        ("margin_ranking_loss", [x, y, s]), ("triplet_margin_loss", [x, y, s]),
+        ("ctc_loss", [lp, r.integers(1, 4, (2, 2)), np.asarray([6, 5]), np.asarray([2, 1])]),
+    ]
+    for name, args in cases:
+        compare(getattr(eager, name), getattr(torch, name), args)
+        for red in (0, 1, 2):
+            compare(lambda *a, n=name, k=red: getattr(eager, n)(*a, reduction=k),
+                    lambda *a, n=name, k=red: getattr(torch, n)(*a, reduction=k), args)
+    for red in (0, 1, 2):
+        compare(eager.poisson_nll_loss, torch.poisson_nll_loss,
+                [x, np.abs(y), True, True, 1e-8, red])
