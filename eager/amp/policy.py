@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import types
 
 from ir import dtypes as D
 
@@ -247,19 +248,26 @@ def autocast_function(name: str):
     Outside any region it costs one test."""
 
     def wrap(fn):
-        @functools.wraps(fn)
+        hooks, target, excluded, cast = dispatch, target_dtype, _run_excluded, _cast
+
         def wrapper(*args, **kwargs):
-            if dispatch.autocast_hook is None:
+            if hooks.autocast_hook is None:
                 return fn(*args, **kwargs)
-            t = target_dtype(name, args + tuple(kwargs.values()), kwargs)
+            t = target(name, args + tuple(kwargs.values()), kwargs)
             if t is None:
                 return fn(*args, **kwargs)
             dev, to = t
             if to is not None:
-                args = _run_excluded(_cast, args, to, dev)
-                kwargs = {k: _run_excluded(_cast, v, to, dev) for k, v in kwargs.items()}
-            return _run_excluded(fn, *args, **kwargs)
+                args = excluded(cast, args, to, dev)
+                kwargs = {k: excluded(cast, v, to, dev) for k, v in kwargs.items()}
+            return excluded(fn, *args, **kwargs)
 
+        # the wrapper lives in fn's module (its globals), so capture inlines it as it does fn
+        # (an `eager.nn` composition); everything it uses is a closure cell
+        wrapper = types.FunctionType(wrapper.__code__, fn.__globals__, fn.__name__, None,
+                                     wrapper.__closure__)
+        functools.update_wrapper(wrapper, fn)
+        del wrapper.__wrapped__  # (capture binds arguments by the code's own signature)
         return wrapper
 
     return wrap
