@@ -148,11 +148,17 @@ from .amp.autocast_mode import (
 
 cuda.amp = _cuda_amp  # `torch.cuda.amp`
 
-from .nn.distance import cosine_similarity, dist, pairwise_distance  # noqa: E402
-from .nn.aten_losses import (  # noqa: E402  (torch.ctc_loss, ...: int reductions)
-    binary_cross_entropy_with_logits, cosine_embedding_loss, ctc_loss, hinge_embedding_loss,
-    kl_div, margin_ranking_loss, poisson_nll_loss, triplet_margin_loss,
+from .nn.aten_losses import (
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    ctc_loss,
+    hinge_embedding_loss,
+    kl_div,
+    margin_ranking_loss,
+    poisson_nll_loss,
+    triplet_margin_loss,
 )
+from .nn.distance import cosine_similarity, dist, pairwise_distance
 
 Tensor.dist = dist
 
