@@ -42,12 +42,24 @@ def _col2im(cols, out_shape, kernel, stride, dilation, pads):
     for d in range(nd - 2, -1, -1):
         plane[d] = plane[d + 1] * padded[d + 1]
     blocks = tuple(cols.shape[2:2 + nd])
+    if all(dl == 1 for dl in dilation):  # adjoints of one unfold per dim: k strided adds each
+        img = cols
+        for d in range(nd - 1, -1, -1):
+            shape = list(img.shape[:-1])
+            shape[2 + d] = padded[d]
+            attrs = (("dimension", 2 + d), ("size", kernel[d]), ("step", stride[d]))
+            img = FUNCTIONS["_adjoint"](img, tuple(shape), "unfold", attrs)
+        return _crop(img, out_shape, pads)
     size = (n, c) + blocks + tuple(kernel)
     strides = (c * math.prod(padded), math.prod(padded)) + \
         tuple(s * p for s, p in zip(stride, plane)) + \
         tuple(dl * p for dl, p in zip(dilation, plane))
     attrs = tuple(sorted({"size": size, "stride": strides, "storage_offset": 0}.items()))
-    img = FUNCTIONS["_adjoint"](cols, (n, c) + padded, "as_strided", attrs)
+    return _crop(FUNCTIONS["_adjoint"](cols, (n, c) + padded, "as_strided", attrs), out_shape,
+                 pads)
+
+
+def _crop(img, out_shape, pads):
     if any(lo or hi for lo, hi in pads):
         img = img[(slice(None), slice(None)) +
                   tuple(slice(lo, lo + o) for o, (lo, _) in zip(out_shape, pads))]
@@ -101,13 +113,17 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))})"
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, out))}). Output size is too small")
-    n, cin_g, kk = x.shape[0], cin // groups, math.prod(kernel)
-    w = weight.reshape(groups, cin_g, cout_g * kk).transpose(1, 2)  # (G, O/G * K, C/G)
-    cols = _matmul(w, x.reshape(n, groups, cin_g, math.prod(spatial)))
-    cols = cols.reshape((n, cout) + kernel + spatial)
-    order = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    n, cin_g, kk, sp = x.shape[0], cin // groups, math.prod(kernel), math.prod(spatial)
+    # one GEMM per group over the whole batch: (G, O/G * K, C/G) @ (G, C/G, N * L); numpy's
+    # matmul of a transposed or broadcast stack skips BLAS, so both operands are contiguous
+    w = weight.reshape(groups, cin_g, cout_g * kk).transpose(1, 2).contiguous()
+    xs = x.reshape(n, groups, cin_g, sp).permute(1, 2, 0, 3).reshape(groups, cin_g, n * sp)
+    cols = _matmul(w, xs).reshape((groups, cout_g) + kernel + (n,) + spatial)
+    # -> (N, C_out, *spatial, *kernel): the windows of `_col2im`
+    order = (2 + nd, 0, 1) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd))
+    cols = cols.permute(order).reshape((n, cout) + spatial + kernel)
     pads = tuple((p, p) for p in padding)
-    y = _col2im(cols.permute(order), out, kernel, stride, dilation, pads)
+    y = _col2im(cols, out, kernel, stride, dilation, pads)
     if bias is not None:
         y = y + bias.reshape((cout,) + (1,) * nd)
     return y.squeeze(0) if unbatched else y
