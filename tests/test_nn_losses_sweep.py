@@ -437,3 +437,20 @@ def test_top_level_aten_forms():
     for red in (0, 1, 2):
         compare(eager.poisson_nll_loss, torch.poisson_nll_loss,
                 [x, np.abs(y), True, True, 1e-8, red])
+
+
+def test_ctc_loss_compiles_as_eager():
+    """ctc_loss captured by compile (one graph: the recursions are a library-call op):
+    eager's value and gradient, which are torch's."""
+    import capture
+
+    r = rng_(12)
+    x = r.standard_normal((12, 3, 5))
+    args = [r.integers(1, 5, (3, 4)), np.asarray([12, 11, 10]), np.asarray([4, 3, 2])]
+
+    def f(x, tg, il, tl):
+        return EF.ctc_loss(x.log_softmax(2), tg, il, tl, zero_infinity=True)
+
+    compare(lambda a, *rest: capture.compile(f)(a, *rest),
+            lambda a, *rest: TF.ctc_loss(a.log_softmax(2), *rest, zero_infinity=True),
+            [x] + args)
