@@ -208,6 +208,14 @@ def test_distance_errors_match_torch():
         ("cosine_similarity", (f32, f32), {"dim": 2}),
         ("dist", (f32.astype(np.int64),) * 2, {}),
     ]
+    for name in ("cdist", "pdist"):  # no half-precision kernels
+        for dt in ("float16", "bfloat16"):
+            with pytest.raises(NotImplementedError) as want:
+                getattr(torch, name)(*[torch.ones(3, 4, dtype=getattr(torch, dt))] *
+                                     (2 if name == "cdist" else 1))
+            with pytest.raises(NotImplementedError, match=str(want.value)):
+                getattr(eager, name)(*[eager.ones(3, 4, dtype=getattr(eager, dt))] *
+                                     (2 if name == "cdist" else 1))
     for name, arrays, kw in cases:
         with pytest.raises(Exception) as want:
             getattr(torch, name)(*[torch.tensor(a) for a in arrays], **kw)

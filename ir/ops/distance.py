@@ -264,6 +264,8 @@ def _pdist_attrs(inputs, attrs):
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
     if not x.dtype.is_floating_point:
         raise RuntimeError("pdist only supports floating-point dtypes")
+    if x.dtype.name in ("bfloat16", "float16"):
+        raise NotImplementedError(f'"pdist" not implemented for \'{x.dtype.title}\'')
     if not attrs["p"] >= 0:
         raise RuntimeError("pdist only supports non-negative p values")
     attrs["p"] = float(attrs["p"])
