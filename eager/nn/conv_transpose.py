@@ -38,17 +38,14 @@ def _col2im(cols, out_shape, kernel, stride, dilation, pads):
     nd = len(kernel)
     n, c = cols.shape[0], cols.shape[1]
     padded = tuple(o + lo + hi for o, (lo, hi) in zip(out_shape, pads))
-    plane = [1] * nd
-    for d in range(nd - 2, -1, -1):
-        plane[d] = plane[d + 1] * padded[d + 1]
+    plane = [math.prod(padded[d + 1:]) for d in range(nd)]
     blocks = tuple(cols.shape[2:2 + nd])
     if all(dl == 1 for dl in dilation):  # adjoints of one unfold per dim: k strided adds each
         img = cols
         for d in range(nd - 1, -1, -1):
-            shape = list(img.shape[:-1])
-            shape[2 + d] = padded[d]
+            shape = tuple(img.shape[:2 + d]) + (padded[d],) + tuple(img.shape[3 + d:-1])
             attrs = (("dimension", 2 + d), ("size", kernel[d]), ("step", stride[d]))
-            img = FUNCTIONS["_adjoint"](img, tuple(shape), "unfold", attrs)
+            img = FUNCTIONS["_adjoint"](img, shape, "unfold", attrs)
         return _crop(img, out_shape, pads)
     size = (n, c) + blocks + tuple(kernel)
     strides = (c * math.prod(padded), math.prod(padded)) + \

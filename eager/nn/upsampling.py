@@ -183,17 +183,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             input, tuple(out))
     y = input
     for d in range(dim):
-        n_in, scale = input.shape[2 + d], None if scales is None else scales[d]
-        if mode.startswith("nearest"):
-            if out[d] == n_in and mode == "nearest":
-                continue
-            idx = _nearest_index(n_in, out[d], scale, mode == "nearest-exact")
-            y = FUNCTIONS["index_select"](y, 2 + d, _const(idx, y))
-            continue
-        dt = np.dtype(input.dtype.np)
-        m = _const(_weight_matrix(n_in, out[d], mode, align_corners, scale, dt), y)
-        y = FUNCTIONS["matmul"](y.movedim(2 + d, -1), m.t()).movedim(-1, 2 + d)
+        y = _resample_dim(y, 2 + d, out[d], mode, align_corners,
+                          None if scales is None else scales[d])
     return y
+
+
+def _resample_dim(y, dim, n_out, mode, align_corners, scale):
+    """Resample dim `dim` of y to n_out: rows picked (nearest) or a weight matrix."""
+    n_in = y.shape[dim]
+    if mode.startswith("nearest"):
+        if n_out == n_in and mode == "nearest":
+            return y
+        idx = _nearest_index(n_in, n_out, scale, mode == "nearest-exact")
+        return FUNCTIONS["index_select"](y, dim, _const(idx, y))
+    dt = np.dtype(y.dtype.np)
+    m = _const(_weight_matrix(n_in, n_out, mode, align_corners, scale, dt), y)
+    return FUNCTIONS["matmul"](y.movedim(dim, -1), m.t()).movedim(-1, dim)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
