@@ -11,6 +11,7 @@ them, as PyTorch's. Semantics of PyTorch's `torch/nn/utils/stateless.py`. Touche
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 
 __all__ = ["functional_call"]
@@ -102,12 +103,24 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                     tie_weights: bool = True, strict: bool = False):
     """`module(*args, **kwargs)` with the parameters and buffers named in
     `parameter_and_buffer_dicts` (a dict of dotted names to tensors, or a sequence of such
-    dicts) swapped in for the call. `args` that is not a tuple is one positional argument.
+    dicts, as torch.func's) swapped in for the call. `args` that is not a tuple is one
+    positional argument. Deprecated in torch (FutureWarning) for `torch.func.functional_call`.
 
     Raises:
         ValueError: a name in several of the dicts; different values for tied names.
         RuntimeError: with `strict`, names missing from or unknown to the module.
     """
+    warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
+                  "and will be removed in a future version of PyTorch. Please use "
+                  "`torch.func.functional_call` instead which is a drop-in replacement.",
+                  FutureWarning, stacklevel=2)
+    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+                            tie_weights=tie_weights, strict=strict)
+
+
+def _functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+                     tie_weights: bool = True, strict: bool = False):
+    """`functional_call` without the deprecation warning (torch.func's form)."""
     values = _merge(parameter_and_buffer_dicts)
     if tie_weights:
         values = _with_ties(module, values)
