@@ -186,10 +186,10 @@ def test_weight_norm_conv():
 def test_spectral_norm_parametrization(shape, dim):
     w = RNG.standard_normal(shape)
     ref = None
+    x = RNG.standard_normal((5, shape[-1]))
     for lib in (torch, eager):
         if len(shape) == 2:
             m = linear(lib, w)
-            x = RNG.standard_normal((5, shape[1])) if ref is None else x
         else:
             m = lib.nn.Conv2d(2, 3, 3, dtype=lib.float64)
             with lib.no_grad():
@@ -223,14 +223,16 @@ def test_orthogonal_parametrization(orth_map, shape):
     w = RNG.standard_normal(shape)
     x = RNG.standard_normal((6, shape[1]))
     res = []
+    base = None
     for lib in (torch, eager):
         m = linear(lib, w)
         sub(lib, "parametrizations").orthogonal(m, orthogonal_map=orth_map)
         orth = m.parametrizations.weight[0]
-        if lib is eager:  # the same base (drawn at random when the matrix is not square)
+        if base is None:
+            base = arr(orth.base).copy()
+        else:  # the same base (drawn at random when the matrix is not square)
             with lib.no_grad():
                 orth.base.copy_(lib.tensor(base))
-        base = arr(orth.base).copy()
         q = m.weight
         k = min(shape)
         eye = np.eye(k)
