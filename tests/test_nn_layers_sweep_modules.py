@@ -321,3 +321,27 @@ def test_forward_errors_match_torch(mod, shape):
         mod(torch.nn)(torch.tensor(x))
     with pytest.raises(type(te.value)):
         mod(enn)(eager.tensor(x))
+
+
+def test_convert_sync_batchnorm_matches_torch():
+    em = enn.Sequential(enn.Conv2d(3, 4, 3), enn.BatchNorm2d(4),
+                        enn.Sequential(enn.BatchNorm1d(2)))
+    tm = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                             torch.nn.Sequential(torch.nn.BatchNorm1d(2)))
+    es = enn.SyncBatchNorm.convert_sync_batchnorm(em)
+    ts = torch.nn.SyncBatchNorm.convert_sync_batchnorm(tm)
+    assert repr(es) == repr(ts)
+    assert es[1].weight is em[1].weight and es[1].running_mean is em[1].running_mean
+
+
+def test_decoder_block_captures_as_one_graph():
+    import capture
+
+    block = enn.Sequential(enn.ConvTranspose2d(4, 6, 2, stride=2), enn.GroupNorm(2, 6),
+                           enn.ReflectionPad2d(1), enn.Hardshrink(0.1), enn.InstanceNorm2d(6))
+    x = eager.randn(2, 4, 5, 5)
+    report = capture.explain(block)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0, str(report)
+    np.testing.assert_allclose(capture.compile(block)(x).detach().numpy(),
+                               block(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
