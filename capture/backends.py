@@ -1,41 +1,22 @@
 """Backends: how a captured `ir.Graph` becomes something that runs, and the two ways to run it.
 
 `compile_graph(graph, backend)` returns a `CompiledGraph`-like callable (arrays in, tuple of
-arrays out, `dump(stage)`, `kernels`): codegen's (`codegen.compile_graph`, "llvm"/"cuda") when it
-is available, else `InterpretedGraph` (the IR interpreter behind the same interface).
-`run_with_autograd` runs a graph through eager ops instead, so that when inputs require grad the
-gradients are eager's exactly. Touches `codegen` (one function), `ir.Interpreter`, `eager`.
+arrays out, `dump(stage)`, `kernels`): codegen's (`codegen.compile_graph`: "llvm", "cuda", and
+"eager", the IR interpreter behind the same interface). `run_with_autograd` runs a graph
+through eager ops instead, so that when inputs require grad the gradients are eager's exactly.
+Touches `codegen` (one function), `eager`.
 """
 
 from __future__ import annotations
 
-import logging
-
+import codegen
 from eager import dispatch
 from eager.grad_mode import set_grad_enabled
-from ir import Graph, Interpreter
+from ir import Graph
 from ir.autodiff import composites
 from ir.graph import map_arg
 
-log = logging.getLogger("wick")
-
 BACKENDS = ("auto", "eager", "llvm", "cuda")
-
-
-class InterpretedGraph:
-    """A graph run node by node by `ir.Interpreter` (the "eager" backend and the fallback)."""
-
-    backend = "eager"
-
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self.kernels: list = []
-
-    def __call__(self, *arrays) -> tuple:
-        return tuple(Interpreter(self.graph).run(*arrays))
-
-    def dump(self, stage: str) -> str:
-        return "(backend has no such stage)"
 
 
 def resolve(backend, device: str):
@@ -52,16 +33,7 @@ def compile_graph(graph: Graph, backend, device: str = "cpu"):
     """
     if callable(backend):
         return backend(graph)
-    name = resolve(backend, device)
-    if name == "eager":
-        return InterpretedGraph(graph)
-    import codegen
-
-    if not hasattr(codegen, "compile_graph"):
-        log.info("capture: codegen.compile_graph is not available; graph %s runs on the IR "
-                 "interpreter", graph.name)
-        return InterpretedGraph(graph)
-    return codegen.compile_graph(graph, backend=name)
+    return codegen.compile_graph(graph, backend=resolve(backend, device))
 
 
 def run_with_autograd(graph: Graph, inputs: tuple) -> tuple:

@@ -20,12 +20,13 @@ import weakref
 
 import numpy as np
 
-from ir.opdef import OpDef, sum_to_shape
+from ir import dtypes as D
+from ir.opdef import OpDef, TensorMeta, sum_to_shape
 
 from ..tensor import MUTATIONS, Tensor, bump_version
 from . import plans
 from .hooks import NodeHooks, TensorAutogradMeta
-from .lazy import dtype_of, shape_of
+from .lazy import MetaTensor, dtype_of, shape_of
 
 NO_EDGE = (None, 0)
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -349,46 +350,20 @@ def cast_grad(F, gx: Tensor, dtype) -> Tensor:
     return F.cast(gx, dtype)
 
 
-class _Unavailable(Tensor):
+class _Unavailable(MetaTensor):
     """A saved tensor whose value is gone. Its metadata stays readable (rules look at shapes);
     reading its data raises, so only a backward rule that truly needs the value fails, as in
     PyTorch, where only what a rule uses is saved."""
 
-    __slots__ = ("_meta", "_msg")
+    __slots__ = ("_msg",)
 
     def __init__(self, meta, msg: str):
-        self._meta, self._msg = meta, msg
-        self.requires_grad, self.grad_fn, self.grad = False, None, None
-        self._vc, self._base, self._fw_grad = [0], None, None
-        self._backward_hooks, self._retains_grad = None, False
+        super().__init__(meta)
+        self._msg = msg
 
     @property
     def _data(self):
         raise RuntimeError(self._msg)
-
-    @property
-    def meta(self):
-        return self._meta
-
-    @property
-    def shape(self):
-        from ..tensor import Size
-
-        return Size(self._meta.shape)
-
-    @property
-    def dtype(self):
-        return self._meta.dtype
-
-    @property
-    def ndim(self):
-        return len(self._meta.shape)
-
-    def dim(self):
-        return len(self._meta.shape)
-
-    def numel(self):
-        return self._meta.numel
 
 
 def _Stale(t: Tensor, what: str, expected: int) -> Tensor:
@@ -408,9 +383,6 @@ def _freed(info):
     if info[0] == "n":  # a Python number operand
         return info[1]
     shape, npdtype = info
-    from ir import dtypes as D
-    from ir.opdef import TensorMeta
-
     return _Unavailable(TensorMeta(shape, D.from_numpy(npdtype), "cpu"), FREED)
 
 
