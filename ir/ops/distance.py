@@ -117,31 +117,77 @@ def _cdist_impl(xp, x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_neces
 # ---------------------------------------------------------------- backward rules
 
 
-def pair_grads(F, g, dist, x1, x2, p):
-    """PyTorch's direct-form `_cdist_backward` for both operands: per pair (i, j) a vector
-    f(x1_i - x2_j, dist_ij, g_ij) summed over j for x1 and, negated, over i for x2.
-    g, dist (..., P, R); x1 (..., P, M); x2 (..., R, M)."""
-    diff = F.sub(F.unsqueeze(x1, -2), F.unsqueeze(x2, -3))
-    gk, dk = F.unsqueeze(g, -1), F.unsqueeze(dist, -1)
-    zero = F.eq(dk, 0)
+def _pair_terms(xp, diff, gk, dk, p):
+    """PyTorch's per-pair backward terms (`DistanceOpsKernel.cpp`: odist, lttdist, tdist,
+    idist, pdist `backward`) for row differences diff (..., M), gradient gk and distance dk
+    (..., 1): 0 where the distance is 0; for p < 1 also where the coordinate difference is 0;
+    every coordinate attaining the inf-norm gets the full gradient."""
     if p == 0:
-        f = F.mul(diff, 0.0)
-    elif p == 1:
-        f = F.mul(F.sign(diff), gk)
-    elif math.isinf(p):
-        f = F.where(F.eq(F.abs(diff), dk), F.mul(F.sign(diff), gk), 0.0)
-    elif p == 2:
-        f = F.where(zero, 0.0, F.div(F.mul(diff, gk), dk))
-    elif p < 2:
-        ad = F.abs(diff)
-        num = F.mul(F.mul(F.sign(diff), F.pow(ad, p - 1)), gk)
-        f = F.where(zero, 0.0, F.div(num, F.pow(dk, p - 1)))
-        if p < 1:
-            f = F.where(F.eq(diff, 0), 0.0, f)
-    else:
-        num = F.mul(F.mul(diff, F.pow(F.abs(diff), p - 2)), gk)
-        f = F.where(zero, 0.0, F.div(num, F.pow(dk, p - 1)))
-    return F.sum(f, -2), F.neg(F.sum(f, -3))
+        return xp.zeros_like(diff)
+    if math.isinf(p):
+        return xp.where(xp.abs(diff) == dk, xp.sign(diff) * gk, 0)
+    return _diff_factor(xp, diff, p) * _pair_scale(xp, gk, dk, p)
+
+
+def _diff_factor(xp, diff, p):
+    """The factor of a pair term that depends on the coordinate difference only."""
+    if p == 1:
+        return xp.sign(diff)
+    if p == 2:
+        return diff
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if p < 2:
+            f = xp.sign(diff) * xp.abs(diff) ** (p - 1)
+            return xp.where(diff == 0, 0, f) if p < 1 else f
+        return diff * xp.abs(diff) ** (p - 2)
+
+
+def _pair_scale(xp, g, dist, p):
+    """The per-pair factor: g (p = 1), else g / dist**(p - 1), 0 where dist == 0."""
+    if p == 1:
+        return g
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = g / dist if p == 2 else g / dist ** (p - 1)
+    return xp.where(dist == 0, 0, r)
+
+
+def _cdist_backward_impl(xp, g, x1, x2, dist, p=2.0):
+    """sum over j of the pair term of (x1_i - x2_j, g_ij, dist_ij): the x1 gradient of the
+    direct form, in row chunks (bounded memory, as ATen's loop); the per-pair scale is
+    applied by a batched matrix-vector product."""
+    batch = broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+    (rows1, m), rows2 = x1.shape[-2:], x2.shape[-2]
+    a = xp.broadcast_to(x1, batch + (rows1, m)).reshape((-1, rows1, m))
+    b = xp.broadcast_to(x2, batch + (rows2, m)).reshape((-1, rows2, m))
+    gg = xp.broadcast_to(g, batch + (rows1, rows2)).reshape((-1, rows1, rows2))
+    dd = xp.broadcast_to(dist, batch + (rows1, rows2)).reshape((-1, rows1, rows2))
+    out = xp.zeros(a.shape, dtype=x1.dtype)
+    if p == 0:
+        return out.reshape(batch + (rows1, m))
+    step = max(1, (1 << 22) // max(1, a.shape[0] * rows2 * m))
+    scale = None if math.isinf(p) else _pair_scale(xp, gg, dd, p).astype(x1.dtype)
+    for i in range(0, rows1, step):
+        diff = a[:, i:i + step, None, :] - b[:, None, :, :]
+        if scale is None:
+            f = _pair_terms(xp, diff, gg[:, i:i + step, :, None], dd[:, i:i + step, :, None],
+                            p)
+            out[:, i:i + step] = f.sum(axis=2)
+        else:
+            f = _diff_factor(xp, diff, p)
+            out[:, i:i + step] = xp.matmul(scale[:, i:i + step, None, :], f)[:, :, 0, :]
+    return out.reshape(batch + (rows1, m))
+
+
+def _cdist_backward_ref(g, x1, x2, dist, p=2.0):
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    return _pair_terms(np, diff, g[..., None], dist[..., None], p).sum(-2).astype(x1.dtype)
+
+
+def pair_grads(F, g, dist, x1, x2, p):
+    """PyTorch's direct-form `_cdist_backward` for both operands (ATen calls it for x2 with
+    the transposes): g, dist (..., P, R); x1 (..., P, M); x2 (..., R, M)."""
+    return (F._cdist_backward(g, x1, x2, dist, p),
+            F._cdist_backward(F.transpose(g, -1, -2), x2, x1, F.transpose(dist, -1, -2), p))
 
 
 def euclid_mm_grads(F, g, dist, x1, x2):
@@ -231,6 +277,25 @@ declare(
 )
 
 
+
+def _cdist_backward_samples(rng, dt):
+    for p in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf):
+        x1, x2 = arr(rng, (2, 4, 3), dt), arr(rng, (5, 3), dt)
+        x2[0] = x1[0, 1]  # a zero distance
+        dist = _cdist_ref(x1, x2, p)
+        yield (arr(rng, dist.shape, dt), x1, x2, dist), {"p": p}
+
+
+# `_cdist_backward(grad, x1, x2, dist, p)`: the x1 gradient of the direct form (ATen's
+# `_cdist_backward`; like it, not differentiable again)
+declare(
+    "_cdist_backward", "linalg", "grad, x1, x2, dist, p=2.0", 4, data=(1,), method=False,
+    scalar_ok=False, shape=lambda g, s1, s2, d, p=2.0: _cdist_shape(s1, s2)[:-1] + (s1[-1],),
+    impl=_cdist_backward_impl, ref=_cdist_backward_ref, test_dtypes=FLOATS,
+    sample_inputs=_cdist_backward_samples,
+)
+
+
 # ---------------------------------------------------------------- pdist
 
 
@@ -248,14 +313,15 @@ def _pdist_impl(xp, x, p=2.0):
 
 
 def _pdist_backward(F, g, out, x, p=2.0):
-    """PyTorch's `_pdist_backward`: the direct cdist rule on the (N, N) matrices that hold g
-    and the distances above the diagonal (row-major, as pdist's order) and 0 elsewhere."""
+    """PyTorch's `_pdist_backward`: the direct cdist rule on the symmetric (N, N) matrices of
+    g and of the distances (pdist's row-major order above the diagonal)."""
     n = x.shape[0]
     zeros = F.new_zeros(x, (n, n))
     upper = F.triu(F.eq(zeros, 0.0), 1)
-    g1, g2 = pair_grads(F, F.masked_scatter(zeros, upper, g),
-                        F.masked_scatter(zeros, upper, out), x, x, p)
-    return (F.add(g1, g2),)
+    gm, dm = F.masked_scatter(zeros, upper, g), F.masked_scatter(zeros, upper, out)
+    # each pair's term goes to i and, negated (the terms are odd in the difference), to j
+    return (F._cdist_backward(F.add(gm, F.transpose(gm, 0, 1)), x, x,
+                              F.add(dm, F.transpose(dm, 0, 1)), p),)
 
 
 def _pdist_attrs(inputs, attrs):
