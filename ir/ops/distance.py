@@ -7,10 +7,11 @@ differing coordinates, inf is the largest one). For p = 2, `cdist` computes
 sqrt(max(|x1|^2 + |x2|^2 - 2 x1.x2, 0)) by one matmul of padded rows (`_euclidean_dist`) when
 `compute_mode` is "use_mm_for_euclid_dist", or "use_mm_for_euclid_dist_if_necessary" (the
 default) with more than 25 rows on either side; else the direct sum over coordinates. The
-backward rules are PyTorch's, written in registry ops: the matmul form's `_euclidean_dist_
-backward` (grad / dist, 0 where dist == 0), the direct form's per-pair rules (`two_backward`,
-`lttdist`, `idist`, ...: 0 where dist == 0; inf gives every tied coordinate the full
-gradient). The direct backward materialises the (..., P, R, M) row differences.
+backward rules are PyTorch's: the matmul form's `_euclidean_dist_backward` (grad / dist, 0
+where dist == 0) in registry ops; the direct form's per-pair rules (`two_backward`, `lttdist`,
+`idist`, ...: 0 where dist == 0; inf gives every tied coordinate the full gradient) as
+`_cdist_backward`, a kernel op over row chunks (ATen's `_cdist_backward`; like it, not
+differentiable again).
 
 The CTC loss's forward-backward recursions (`_ctc_loss`, `_ctc_loss_backward`) live in
 `ctc.py`. Imports nothing outside `ir`.
