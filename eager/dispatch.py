@@ -32,6 +32,7 @@ from ir.scalar import ArrayBuilder
 from . import grad_mode
 from .autograd import BackwardNode, engine  # imported by eager before this module
 from .autograd.record import ONE, new_table, record, record_many
+from .caches import remember
 from .tensor import Tensor, bump_version
 
 VIEW_KINDS = ("view",)
@@ -179,10 +180,8 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
     if e is None:
         inputs, attrs, dts = _check(op, inputs, attrs)
         if key is not None:
-            if len(cache) >= _MAX_CHECKED:
-                cache.clear()
             ids = new_table()
-            cache[key] = (attrs, dts, ids)
+            remember(cache, key, (attrs, dts, ids), _MAX_CHECKED)
     else:
         attrs, dts, ids = e
         attrs = dict(attrs)
@@ -631,9 +630,7 @@ def _make_reduce_fast(op: OpDef, fallback):
         key = (xd.dtype, xd.shape)
         e = cache.get(key)
         if e is None:
-            if len(cache) >= _MAX_CHECKED:
-                cache.clear()
-            e = cache[key] = entry(x)
+            e = remember(cache, key, entry(x), _MAX_CHECKED)
         if not e:
             return fallback(x)
         attrs, cnp, onp, floating, ids = e

@@ -27,6 +27,7 @@ from ir.execute import opmath
 from ir.opdef import OpDef, TensorMeta
 from ir.scalar import ArrayBuilder
 
+from ..caches import remember
 from ..tensor import Tensor
 from .lazy import MetaTensor
 
@@ -253,14 +254,6 @@ def build(node, g):
     fn = tracer.env["plan"]
     fn.source = "\n".join(src)
     return fn
-
-
-def remember(cache: dict, key, value, limit: int):
-    """`cache[key] = value`, emptying `cache` first when it holds `limit` entries; `value`."""
-    if len(cache) >= limit:
-        cache.clear()
-    cache[key] = value
-    return value
 
 
 def clear() -> None:

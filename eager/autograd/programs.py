@@ -28,6 +28,7 @@ from sys import getrefcount
 
 import numpy as np
 
+from ..caches import remember
 from ..tensor import MUTATIONS, Tensor
 from . import plans
 from .nodes import AccumulateGrad, BackwardNode, _camel
@@ -141,14 +142,14 @@ def run(root, g, retain_graph: bool) -> bool:
         if sig in PROGRAMS:
             return False
         if SEEN.pop(sig, None) is None:  # first sight: the loop runs; a program the second time
-            plans.remember(SEEN, sig, True, MAX_PROGRAMS)  # (a Python number changing every
+            remember(SEEN, sig, True, MAX_PROGRAMS)  # (a Python number changing every
             return False                                   # step: a new structure each time)
-        prog = plans.remember(PROGRAMS, sig, _build(sig, nodes), MAX_PROGRAMS)
+        prog = remember(PROGRAMS, sig, _build(sig, nodes), MAX_PROGRAMS)
         if prog is None:
             return False
     sid = root.struct_id
     if sid is not None and sid not in BY_ID and root._clock == MUTATIONS[0]:
-        plans.remember(BY_ID, sid, _guarded(sig, nodes, prog), MAX_PROGRAMS)
+        remember(BY_ID, sid, _guarded(sig, nodes, prog), MAX_PROGRAMS)
     with np.errstate(all="ignore"):
         prog(nodes, g, retain_graph)
     return True
@@ -212,7 +213,7 @@ def _guarded(sig, nodes, prog):
 def _plan_of(key, node, out):
     fn = plans.PLANS.get(key)
     if fn is None and key not in plans.PLANS:
-        fn = plans.remember(plans.PLANS, key,
+        fn = remember(plans.PLANS, key,
                             plans.build(node, plans._wrap(np.empty(out.shape, out.dtype))),
                             plans.MAX_PLANS)
     return fn

@@ -25,11 +25,12 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from ..caches import remember
 from ..tensor import MUTATIONS, Tensor
 from .nodes import _CHECKS, NO_EDGE, BackwardNode, edge_of, grad_accumulator, node_class
 
 LEAF = 0
-MAX_IDS = 1024  # keys per table; a full table starts over (a Python number changing every
+MAX_IDS = 1024  # keys per table; a full table drops its oldest (a Python number changing every
 _ids = itertools.count(1)  # call makes new keys; the ids it gave stay valid, never reused)
 _new = object.__new__
 
@@ -145,9 +146,7 @@ def _close(n: BackwardNode, out: Tensor, key, clock: int, table: dict) -> Backwa
     if key is not None:
         sid = table.get(key)
         if sid is None:
-            if len(table) >= MAX_IDS:
-                table.clear()
-            sid = table[key] = next(_ids)
+            sid = remember(table, key, next(_ids), MAX_IDS)
     n.struct_id = sid
     n._clock = clock
     n.__class__ = node_class(n.op)  # (set last: the stores above see one class, stay fast)
