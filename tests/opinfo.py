@@ -269,14 +269,24 @@ def torch_call_forms(torch, op, inputs, attrs):
         return torch.broadcast_tensors(*t)
     if op.variadic:
         return getattr(torch, name)(t, **kw)
-    if name.startswith("linalg_"):
-        return getattr(torch.linalg, name[len("linalg_"):])(*t, **kw)
+    if name.startswith("linalg_"):  # complex results may carry the conjugate bit
+        return _resolve_conj(torch, getattr(torch.linalg, name[len("linalg_"):])(*t, **kw))
     if name.startswith("fft_"):  # torch.fft.<name>; ihfft's result has the conjugate bit
         return getattr(torch.fft, name[len("fft_"):])(*t, **kw).resolve_conj()
     if name in ("pad", "linear", "nll_loss"):
         return getattr(torch.nn.functional, name)(*t, **kw)
     fn = getattr(torch, name, None)
-    return fn(*t, **kw) if fn is not None else getattr(t[0], name)(*t[1:], **kw)
+    return _resolve_conj(torch, fn(*t, **kw) if fn is not None else
+                         getattr(t[0], name)(*t[1:], **kw))
+
+
+def _resolve_conj(torch, out):
+    """PyTorch's result with lazy conjugations materialized (tuples element by element)."""
+    if isinstance(out, torch.Tensor):
+        return out.resolve_conj()
+    if isinstance(out, tuple):
+        return tuple(_resolve_conj(torch, o) for o in out)
+    return out
 
 
 def numeric_grad(f, arrays, i, eps=1e-6):
