@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .variables import DictVariable, IteratorVariable, SequenceVariable, TensorVariable
 
 HINTS = {
-    "print": "print() writes to stdout: move it out of the compiled function, or accept the "
+    "builtin print": "print() writes to stdout: move it out of the compiled function, or accept the "
              "break (the rest stays compiled)",
     "item()": "`.item()` reads a tensor value into Python; keep the value as a 0-d tensor",
     "tolist()": "`.tolist()` reads tensor values into Python; keep them as tensors",
@@ -28,6 +28,33 @@ HINTS = {
     "boolean mask": "x[mask] has a data-dependent shape: eager.where(mask, x, 0) or x * mask "
                     "keep one graph",
     "instruction": "this bytecode instruction is not modelled by capture",
+    "backward()": "autograd runs eagerly: compile the model's forward (or the loss) and call "
+                  "backward() outside, or accept the break (the graphs around it stay)",
+    "has no graph form": "this eager API runs eagerly at this call; the code before and after "
+                         "it stays compiled (move it out of the compiled function to keep one "
+                         "graph)",
+    "logging": "logging writes output: log outside the compiled function, or accept the break",
+    "breakpoint": "breakpoint() runs the frame eagerly on purpose",
+    "data-dependent output shape": "the result's shape depends on tensor values: use a "
+                                   "fixed-shape form (where, masked_fill) to keep one graph",
+    "branch on a tensor": "control flow on a tensor's value: use eager.where(cond, a, b) to "
+                          "keep one graph",
+    "in-place op": "in-place ops on aliased or grad-requiring tensors run eagerly: use the "
+                   "out-of-place op (x = x + y) to keep one graph",
+    "mutation of Python state": "mutating this Python object is run eagerly; return new "
+                                "values instead, or keep the state on a module attribute",
+    "mutation of a closure": "writing a closure variable runs eagerly: return the value instead",
+    "raise statement": "the exception is raised eagerly, as without compile",
+    "too many instructions": "a long unrolled loop: use tensor ops over the loop dimension, or "
+                             "raise capture.config.instruction_limit",
+    "inlining deeper": "calls nested deeper than capture.config.inline_depth_limit run as their "
+                       "own frames",
+    "not supported by capture": "an API capture does not model yet: it runs eagerly at this "
+                                "call (please report it)",
+    "call to": "a call into C or an unknown module runs eagerly; use eager ops",
+    "iterating over": "iterate over a Python container or range; a tensor's rows can be "
+                      "reached by indexing (x[i]) or unbind()",
+    "returning": "return tensors, numbers or containers of them from a compiled function",
 }
 
 
@@ -45,8 +72,9 @@ class BreakReason:
 
     def __post_init__(self):
         if not self.hint:
-            self.hint = next((h for k, h in HINTS.items() if k in self.reason),
-                             "see `wick explain` for the capture trace")
+            keys = [k for k in HINTS if k in self.reason]  # the most specific one
+            self.hint = (HINTS[max(keys, key=len)] if keys else
+                         "see `wick explain` for the capture trace")
         if not self.id:
             key = f"{os.path.basename(self.filename)}:{self.lineno}:{self.instruction}:" \
                   f"{self.reason}"

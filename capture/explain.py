@@ -5,6 +5,16 @@ callees that broke while inlined): graphs (non-empty ones), graph breaks with th
 file:line, source line, reason and hint, guards per cache entry, recompile reasons and
 per-stage compile times (capture = bytecode to graph, backend = codegen, guards = building the
 guard closure). `ExplainOutput.__str__` is the report `wick explain` prints. Touches `capture`.
+
+Counts are PyTorch's (`torch._dynamo.explain`, torch/_dynamo/eval_frame.py): `graph_count` is
+the number of graphs compiled during the call, in every frame (the function, its resume
+functions, callees compiled as their own frames), a graph counting when it has an op;
+`graph_break_count` is `graph_count - 1`, the places where one graph ended and another began
+(0, not torch's -1, when nothing was compiled). A break whose continuation compiles nothing more (a
+`print` at the end) does not add to it, and a break inside a callee is not counted again at
+its callers: only the graphs are. `break_reasons` keeps one record per frame that a break ended
+(a callee's break appears in the callee's frame and at the caller's call, as in torch's list);
+`unique_break_reasons` lists each break site once.
 """
 
 from __future__ import annotations
@@ -22,7 +32,11 @@ class ExplainOutput:
                        any(n.op == "call_function" for n in e.graph.nodes)]
         self.graph_count = len(self.graphs)
         self.break_reasons = [r for cf in functions for r in cf.break_reasons]
-        self.graph_break_count = len(self.break_reasons)
+        self.graph_break_count = max(self.graph_count - 1, 0)
+        seen: dict = {}
+        for r in self.break_reasons:
+            seen.setdefault(r.id, r)
+        self.unique_break_reasons = list(seen.values())
         self.ops_per_graph = [[n.target.name for n in g.nodes if n.op == "call_function"]
                               for g in self.graphs]
         self.guards = [e.guards_text for _, e in entries]
@@ -39,7 +53,7 @@ class ExplainOutput:
         for i, (ops, ms) in enumerate(zip(self.ops_per_graph, self.compile_ms)):
             lines.append(f"  graph {i}: {len(ops)} ops ({', '.join(ops)}), compiled in "
                          + f"{ms:.2f} ms")
-        for r in self.break_reasons:
+        for r in self.unique_break_reasons:
             lines.append(f"  graph break [{r.id}] at {r.filename}:{r.lineno} "
                          f"({r.instruction}): {r.reason}")
             lines.append(f"    {r.source_line}")

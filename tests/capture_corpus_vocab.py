@@ -98,7 +98,7 @@ def build(T):
         "methods": (methods, x34, (1, 0), (1, 0)),
         "lm_step": (lm_step, x34, (1, 0), (1, 0)),
         "max_after_break": (max_after_break, x34, (2, 1), (1, 0)),
-        "fstring": (fstring, x34, (1, 1), (1, 0)),  # torch: 0-d format in graph
+        "fstring": (fstring, x34, (1, 0), (1, 0)),  # torch: 0-d format in graph
         "rand_named": (rand_named, x34, (1, 0), (1, 0)),  # item 6
     }
     return cases

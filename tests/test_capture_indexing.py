@@ -295,7 +295,7 @@ def _inlined(x):
 
 @pytest.mark.parametrize("fn,counts", [(_shift, (1, 0)), (_held, (2, 1)), (_in_list, (2, 1)),
                                        (_in_cell, (2, 1)), (_view_of_view, (2, 1)),
-                                       (_inlined, (2, 2))],
+                                       (_inlined, (2, 1))],
                          ids=["shift", "held", "in_list", "in_cell", "view_of_view", "inlined"])
 def test_setitem_with_views_in_the_graph(fn, counts):
     """A store into a tensor with views is in the graph only when no view can be reached any

@@ -157,7 +157,7 @@ def test_same_tensor_twice_stays_a_break(backend):
     c = _t(np.arange(3.0))
     np.testing.assert_allclose(_np(cf(c, c)), [2, 4, 6])
     report = capture.explain(same_twice, backend=backend)(c, c)
-    assert report.graph_break_count >= 1, str(report)
+    assert len(report.break_reasons) >= 1, str(report)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -169,7 +169,7 @@ def test_view_of_input_mutated_stays_a_break(backend):
         np.testing.assert_allclose(_np(got), _np(want))
         np.testing.assert_allclose(_np(b), _np(a))
     report = capture.explain(view_mutated, backend=backend)(_t(np.ones((2, 3))))
-    assert report.graph_break_count >= 1, str(report)
+    assert len(report.break_reasons) >= 1, str(report)
 
 
 def test_torch_counts():
