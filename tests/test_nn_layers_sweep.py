@@ -302,6 +302,15 @@ def test_interpolate_float32(mode):
              [(2, 3, 5, 4)], np.float32)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kw", [{"size": (5, 4)}, {"size": (20, 7)}, {"scale_factor": 0.37},
+                                {"scale_factor": (0.5, 1.6)}])
+@pytest.mark.parametrize("ac", [False, True])
+def test_interpolate_antialias(mode, kw, ac):
+    run_both(lambda L, x: L.F.interpolate(x, mode=mode, align_corners=ac, antialias=True, **kw),
+             [(2, 3, 13, 11)])
+
+
 def test_upsample_aliases():
     run_both(lambda L, x: (L.F.upsample(x, scale_factor=2, mode="bilinear"),
                            L.F.upsample_nearest(x, size=(3, 7)),
@@ -412,6 +421,7 @@ ERRORS = [
     (lambda L, x: L.F.interpolate(x), [(1, 2, 3)]),
     (lambda L, x: L.F.interpolate(x, size=4, mode="bilinear"), [(1, 2, 3)]),
     (lambda L, x: L.F.interpolate(x, size=4, align_corners=True), [(1, 2, 3)]),
+    (lambda L, x: L.F.interpolate(x, size=4, mode="linear", antialias=True), [(1, 2, 3)]),
     (lambda L, x, g: L.F.grid_sample(x, g, mode="cubic"), [(1, 2, 3, 3), (1, 2, 2, 2)]),
     (lambda L, x, g: L.F.grid_sample(x, g, padding_mode="mirror"), [(1, 2, 3, 3), (1, 2, 2, 2)]),
     (lambda L, x, g: L.F.grid_sample(x, g), [(1, 2, 3, 3), (2, 2, 2, 2)]),

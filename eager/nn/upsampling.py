@@ -108,6 +108,35 @@ def _weight_matrix(n_in, n_out, mode, align_corners, scale, dt):
     return m
 
 
+def _aa_filter(x, mode):
+    """ATen's antialias filters: triangle (bilinear), Keys cubic with a = -0.5 (bicubic)."""
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(1 - x, 0)
+    a = -0.5
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x < 1, near, np.where(x < 2, far, 0))
+
+
+def _aa_weight_matrix(n_in, n_out, mode, align_corners, scale, dt):
+    """(n_out, n_in) matrix of ATen's antialiased resampling (`_compute_weights_aa`): the
+    filter stretched by the downscale factor, its taps normalised to sum to one."""
+    s = _source_scale(n_in, n_out, align_corners, scale, dt)
+    support = (2 if mode == "bilinear" else 4) * 0.5 * max(s, 1)
+    invscale = 1 / s if s >= 1 else 1.0
+    m = np.zeros((n_out, n_in), dtype=dt)
+    for i in range(n_out):
+        center = s * (i + 0.5)  # ATen's align_corners_delta is 0 with antialias
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), n_in)
+        w = _aa_filter((np.arange(lo, hi) - center + 0.5) * invscale, mode)
+        if w.sum() != 0:
+            w = w / w.sum()
+        m[i, lo:hi] = w
+    return m
+
+
 def _output_size(input, dim, size, scale_factor, recompute_scale_factor, mode):
     """(output sizes, scale factors handed to the kernel or None), as `F.interpolate`."""
     if size is not None and scale_factor is not None:
@@ -152,9 +181,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     scale_factor) (`torch.nn.functional.interpolate`). Modes: "nearest" (ATen's legacy
     floor(dst * in / out)), "nearest-exact", "linear" (3-D), "bilinear"/"bicubic" (4-D),
     "trilinear" (5-D), "area" (adaptive average pooling). align_corners (linear/cubic modes,
-    default False) maps corner pixel centres onto each other. A given scale_factor is also
-    the kernel's scale unless recompute_scale_factor. ValueError for both or neither of
-    size and scale_factor, align_corners with a non-interpolating mode, antialias;
+    default False) maps corner pixel centres onto each other. antialias (bilinear/bicubic,
+    4-D) widens the filter by the downscale factor, as ATen's `_upsample_*_aa`. A given
+    scale_factor is also the kernel's scale unless recompute_scale_factor. ValueError for
+    both or neither of size and scale_factor, align_corners with a non-interpolating mode,
+    antialias with another mode or rank;
     NotImplementedError for a mode/rank mismatch."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -171,8 +202,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _NEEDS and input.ndim != _NEEDS[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{_NEEDS[mode]}D input")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
     out, scales = _output_size(input, dim, size, scale_factor, recompute_scale_factor, mode)
     if any(o <= 0 for o in out):
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
@@ -184,11 +216,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     y = input
     for d in range(dim):
         y = _resample_dim(y, 2 + d, out[d], mode, align_corners,
-                          None if scales is None else scales[d])
+                          None if scales is None else scales[d], antialias)
     return y
 
 
-def _resample_dim(y, dim, n_out, mode, align_corners, scale):
+def _resample_dim(y, dim, n_out, mode, align_corners, scale, antialias=False):
     """Resample dim `dim` of y to n_out: rows picked (nearest) or a weight matrix."""
     n_in = y.shape[dim]
     if mode.startswith("nearest"):
@@ -197,7 +229,8 @@ def _resample_dim(y, dim, n_out, mode, align_corners, scale):
         idx = _nearest_index(n_in, n_out, scale, mode == "nearest-exact")
         return FUNCTIONS["index_select"](y, dim, _const(idx, y))
     dt = np.dtype(y.dtype.np)
-    m = _const(_weight_matrix(n_in, n_out, mode, align_corners, scale, dt), y)
+    build = _aa_weight_matrix if antialias else _weight_matrix
+    m = _const(build(n_in, n_out, mode, align_corners, scale, dt), y)
     return FUNCTIONS["matmul"](y.movedim(dim, -1), m.t()).movedim(-1, dim)
 
 
