@@ -377,3 +377,42 @@ def test_swap_in_optimizer_params_and_state():
     fresh = optim.swap_in_optimizer_params_and_state(optim.SGD(pw), {}, {})
     with pytest.raises(RuntimeError, match="initialized optimizer state"):
         fresh.__enter__()
+
+
+# ---------------------------------------------------------------- signatures
+
+
+def _params(fn):
+    import inspect
+
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        default = p.default
+        if not isinstance(default, (int, float, str, bool, tuple, type(None), type)):
+            default = "<object>"  # (torch's generator objects, sentinels)
+        out.append((p.name, p.kind, default))
+    return out
+
+
+@pytest.mark.parametrize("ns", ["optim", "optim.lr_scheduler", "optim.swa_utils", "nn.init",
+                                "nn.utils", "nn.utils.parametrize",
+                                "nn.utils.parametrizations", "nn.utils.stateless"])
+def test_signatures_match_torch(ns):
+    """Every callable of the namespace takes torch's parameter names, kinds and defaults."""
+    import importlib
+    import inspect
+
+    ours, ref = importlib.import_module(f"eager.{ns}"), importlib.import_module(f"torch.{ns}")
+    names = getattr(ref, "__all__", None) or [n for n in dir(ref) if not n.startswith("_")]
+    checked = 0
+    for name in names:
+        a, b = getattr(ours, name, None), getattr(ref, name, None)
+        if a is None or not callable(b) or inspect.ismodule(b) or name in ("SparseAdam",):
+            continue
+        try:
+            sb = _params(b)
+        except (TypeError, ValueError):
+            continue
+        assert _params(a) == sb, name
+        checked += 1
+    assert checked > 0

@@ -85,6 +85,9 @@ class set_multithreading_enabled(_FlagContext):
 
     _attr = "multithreading"
 
+    def __init__(self, mode: bool) -> None:
+        super().__init__(mode)
+
 
 class enforce_grad_layout_policy(_FlagContext):
     """`enforce_grad_layout_policy(enable=True)`: torch's switch for the gradient-stride
@@ -92,6 +95,9 @@ class enforce_grad_layout_policy(_FlagContext):
     kept for code that sets it."""
 
     _attr = "grad_layout"
+
+    def __init__(self, enable: bool = True) -> None:
+        super().__init__(enable)
 
 
 def is_multithreading_enabled() -> bool:

@@ -29,11 +29,11 @@ def _table(owner, attr: str):
     return None
 
 
-def _merge(parameter_and_buffer_dicts) -> dict:
-    if isinstance(parameter_and_buffer_dicts, dict):
-        return dict(parameter_and_buffer_dicts)
+def _merge(parameters_and_buffers) -> dict:
+    if isinstance(parameters_and_buffers, dict):
+        return dict(parameters_and_buffers)
     merged: dict = {}
-    for d in parameter_and_buffer_dicts:
+    for d in parameters_and_buffers:
         repeated = set(merged) & set(d)
         if repeated:
             raise ValueError(f"{sorted(repeated)} appeared in multiple dictionaries; behavior "
@@ -99,10 +99,10 @@ def _reparametrize(module, values: dict, strict: bool):
 _MISSING = object()
 
 
-def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights: bool = True, strict: bool = False):
     """`module(*args, **kwargs)` with the parameters and buffers named in
-    `parameter_and_buffer_dicts` (a dict of dotted names to tensors, or a sequence of such
+    `parameters_and_buffers` (a dict of dotted names to tensors, or a sequence of such
     dicts, as torch.func's) swapped in for the call. `args` that is not a tuple is one
     positional argument. Deprecated in torch (FutureWarning) for `torch.func.functional_call`.
 
@@ -114,14 +114,14 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                   "and will be removed in a future version of PyTorch. Please use "
                   "`torch.func.functional_call` instead which is a drop-in replacement.",
                   FutureWarning, stacklevel=2)
-    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+    return _functional_call(module, parameters_and_buffers, args, kwargs,
                             tie_weights=tie_weights, strict=strict)
 
 
-def _functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+def _functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                      tie_weights: bool = True, strict: bool = False):
     """`functional_call` without the deprecation warning (torch.func's form)."""
-    values = _merge(parameter_and_buffer_dicts)
+    values = _merge(parameters_and_buffers)
     if tie_weights:
         values = _with_ties(module, values)
     if args is None:
