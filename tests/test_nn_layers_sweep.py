@@ -368,6 +368,20 @@ def test_embedding_bag_2d_and_weights():
              grad=False)
 
 
+def test_embedding_bag_scale_grad_by_freq():
+    """Documented semantics (each row's gradient over its index's count in the batch), as
+    torch's `embedding(scale_grad_by_freq=True)` + per-bag sums; torch's embedding_bag CPU
+    kernel divides by other counts (index 3 of this batch by 3, though it occurs once)."""
+    ends = list(OFF[1:]) + [len(IDX)]
+
+    def case(L, w):
+        if L is E:
+            return L.F.embedding_bag(L.t(IDX), w, L.t(OFF), mode="sum", scale_grad_by_freq=True)
+        rows = L.F.embedding(L.t(IDX), w, scale_grad_by_freq=True)
+        return torch.stack([rows[s:e].sum(0) for s, e in zip(OFF, ends)])
+    run_both(case, [(10, 3)])
+
+
 @pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_multi_head_attention_forward(batched, need_weights):
@@ -428,6 +442,8 @@ ERRORS = [
     (lambda L, t: L.F.affine_grid(t, (2, 3, 4, 4)), [(2, 3, 4)]),
     (lambda L, w: L.F.embedding_bag(L.t(IDX), w), [(10, 3)]),
     (lambda L, w: L.F.embedding_bag(L.t(IDX), w, L.t(OFF), mode="median"), [(10, 3)]),
+    (lambda L, w: L.F.embedding_bag(L.t(IDX), w, L.t(OFF), mode="max", scale_grad_by_freq=True),
+     [(10, 3)]),
     (lambda L, w, p: L.F.embedding_bag(L.t(IDX), w, L.t(OFF), per_sample_weights=p),
      [(10, 3), (10,)]),
 ]

@@ -166,7 +166,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     bags, or 1-D indices with `offsets` (bag starts; with include_last_offset the last entry
     is the end) -> (B, embedding_dim). Entries equal to padding_idx are left out (and not
     counted by "mean"); empty bags give zeros; per_sample_weights (input's shape) scale rows,
-    "sum" mode only. ValueError / NotImplementedError / RuntimeError as PyTorch."""
+    "sum" mode only; scale_grad_by_freq divides each row's gradient by its index's count. ValueError / NotImplementedError / RuntimeError as PyTorch."""
     from ..creation import zeros
     from .functional import _embedding_renorm, check_embedding_indices
 
@@ -181,6 +181,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     idx, starts, ends, psw = _bag_args(input, offsets, per_sample_weights, include_last_offset)
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -202,6 +204,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         members = np.nonzero(keep[s:e])[0] + s
         table[b, :members.size] = members
     rows = FUNCTIONS["index_select"](weight, 0, idx.reshape(-1))
+    if scale_grad_by_freq:  # gradients / the index's count in the batch (torch's docs)
+        freq = np.bincount(a, minlength=num)[a].astype(weight.dtype.np)[:, None]
+        fixed = rows.detach()
+        rows = fixed + (rows - fixed) * _const(1.0 / freq, weight)
     if psw is not None:
         rows = rows * psw.reshape(-1, 1)
     rows = FUNCTIONS["cat"]([rows, zeros(1, dim, dtype=weight.dtype, device=weight.device)])
