@@ -160,23 +160,33 @@ def _eligible(t, device_type: str) -> bool:
             and t.device.type == device_type)
 
 
+def _is_param_like(t) -> bool:
+    """A float32 leaf that requires grad (a parameter), or a view of one (`w.t()`, which
+    recurrent layers make once and use at every step)."""
+    if t.grad_fn is None:
+        return t.requires_grad and t._base is None
+    base = t._base
+    return base is not None and base.grad_fn is None and base.requires_grad
+
+
 def _cast(t, to, device_type: str):
-    """PyTorch's `cached_cast`: `t` in dtype `to` when eligible; float32 leaves that require
-    grad are cast once per region (outermost exit clears the cache)."""
+    """PyTorch's `cached_cast`: `t` in dtype `to` when eligible; float32 parameters (and views
+    of them, an extension: the same view object at the same version) are cast once per region
+    (outermost exit clears the cache)."""
     if isinstance(t, (list, tuple)):
         return type(t)(_cast(x, to, device_type) for x in t)
     if not _eligible(t, device_type) or t.dtype is to:
         return t
     st = STATE
     cacheable = (st.cache_enabled and to is st.dtype[device_type] and t.dtype is D.float32
-                 and t.requires_grad and t.grad_fn is None and t._base is None)
+                 and _is_param_like(t))
     if cacheable:
         hit = st.cache.get(id(t))
-        if hit is not None and hit[0] is t:
+        if hit is not None and hit[0] is t and hit[2] == t._version:
             return hit[1]
     out = t.to(to)
     if cacheable:
-        st.cache[id(t)] = (t, out)
+        st.cache[id(t)] = (t, out, t._version)
     return out
 
 
