@@ -126,6 +126,8 @@ from . import (
     optim,
     utils,
 )
+
+linalg.install(globals(), Tensor)  # torch.lu, torch.cholesky, chain_matmul...
 from .amp import cuda_amp as _cuda_amp
 from .amp.autocast_mode import (
     autocast,

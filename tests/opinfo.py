@@ -268,7 +268,8 @@ def torch_call_forms(torch, op, inputs, attrs):
     if name == "broadcast_tensors":
         return torch.broadcast_tensors(*t)
     if op.variadic:
-        return getattr(torch, name)(t, **kw)
+        home = torch.linalg if name.startswith("linalg_") else torch
+        return getattr(home, name.removeprefix("linalg_"))(t, **kw)
     if name.startswith("linalg_"):  # complex results may carry the conjugate bit
         return _resolve_conj(torch, getattr(torch.linalg, name[len("linalg_"):])(*t, **kw))
     if name.startswith("fft_"):  # torch.fft.<name>; ihfft's result has the conjugate bit

@@ -183,8 +183,30 @@ def _check_selected(got, want, inputs, attrs, dtype, op):
     assert not (np.diff(ordered, axis=dim) == 0).any(), (op.name, "an index selected twice")
 
 
+def _check_svd_v(got, want, inputs, attrs, dtype, op):
+    """torch.svd returns V, not Vh: as _check_svd on (U, S, V^H)."""
+    (u, s, v), (tu, ts, tv) = got, want
+    _check_svd((u, s, _mH(v)), (tu, ts, _mH(tv)), inputs, attrs, dtype, op)
+
+
+def _check_eigvals(got, want, inputs, attrs, dtype, op):
+    """The order of a general matrix's eigenvalues is LAPACK's choice: compare them sorted."""
+    check_close(np.sort_complex(got[0]), np.sort_complex(want[0]), dtype, op)
+
+
+def _check_eig(got, want, inputs, attrs, dtype, op):
+    """eig: eigenvalues as a set, and A V = V diag(L) with unit-norm columns (each
+    eigenvector is unique only up to a complex phase)."""
+    (w, v), (tw, _) = got, want
+    _check_eigvals((w,), (tw,), inputs, attrs, dtype, op)
+    a = inputs[0].astype(v.dtype)
+    check_close(a @ v, v * w[..., None, :], dtype, op)
+    check_close(np.linalg.norm(v, axis=-2), np.ones(w.shape), dtype, op)
+
+
 AMBIGUOUS = {"linalg_svd": _check_svd, "linalg_eigh": _check_eigh, "topk": _check_selected,
-             "kthvalue": _check_selected}
+             "kthvalue": _check_selected, "svd": _check_svd_v, "linalg_eig": _check_eig,
+             "linalg_eigvals": _check_eigvals}
 
 
 # dtypes PyTorch supports that wick refuses (with its NotImplementedError), and why
@@ -248,6 +270,9 @@ NOT_GRADCHECKED = {
     "nonzero": "not differentiable: integer indices",
     **{name: _COMPLEX for name in ("real", "imag", "view_as_real", "view_as_complex", "polar",
                                    "complex")},
+    **{name: _COMPLEX for name in ("_linalg_eig", "linalg_eig", "linalg_eigvals")},
+    "linalg_matrix_rank": "not differentiable: an integer rank",
+    "geqrf": "not differentiable (as in PyTorch): Householder reflectors",
     **{name: _COMPLEX + " and tests/test_fft.py" for name in (
         "_fft_c2c", "_fft_r2c", *(f"fft_{k}{a}" for k in ("fft", "ifft", "rfft", "ihfft")
                                   for a in ("", "2", "n")))},
