@@ -9,7 +9,7 @@ only.
 
 from __future__ import annotations
 
-from ..creation import full_like, zeros_like
+from ..creation import full_like, tensor, zeros_like
 from ..dispatch import FUNCTIONS
 from .optimizer import (
     Optimizer,
@@ -122,6 +122,7 @@ class Rprop(Optimizer):
     def step(self, closure=None):
         """One Rprop step over every parameter with a `.grad`; returns the closure's loss."""
         loss = self._eval_closure(closure)
+        where = FUNCTIONS["where"]
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
@@ -137,13 +138,15 @@ class Rprop(Optimizer):
                 grad = -p.grad if group["maximize"] else p.grad
                 param, grad, prev, step_size = _real(p, grad, state["prev"],
                                                      state["step_size"])
+                # (torch's masked assignments, as selections: the same values, without
+                # boolean-mask indexing)
                 sign = grad.mul(prev).sign()
-                sign[sign.gt(0)] = etaplus
-                sign[sign.lt(0)] = etaminus
-                sign[sign.eq(0)] = 1
-                step_size.mul_(sign).clamp_(step_size_min, step_size_max)
-                grad = grad.clone()
-                grad[sign.eq(etaminus)] = 0
+                flipped = sign.lt(0)
+                plus, minus, one, zero = (tensor(v, dtype=sign.dtype)
+                                          for v in (etaplus, etaminus, 1.0, 0.0))
+                factor = where(sign.gt(0), plus, where(flipped, minus, one))
+                step_size.mul_(factor).clamp_(step_size_min, step_size_max)
+                grad = where(flipped, zero, grad)
                 addcmul_(param, grad.sign(), step_size, value=-1)
                 prev.copy_(grad)
         return loss
