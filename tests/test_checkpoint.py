@@ -108,7 +108,7 @@ def test_tuple_outputs_and_non_tensor_arguments():
     for lib in (torch, eager):
         w = lib.tensor(X.T[:, :4].copy(), requires_grad=True)
 
-        def f(a, k, flag):
+        def f(a, k, flag, w=w):
             y = a @ w
             return (y * k, y.sum(), "tag") if flag else y
 
@@ -172,3 +172,19 @@ def test_intermediates_are_not_kept():
     nxt = [n for n, _ in node.next_functions if n is not None]
     assert len(nxt) == 1 + len(list(m.parameters()))  # x and the 6 parameters, as leaves
     assert all(type(n).__name__ == "AccumulateGrad" for n in nxt)
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_recompute_runs_under_the_forwards_autocast_region(reentrant):
+    res = {}
+    for lib in (torch, eager):
+        m = _model(lib)
+        x = lib.tensor(X, requires_grad=True)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            y = lib.utils.checkpoint.checkpoint(m, x, use_reentrant=reentrant)
+        assert str(y.dtype).endswith("bfloat16")
+        y.float().sum().backward()  # outside the region, as the AMP recipe has it
+        res[lib.__name__] = (x.grad.numpy(), m[0].weight.grad.numpy())
+    for a, b in zip(res["eager"], res["torch"]):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=5e-2, atol=5e-2)

@@ -14,7 +14,8 @@ Both of PyTorch's variants are here:
   `autograd.backward` inside the backward pass (gradients reach parameters only when some
   argument requires grad, as in PyTorch).
 With `preserve_rng_state` (default) the recomputation sees the CPU generator as the forward
-did, so dropout draws the same mask. Imports `eager` modules only.
+did, so dropout draws the same mask; it runs under the autocast regions the forward ran in.
+Imports `eager` modules only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import warnings
 
 from .. import grad_mode
 from .. import random as _random
+from ..amp import autocast_mode as _amp
 from ..autograd.function import Function
 from ..tensor import Tensor
 
@@ -57,6 +59,29 @@ def _flatten(out):
 
         return [out[i] for i in idx], rebuild
     return [], lambda ts: out
+
+
+def _autocast_state() -> list:
+    """The autocast regions in force (per device type), to re-enter when recomputing (as
+    PyTorch's checkpoint does: the recomputed ops get the forward's dtypes)."""
+    return [(d, _amp.is_autocast_enabled(d), _amp.get_autocast_dtype(d),
+             _amp.is_autocast_cache_enabled()) for d in ("cpu", "cuda")]
+
+
+class _Autocasts:
+    """Enter the regions `_autocast_state()` saw (only the enabled ones)."""
+
+    def __init__(self, state):
+        self.regions = [_amp.autocast(d, dtype=dt, enabled=True, cache_enabled=c)
+                        for d, on, dt, c in state if on]
+
+    def __enter__(self):
+        for r in self.regions:
+            r.__enter__()
+
+    def __exit__(self, *exc):
+        for r in reversed(self.regions):
+            r.__exit__(*exc)
 
 
 class _RngFork:
@@ -116,7 +141,8 @@ class _Recompute(Function):
     def backward(ctx, *grads):
         st = ctx.state
         args = _detach_args(st["args"])
-        with _RngFork(st["rng"]), grad_mode.enable_grad(), st["recompute_ctx"]:
+        with _RngFork(st["rng"]), grad_mode.enable_grad(), _Autocasts(st["autocast"]), \
+                st["recompute_ctx"]:
             out = st["fn"](*args, **st["kwargs"])
         outs, _ = _flatten(out)
         pairs = [(o, g) for o, g in zip(outs, grads)
@@ -155,7 +181,7 @@ def _checkpoint_non_reentrant(function, preserve_rng_state, args, kwargs, contex
     if not outs or not (leaves or any(a.requires_grad for a in arg_tensors)):
         return out  # nothing to differentiate: the forward's result as it is
     state = {"fn": function, "args": args, "kwargs": kwargs, "rng": rng, "leaves": leaves,
-             "outputs": outs, "recompute_ctx": contexts[1]}
+             "outputs": outs, "recompute_ctx": contexts[1], "autocast": _autocast_state()}
     new = _Recompute.apply(state, *arg_tensors, *leaves)
     new = new if isinstance(new, tuple) else (new,)
     for o, n in zip(outs, new):  # outputs that did not depend on anything stay constants
@@ -172,6 +198,7 @@ class _Reentrant(Function):
     def forward(ctx, function, preserve_rng_state, *args):
         ctx.function, ctx.args = function, args
         ctx.rng = _random.get_rng_state() if preserve_rng_state else None
+        ctx.autocast = _autocast_state()
         return function(*args)
 
     @staticmethod
@@ -179,7 +206,7 @@ class _Reentrant(Function):
         from ..autograd import backward as _backward
 
         args = _detach_args(ctx.args)
-        with _RngFork(ctx.rng), grad_mode.enable_grad():
+        with _RngFork(ctx.rng), grad_mode.enable_grad(), _Autocasts(ctx.autocast):
             out = ctx.function(*args)
         outs, _ = _flatten(out)
         pairs = [(o, g) for o, g in zip(outs, grads)
