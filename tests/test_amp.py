@@ -326,3 +326,26 @@ def test_compiled_function_called_inside_a_region_gives_eager_results():
     assert outside.dtype is eager.float32
     assert inside.dtype is want.dtype is eager.bfloat16
     np.testing.assert_array_equal(inside.float().numpy(), want.float().numpy())
+
+
+def test_regions_are_per_thread():
+    """A region in one thread does not cast another thread's ops (PyTorch's state is
+    thread-local too)."""
+    import threading
+
+    x, w = eager.tensor(X), eager.tensor(W)
+    entered, done, seen = threading.Event(), threading.Event(), {}
+
+    def other():
+        entered.wait()
+        seen["other"] = (x @ w).dtype
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with eager.autocast("cpu"):
+        entered.set()
+        done.wait()
+        seen["here"] = (x @ w).dtype
+    t.join()
+    assert seen == {"other": eager.float32, "here": eager.bfloat16}
