@@ -345,3 +345,52 @@ def test_decoder_block_captures_as_one_graph():
     np.testing.assert_allclose(capture.compile(block)(x).detach().numpy(),
                                block(x).detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def _params(f):
+    import inspect
+
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
+    out = [(p.name, p.default) for p in sig.parameters.values() if p.name != "self"]
+    return None if any(n in ("args", "kwargs") for n, _ in out) else out
+
+
+def test_signatures_match_torch():
+    """Argument names, order and defaults of every sweep function and module constructor
+    and forward, as torch's (where torch's signature is not *args, **kwargs)."""
+    from eager.nn import (
+        conv_pool_layers,
+        conv_transpose,
+        dropout,
+        lazy,
+        misc_layers,
+        normalization,
+        padding,
+        pooling,
+        upsampling,
+    )
+
+    bad = []
+    for mod in (conv_transpose, pooling, normalization, dropout, upsampling, misc_layers):
+        for n in mod.__all__:
+            t = getattr(torch.nn.functional, n, None)
+            if callable(t) and not isinstance(t, type):
+                a, b = _params(t), _params(getattr(eager.nn.functional, n))
+                if a is not None and a != b:
+                    bad.append((n, a, b))
+    names = set(conv_pool_layers.__all__) | set(padding.__all__) | set(lazy.__all__)
+    for mod in (normalization, dropout, upsampling, misc_layers):
+        names |= set(mod.MODULES)
+    for n in sorted(names):
+        t = getattr(torch.nn, n, None)
+        if not isinstance(t, type) or n == "Buffer":
+            continue
+        for method in ("__init__", "forward"):
+            if method in vars(t) or method == "__init__":
+                a, b = _params(getattr(t, method)), _params(getattr(getattr(enn, n), method))
+                if a is not None and a != b:
+                    bad.append((f"{n}.{method}", a, b))
+    assert not bad, "\n".join(map(str, bad))

@@ -270,7 +270,7 @@ LazyConvTranspose3d = _lazy_conv_transpose("LazyConvTranspose3d", CPL.ConvTransp
 
 
 class _LazyNormBase(LazyModuleMixin):
-    def _lazy_norm(self, eps, momentum, affine, track_running_stats, device, dtype) -> None:
+    def _lazy_norm(self, affine, track_running_stats, bias, device, dtype) -> None:
         from ir import dtypes as D
 
         from ..creation import tensor
@@ -278,7 +278,8 @@ class _LazyNormBase(LazyModuleMixin):
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -296,11 +297,11 @@ class _LazyNormBase(LazyModuleMixin):
             self.reset_parameters()
 
 
-def _lazy_norm(name, base, **defaults):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=defaults["affine"],
-                 track_running_stats=defaults["track"], device=None, dtype=None):
+def _lazy_norm(name, base):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None, bias=True):
         base.__init__(self, 0, eps, momentum, False, False, device=device, dtype=dtype)
-        self._lazy_norm(eps, momentum, affine, track_running_stats, device, dtype)
+        self._lazy_norm(affine, track_running_stats, bias, device, dtype)
 
     doc = (f"A {base.__name__} whose num_features is inferred from the first input "
            f"(`torch.nn.{name}`); becomes `{base.__name__}` after the first call.")
@@ -308,15 +309,12 @@ def _lazy_norm(name, base, **defaults):
                                                "cls_to_become": base, "__module__": __name__})
 
 
-LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", CL.BatchNorm1d, affine=True, track=True)
-LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", CL.BatchNorm2d, affine=True, track=True)
-LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", NL.BatchNorm3d, affine=True, track=True)
-LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", NL.InstanceNorm1d, affine=True,
-                                track=True)
-LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", NL.InstanceNorm2d, affine=True,
-                                track=True)
-LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", NL.InstanceNorm3d, affine=True,
-                                track=True)
+LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", CL.BatchNorm1d)
+LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", CL.BatchNorm2d)
+LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", NL.BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", NL.InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", NL.InstanceNorm2d)
+LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", NL.InstanceNorm3d)
 
 
 # ---------------------------------------------------------------- small names

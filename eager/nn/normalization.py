@@ -191,9 +191,9 @@ class _InstanceNorm(_BatchNorm):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
-                 dtype=None):
+                 dtype=None, *, bias: bool = True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype)
+                         dtype, bias=bias)
 
     def _check_input_dim(self, input) -> None:
         if input.ndim not in (self._nd + 1, self._nd + 2):
@@ -255,9 +255,9 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1,
                  affine: bool = True, track_running_stats: bool = True, process_group=None,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias: bool = True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
-                         dtype)
+                         dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input) -> None:
@@ -305,8 +305,8 @@ class RMSNorm(Module):
         if self.weight is not None:
             self.weight.data.fill_(1.0)
 
-    def forward(self, input):
-        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+    def forward(self, x):
+        return rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "

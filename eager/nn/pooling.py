@@ -39,17 +39,18 @@ def _as_tensor(a, like):
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
-    """`max_pool1d` returning (values, int64 indices) (`torch.nn.functional`)."""
-    return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode,
-                     return_indices, "max_pool1d")
+                            ceil_mode=False, return_indices=False):
+    """`max_pool1d` returning (values, int64 indices) whatever return_indices says
+    (`torch.nn.functional.max_pool1d_with_indices`)."""
+    return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, True,
+                     "max_pool1d")
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
-    """`max_pool2d` returning (values, int64 flat h * W + w indices)."""
-    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
-                     return_indices, "max_pool2d")
+                            ceil_mode=False, return_indices=False):
+    """`max_pool2d` returning (values, int64 flat h * W + w indices) always."""
+    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, True,
+                     "max_pool2d")
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -62,9 +63,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=True):
-    """`max_pool3d` returning (values, int64 indices)."""
-    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+                            ceil_mode=False, return_indices=False):
+    """`max_pool3d` returning (values, int64 indices) always."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -185,16 +186,19 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max_pool(input, output_size, return_indices, 3, "adaptive_max_pool3d")
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
-    return adaptive_max_pool1d(input, output_size, return_indices)
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """`adaptive_max_pool1d` returning (values, int64 indices) always."""
+    return adaptive_max_pool1d(input, output_size, True)
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
-    return adaptive_max_pool2d(input, output_size, return_indices)
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """`adaptive_max_pool2d` returning (values, int64 indices) always."""
+    return adaptive_max_pool2d(input, output_size, True)
 
 
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
-    return adaptive_max_pool3d(input, output_size, return_indices)
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """`adaptive_max_pool3d` returning (values, int64 indices) always."""
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 # ---------------------------------------------------------------- fractional max pooling
@@ -280,17 +284,19 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices=True,
+                                       output_ratio=None, return_indices=False,
                                        _random_samples=None):
-    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio,
-                                 return_indices, _random_samples)
+    """`fractional_max_pool2d` returning (values, int64 indices) always."""
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
-                                       output_ratio=None, return_indices=True,
+                                       output_ratio=None, return_indices=False,
                                        _random_samples=None):
-    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio,
-                                 return_indices, _random_samples)
+    """`fractional_max_pool3d` returning (values, int64 indices) always."""
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
 
 
 # ---------------------------------------------------------------- LP pooling
