@@ -416,3 +416,39 @@ def test_signatures_match_torch(ns):
         assert _params(a) == sb, name
         checked += 1
     assert checked > 0
+
+
+@pytest.mark.parametrize("direction", ["torch_to_wick", "wick_to_torch"])
+def test_lbfgs_state_dict_across(direction):
+    """LBFGS's history (torch keeps 0-d tensors where wick keeps floats) loads both ways and
+    the next steps agree."""
+    def setup(lib, mod, x0):
+        x = lib.tensor(x0, dtype=lib.float64, requires_grad=True)
+        opt = mod.LBFGS([x], history_size=4, max_iter=3, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = rosenbrock(lib, x)
+            loss.backward()
+            return loss
+        return x, opt, closure
+
+    xw, ow, cw = setup(eager, optim, [-1.5, 2.0])
+    xt, ot, ct = setup(torch, torch.optim, [-1.5, 2.0])
+    for _ in range(2):
+        ow.step(cw)
+        ot.step(ct)
+    before = xt.detach().numpy().copy()
+    if direction == "torch_to_wick":
+        xw2, ow2, cw2 = setup(eager, optim, xt.detach().numpy().tolist())
+        ow2.load_state_dict(to_eager(ot.state_dict()))
+        ow2.step(cw2)
+        ot.step(ct)
+        close(xw2.detach(), xt)
+        assert np.abs(xt.detach().numpy() - before).max() > 1e-3  # the history mattered
+    else:
+        xt2, ot2, ct2 = setup(torch, torch.optim, xw.detach().numpy().tolist())
+        ot2.load_state_dict(to_torch(ow.state_dict()))
+        ot2.step(ct2)
+        ow.step(cw)
+        close(xw.detach(), xt2)
