@@ -169,6 +169,16 @@ def _ctc_backward(F, g, out, lp, targets, input_lengths, target_lengths, blank=0
             None, None, None)
 
 
+def _ctc_jvp(F, tangents, out, lp, targets, input_lengths, target_lengths, blank=0):
+    """Forward mode: sum over (t, c) of the log_probs tangent times d nll / d log_probs (the
+    vjp of a unit gradient), per sample."""
+    if tangents[0] is None:
+        return None
+    unit = F._ctc_loss_backward(F.add(F.mul(out, 0.0), 1.0), lp, targets, input_lengths,
+                                target_lengths, out, blank)
+    return F.sum(F.mul(tangents[0], unit), (0, 2))
+
+
 # ---------------------------------------------------------------- checks, references, samples
 
 
@@ -248,7 +258,8 @@ def _ctc_samples(rng, dt, with_grad=False):
 declare(
     "_ctc_loss", "linalg", "log_probs, targets, input_lengths, target_lengths, blank=0", 4,
     method=False, scalar_ok=False, attrs_rule=_ctc_attrs, shape=lambda s, *r, **a: (s[1],),
-    impl=_ctc_impl, backward=_ctc_backward, ref=_ctc_ref, sample_inputs=_ctc_samples,
+    impl=_ctc_impl, backward=_ctc_backward, jvp=_ctc_jvp, ref=_ctc_ref,
+    sample_inputs=_ctc_samples,
     test_dtypes=FLOATS,
 )
 declare(

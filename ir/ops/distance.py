@@ -10,8 +10,8 @@ default) with more than 25 rows on either side; else the direct sum over coordin
 backward rules are PyTorch's: the matmul form's `_euclidean_dist_backward` (grad / dist, 0
 where dist == 0) in registry ops; the direct form's per-pair rules (`two_backward`, `lttdist`,
 `idist`, ...: 0 where dist == 0; inf gives every tied coordinate the full gradient) as
-`_cdist_backward`, a kernel op over row chunks (ATen's `_cdist_backward`; like it, not
-differentiable again).
+`_cdist_backward` (ATen's), a kernel op over row chunks (bounded memory) with its own
+backward in registry ops (forward mode, double backward).
 
 The CTC loss's forward-backward recursions (`_ctc_loss`, `_ctc_loss_backward`) live in
 `ctc.py`. Imports nothing outside `ir`.
@@ -279,21 +279,60 @@ declare(
 
 
 
+def _factor_ops(F, diff, p):
+    """`_diff_factor` and its derivative in the difference, in registry ops."""
+    if p == 1:
+        return F.sign(diff), None
+    if p == 2:
+        return diff, 1.0
+    ad = F.abs(diff)
+    if p < 2:  # (|d|**(p-2) is inf at d = 0: the derivative taken as 0 there)
+        zero = F.eq(diff, 0)
+        f = F.mul(F.sign(diff), F.pow(ad, p - 1))
+        df = F.where(zero, 0.0, F.mul(F.pow(ad, p - 2), p - 1))
+        return (F.where(zero, 0.0, f) if p < 1 else f), df
+    return F.mul(diff, F.pow(ad, p - 2)), F.mul(F.pow(ad, p - 2), p - 1)
+
+
+def _cdist_backward_backward(F, h, out, g, x1, x2, dist, p=2.0):
+    """The vjp of out_i = sum_j factor(x1_i - x2_j) * g_ij / dist_ij**(p-1) (0 where dist is
+    0; the inf-norm's rule is piecewise constant in x1, x2 and dist): every operand, in
+    registry ops. Materialises the (..., P, R, M) differences: used by forward mode and
+    double backward only."""
+    diff = F.sub(F.unsqueeze(x1, -2), F.unsqueeze(x2, -3))
+    hk = F.unsqueeze(h, -2)
+    if p == 0:
+        return (F.mul(g, 0.0), None, None, None)
+    if math.isinf(p):
+        sel = F.where(F.eq(F.abs(diff), F.unsqueeze(dist, -1)), F.sign(diff), 0.0)
+        return (F.sum(F.mul(sel, hk), -1), None, None, None)
+    factor, dfactor = _factor_ops(F, diff, p)
+    h_a = F.sum(F.mul(hk, factor), -1)  # <h_i, factor_ij>
+    zero = F.eq(dist, 0)
+    if p == 1:
+        return (h_a, None, None, None)
+    inv = F.where(zero, 0.0, F.reciprocal(dist if p == 2 else F.pow(dist, p - 1)))
+    g_dist = F.where(zero, 0.0, F.mul(F.div(F.mul(h_a, g), F.pow(dist, p)), 1.0 - p))
+    t = F.mul(F.mul(hk, dfactor), F.unsqueeze(F.mul(g, inv), -1))
+    return (F.mul(h_a, inv), F.sum(t, -2), F.neg(F.sum(t, -3)), g_dist)
+
+
 def _cdist_backward_samples(rng, dt):
-    for p in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf):
+    # (the inf-norm's rule and zero distances are not smooth in x1, x2 and dist as separate
+    # operands: tests/test_distances.py checks them against torch)
+    for p in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0):
         x1, x2 = arr(rng, (2, 4, 3), dt), arr(rng, (5, 3), dt)
-        x2[0] = x1[0, 1]  # a zero distance
         dist = _cdist_ref(x1, x2, p)
         yield (arr(rng, dist.shape, dt), x1, x2, dist), {"p": p}
 
 
 # `_cdist_backward(grad, x1, x2, dist, p)`: the x1 gradient of the direct form (ATen's
-# `_cdist_backward`; like it, not differentiable again)
+# `_cdist_backward`, a chunked kernel); differentiable again, unlike ATen's
 declare(
     "_cdist_backward", "linalg", "grad, x1, x2, dist, p=2.0", 4, data=(1,), method=False,
     scalar_ok=False, shape=lambda g, s1, s2, d, p=2.0: _cdist_shape(s1, s2)[:-1] + (s1[-1],),
-    impl=_cdist_backward_impl, ref=_cdist_backward_ref, test_dtypes=FLOATS,
-    sample_inputs=_cdist_backward_samples,
+    impl=_cdist_backward_impl, backward=_cdist_backward_backward, ref=_cdist_backward_ref,
+    sample_inputs=_cdist_backward_samples, test_dtypes=FLOATS,
 )
 
 
