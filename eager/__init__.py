@@ -37,7 +37,7 @@ from ir.dtypes import (
 )
 from ir.dtypes import can_cast as _can_cast
 
-from . import autograd, dispatch
+from . import autograd, dispatch, fastpaths  # (fastpaths registers into dispatch)
 from . import random as _random
 from .creation import (
     arange,
@@ -161,6 +161,10 @@ from .nn.aten_losses import (
     triplet_margin_loss,
 )
 from .nn.distance import cosine_similarity, dist, pairwise_distance
+from . import special
+from .special import mvlgamma, sinc, xlogy
+
+special.install(Tensor)
 
 Tensor.dist = dist
 

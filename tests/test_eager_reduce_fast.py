@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import eager
-from eager import dispatch
+from eager import dispatch, fastpaths
 from ir import REGISTRY
 
-FAST = [op for op in REGISTRY.values() if dispatch._reduce_fast_eligible(op)]
+FAST = [op for op in REGISTRY.values() if fastpaths._reduce_fast_eligible(op)]
 DTYPES = [np.float32, np.float64, np.int64, np.bool_, np.float16]
 SHAPES = [(), (5,), (3, 4), (2, 0), (0,)]
 
