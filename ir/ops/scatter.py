@@ -106,6 +106,7 @@ def add_at(xp, out, key, values) -> None:
             getattr(last, "ndim", 0) == 1 and \
             np.ndim(values) == out.ndim:  # index_add along one dim: sorted segment sums
         dim = len(lead)
+        last = np.where(last < 0, last + out.shape[dim], last)  # -1 and n - 1: one row
         order = np.argsort(last, kind="stable")
         rows = last[order]
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
