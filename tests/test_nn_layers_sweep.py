@@ -452,3 +452,26 @@ ERRORS = [
 @pytest.mark.parametrize("k", range(len(ERRORS)))
 def test_errors_match_torch(k):
     same_error(*ERRORS[k])
+
+
+def test_add_at_kernel_matches_numpy_add_at():
+    """ir.ops.scatter.add_at (the scatter-add behind gather/index_select backward): segment
+    sums and bincount paths against np.add.at, negative and repeated indices included."""
+    from ir.ops.scatter import add_at
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        shape = tuple(rng.integers(1, 12, rng.integers(1, 4))) + (300,)
+        dim = int(rng.integers(0, len(shape)))
+        idx = rng.integers(-shape[dim], shape[dim], int(rng.integers(1, 3 * shape[dim] + 1)))
+        vshape = list(shape)
+        vshape[dim] = len(idx)
+        index = rng.integers(-shape[dim], shape[dim], shape)
+        grids = list(np.indices(shape, sparse=True))
+        grids[dim] = index
+        for key, vals in [((slice(None),) * dim + (idx,), rng.standard_normal(vshape)),
+                          (tuple(grids), rng.standard_normal(shape))]:
+            a, b = np.zeros(shape), np.zeros(shape)
+            np.add.at(a, key, vals)
+            add_at(np, b, key, vals)
+            np.testing.assert_allclose(b, a, atol=1e-12)
