@@ -276,6 +276,10 @@ def torch_call_forms(torch, op, inputs, attrs):
         return getattr(torch.fft, name[len("fft_"):])(*t, **kw).resolve_conj()
     if name in ("pad", "linear", "nll_loss"):
         return getattr(torch.nn.functional, name)(*t, **kw)
+    if name.startswith("special_"):  # torch.special.<name>
+        return getattr(torch.special, name[len("special_"):])(*t, **kw)
+    if name == "polygamma":  # torch.polygamma(n, input)
+        return torch.polygamma(kw.pop("n"), *t)
     fn = getattr(torch, name, None)
     return _resolve_conj(torch, fn(*t, **kw) if fn is not None else
                          getattr(t[0], name)(*t[1:], **kw))

@@ -36,6 +36,9 @@ TOL.update({D.complex64: TOL[D.float32], D.complex128: TOL[D.float64]})
 # half types: computed in float32 and rounded once per primitive (composites round per step)
 TOL.update({d: {"rtol": 5e-3, "atol": 5e-3} for d in getattr(D, "HALF", ()) if d.name == "float16"})
 TOL.update({d: {"rtol": 4e-2, "atol": 4e-2} for d in getattr(D, "HALF", ()) if d.name != "float16"})
+# float64 library kernels that differ from PyTorch's: ATen's trigamma (polygamma n=1) is off by
+# ~5e-10 relative; scipy's, which wick calls, agrees with mpmath to 2e-16
+LOOSE64 = {"polygamma": {"rtol": 1e-9, "atol": 1e-12}}
 # ops whose references take a different (equally valid) rounding path at float32
 LOOSE = {"log10": {"rtol": 1e-5, "atol": 1e-6}, "logit": {"rtol": 1e-4, "atol": 1e-5},
          "quantile": {"rtol": 1e-5, "atol": 1e-6}, "norm": {"rtol": 1e-5, "atol": 1e-5},
@@ -53,6 +56,8 @@ def _tol(dtype, op=None):
     tol = TOL.get(dtype, {"rtol": 0, "atol": 0})
     if op is not None and op.name in LOOSE and dtype in (D.float32, D.complex64):
         tol = LOOSE[op.name]
+    if op is not None and op.name in LOOSE64 and dtype is D.float64:
+        tol = LOOSE64[op.name]
     return tol
 
 
@@ -262,6 +267,8 @@ _COMPLEX = "complex operands or results: complex gradcheck is in test_autograd_g
 # differentiable ops (a backward or a decomposition) that gradcheck leaves out, and why; every
 # other one must give a float64 result that requires grad on each float64 sample
 NOT_GRADCHECKED = {
+    **{name: "differentiable in `other` only, as PyTorch's (gradchecked there in "
+             "tests/test_distributions.py)" for name in ("igamma", "igammac")},
     **{name: "differentiable only where the entries are distinct, and its samples have ties "
              "(gradchecked with ties broken in test_autograd_gradcheck.py)"
        for name in ("_unique", "unique")},

@@ -1,0 +1,35 @@
+"""eager.distributions: `torch.distributions` for eager tensors - parameterizable probability
+distributions with sampling (`rsample` reparameterized where torch's is), `log_prob`,
+`entropy`, `cdf`/`icdf`, moments, `expand`, argument validation, constraints, transforms and
+the KL registry. Semantics and formulas follow torch/distributions (PyTorch 2.x); draws come
+from eager's generator (reproducible under `eager.manual_seed`, other streams than torch's).
+"""
+
+from . import constraints, kl, transforms
+from .composite import Independent, MixtureSameFamily
+from .continuous import (
+    Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, HalfNormal, Laplace, Normal, StudentT,
+    Uniform,
+)
+from .discrete import (
+    Bernoulli, Binomial, Categorical, Geometric, Multinomial, OneHotCategorical, Poisson,
+)
+from .distribution import Distribution
+from .kl import kl_divergence, register_kl
+from .multivariate import LowRankMultivariateNormal, MultivariateNormal
+from .transforms import (
+    AbsTransform, AffineTransform, ComposeTransform, ExpTransform, LogNormal, PowerTransform,
+    SigmoidTransform, SoftmaxTransform, SoftplusTransform, TanhTransform, Transform,
+    TransformedDistribution,
+)
+
+__all__ = [
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
+    "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
+    "Gamma", "Geometric", "HalfNormal", "Independent", "Laplace", "LogNormal",
+    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+    "Normal", "OneHotCategorical", "Poisson", "PowerTransform", "SigmoidTransform",
+    "SoftmaxTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "constraints", "kl", "kl_divergence", "register_kl",
+    "transforms",
+]
