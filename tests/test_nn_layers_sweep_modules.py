@@ -394,3 +394,23 @@ def test_signatures_match_torch():
                 if a is not None and a != b:
                     bad.append((f"{n}.{method}", a, b))
     assert not bad, "\n".join(map(str, bad))
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", [
+    ("InstanceNorm2d", (3,), {"track_running_stats": True, "affine": True}, (2, 3, 4, 5)),
+    ("InstanceNorm1d", (3,), {"track_running_stats": True}, (3, 5)),
+    ("BatchNorm3d", (3,), {}, (2, 3, 2, 3, 2)),
+    ("SyncBatchNorm", (3,), {}, (4, 3)),
+    ("GroupNorm", (1, 3), {}, (2, 3, 4)),
+])
+def test_norm_modules_in_eval(name, args, kwargs, shape):
+    """Eval mode after a training step: the running statistics loaded from torch are used."""
+    tm = getattr(torch.nn, name)(*args, **kwargs).double()
+    tm(torch.randn(shape, dtype=torch.float64))  # a training step moves the statistics
+    em = getattr(enn, name)(*args, **kwargs).double()
+    load_from_torch(em, tm)
+    tm.eval()
+    em.eval()
+    x = np.random.default_rng(4).standard_normal(shape)
+    a, b = tm(torch.tensor(x)), em(eager.tensor(x))
+    np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), **TOL)
