@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 from .module import Module
@@ -312,10 +313,14 @@ def _check_grid_sample(input, grid, mode, padding_mode):
 
 def _sample_taps(input, taps):
     """sum over taps of weight * input[n, :, position] (zero where out of bounds): taps is a
-    list of (per-dim int positions (N, M) in spatial order, weight tensor (N, M) or None)."""
+    list of (per-dim int positions (N, M) in spatial order, weight tensor (N, M) or None).
+    Values are rows of the (N * S, C) channels-last input picked by `index_select` (its
+    backward a segment sum)."""
     n, c = input.shape[0], input.shape[1]
     spatial = tuple(input.shape[2:])
-    flat = input.reshape(n, c, -1)
+    plane = math.prod(spatial)
+    rows = input.reshape(n, c, plane).transpose(1, 2).reshape(n * plane, c)
+    base = np.arange(n, dtype=np.int64)[:, None] * plane
     out = None
     for pos, weight in taps:
         valid = np.ones(pos[0].shape, dtype=bool)
@@ -324,13 +329,12 @@ def _sample_taps(input, taps):
             valid &= (p >= 0) & (p < size)
             index = index * size + np.clip(p, 0, size - 1)
         m = index.shape[1]
-        idx = _const(index.reshape(n, 1, m), input).expand(n, c, m)
-        val = FUNCTIONS["gather"](flat, 2, idx)
+        val = FUNCTIONS["index_select"](rows, 0, _const((index + base).reshape(-1), input))
         scale = _const(valid.astype(input.dtype.np), input)
         scale = scale if weight is None else weight * scale
-        term = val * scale.reshape(n, 1, m)
+        term = val.reshape(n, m, c) * scale.reshape(n, m, 1)
         out = term if out is None else out + term
-    return out
+    return out.transpose(1, 2)
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
