@@ -166,6 +166,11 @@ from .special import mvlgamma, sinc, xlogy
 
 special.install(Tensor)
 
+from . import dlpack as _dlpack
+from .dlpack import from_dlpack
+
+_dlpack.install(Tensor)
+
 Tensor.dist = dist
 
 
