@@ -414,3 +414,12 @@ def test_norm_modules_in_eval(name, args, kwargs, shape):
     x = np.random.default_rng(4).standard_normal(shape)
     a, b = tm(torch.tensor(x)), em(eager.tensor(x))
     np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), **TOL)
+
+
+def test_parameter_module_path():
+    from eager.nn.parameter import Buffer, Parameter, UninitializedParameter, is_lazy
+
+    assert Parameter is enn.Parameter and Buffer is enn.Buffer
+    assert is_lazy(UninitializedParameter()) and not is_lazy(Parameter(eager.ones(1)))
+    assert is_lazy(enn.LazyLinear(3).weight) == torch.nn.parameter.is_lazy(
+        torch.nn.LazyLinear(3).weight)

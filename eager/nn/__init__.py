@@ -74,3 +74,4 @@ from .dropout import (
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .misc_layers import (
     Bilinear, ChannelShuffle, EmbeddingBag, Fold, PixelShuffle, PixelUnshuffle, Unfold)
+from . import parameter  # (torch.nn.parameter: Parameter, Buffer, Uninitialized*)
