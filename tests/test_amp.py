@@ -50,6 +50,12 @@ def _cases(lib):
         "cat f32": lambda: lib.cat([x, x]), "add mixed": lambda: x + h,
         "einsum": lambda: lib.einsum("ij,jk->ik", x, w), "dot": lambda: lib.dot(x[0], x[1]),
         "trace": lambda: lib.trace(h), "mean": lambda: h.mean(),
+        "conv3d": lambda: F.conv3d(img[:, :, None].expand(2, 3, 2, 6, 6), k[:, :, None]),
+        "conv_transpose2d": lambda: F.conv_transpose2d(img, k.transpose(0, 1)),
+        "soft_margin_loss": lambda: F.soft_margin_loss(h, h.sign()),
+        "triplet_margin_loss": lambda: F.triplet_margin_loss(h, h * 2, h * 3),
+        "max_pool3d": lambda: F.max_pool3d(img[:, :, None].to(lib.bfloat16), (1, 2, 2)),
+        "group_norm": lambda: F.group_norm(h.reshape(2, 4, 4), 2),
     }
 
 

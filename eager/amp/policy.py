@@ -15,6 +15,7 @@ matmul run low precision, as in PyTorch). Imports `eager.dispatch` only.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import types
 
@@ -251,33 +252,78 @@ def autocast_hook(op, inputs: tuple, attrs: dict):
     return _run_excluded(dispatch.apply, op, inputs, attrs)
 
 
+def _autocast_call(name: str, fn, args: tuple, kwargs: dict):
+    """`fn(*args, **kwargs)` under the policy for `name` (see `autocast_function`)."""
+    t = target_dtype(name, args + tuple(kwargs.values()), kwargs)
+    if t is None:
+        return fn(*args, **kwargs)
+    dev, to = t
+    if to is not None:
+        args = _run_excluded(_cast, args, to, dev)
+        kwargs = {k: _run_excluded(_cast, v, to, dev) for k, v in kwargs.items()}
+    return _run_excluded(fn, *args, **kwargs)
+
+
+_WRAPPER = """
+def factory(hooks, call, name, fn):
+    def wrapper({params}):
+        if hooks.autocast_hook is None:
+            return fn({forward})
+        return call(name, fn, ({positional}), {{{keywords}}}{extra})
+    return wrapper
+"""
+
+
+def _make_wrapper(name: str, fn):
+    """A function with `fn`'s own signature (names, defaults, so `inspect.signature` and
+    capture's argument binding see fn's), living in fn's module (its globals: capture inlines
+    it as it does fn, an `eager.nn` composition), whose body tests for a region and calls fn
+    directly or through `_autocast_call`."""
+    params, forward, positional, keywords = [], [], [], []
+    extra = ""
+    star = None
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            params.append(p.name)
+            forward.append(p.name)
+            positional.append(p.name + ",")
+        elif p.kind == p.VAR_POSITIONAL:
+            star = p.name
+            params.append("*" + p.name)
+            forward.append("*" + p.name)
+            positional.append("*" + p.name + ",")
+        elif p.kind == p.KEYWORD_ONLY:
+            if star is None:
+                params.append("*")
+                star = ""
+            params.append(p.name)
+            forward.append(f"{p.name}={p.name}")
+            keywords.append(f"{p.name!r}: {p.name},")
+        else:  # **kwargs
+            params.append("**" + p.name)
+            forward.append("**" + p.name)
+            extra = f" | {p.name}"
+    src = _WRAPPER.format(params=", ".join(params), forward=", ".join(forward),
+                          positional=" ".join(positional), keywords=" ".join(keywords),
+                          extra=extra)
+    env: dict = {}
+    exec(compile(src, f"<autocast wrapper of {fn.__qualname__}>", "exec"), env)  # noqa: S102
+    made = env["factory"](dispatch, _autocast_call, name, fn)
+    wrapper = types.FunctionType(made.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                 made.__closure__)
+    wrapper.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(wrapper, fn)
+    del wrapper.__wrapped__  # (its own signature is fn's already)
+    return wrapper
+
+
 def autocast_function(name: str):
     """Decorator for a Python-level function PyTorch's autocast lists under `name` (conv2d,
     mse_loss, ...): under an autocast region its tensor arguments (positional and keyword,
     also inside lists) are cast by the policy, and its body runs with autocast excluded.
-    Outside any region it costs one test."""
+    Outside any region it costs one test. The wrapper keeps fn's signature."""
 
     def wrap(fn):
-        hooks, target, excluded, cast = dispatch, target_dtype, _run_excluded, _cast
-
-        def wrapper(*args, **kwargs):
-            if hooks.autocast_hook is None:
-                return fn(*args, **kwargs)
-            t = target(name, args + tuple(kwargs.values()), kwargs)
-            if t is None:
-                return fn(*args, **kwargs)
-            dev, to = t
-            if to is not None:
-                args = excluded(cast, args, to, dev)
-                kwargs = {k: excluded(cast, v, to, dev) for k, v in kwargs.items()}
-            return excluded(fn, *args, **kwargs)
-
-        # the wrapper lives in fn's module (its globals), so capture inlines it as it does fn
-        # (an `eager.nn` composition); everything it uses is a closure cell
-        wrapper = types.FunctionType(wrapper.__code__, fn.__globals__, fn.__name__, None,
-                                     wrapper.__closure__)
-        functools.update_wrapper(wrapper, fn)
-        del wrapper.__wrapped__  # (capture binds arguments by the code's own signature)
-        return wrapper
+        return _make_wrapper(name, fn)
 
     return wrap

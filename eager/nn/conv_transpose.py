@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from .conv import _batched, _conv, _pad_list, _tuple, _windows
 
@@ -24,6 +25,7 @@ __all__ = ["conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_t
 _matmul = FUNCTIONS["matmul"]
 
 
+@autocast_function("conv3d")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution (cross-correlation) `torch.nn.functional.conv3d`: input
     (N, C_in, D, H, W) or unbatched (C_in, D, H, W), weight (C_out, C_in / groups, kD, kH,
@@ -126,6 +128,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return y.squeeze(0) if unbatched else y
 
 
+@autocast_function("conv_transpose1d")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """1-D transposed convolution `torch.nn.functional.conv_transpose1d` ("deconvolution",
@@ -138,6 +141,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 1, "conv_transpose1d")
 
 
+@autocast_function("conv_transpose2d")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """2-D transposed convolution `torch.nn.functional.conv_transpose2d`: input
@@ -147,6 +151,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation, 2, "conv_transpose2d")
 
 
+@autocast_function("conv_transpose3d")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """3-D transposed convolution `torch.nn.functional.conv_transpose3d`: input

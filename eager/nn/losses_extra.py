@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ir import dtypes as D
 
+from ..amp.policy import autocast_function
 from ..creation import arange, empty_like, ones_like, zeros_like
 from ..dispatch import FUNCTIONS as _F
 from .distance import pairwise_distance
@@ -82,6 +83,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@autocast_function("poisson_nll_loss")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """exp(input) - target * input (`log_input`), else input - target * log(input + eps); with
@@ -102,6 +104,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+@autocast_function("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), reduced (`torch.nn.functional.soft_margin_loss`); target
     +1/-1 of input's shape (broadcasting)."""
@@ -129,6 +132,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 # ---------------------------------------------------------------- margin and embedding losses
 
 
+@autocast_function("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), reduced
@@ -139,6 +143,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
+@autocast_function("hinge_embedding_loss")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """input where target != -1, plus max(0, margin - input) where target != 1, reduced
@@ -149,6 +154,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(out_margin + out_self, reduction)
 
 
+@autocast_function("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1
@@ -195,6 +201,7 @@ def _check_range(target, lo: int, hi: int, message: str) -> None:
         raise RuntimeError(message)
 
 
+@autocast_function("multi_margin_loss")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])**p * weight[y], divided by C, reduced
@@ -227,6 +234,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+@autocast_function("multilabel_margin_loss")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over the target classes j (target's entries before the first -1) and the other
     classes i of max(0, 1 - (x[j] - x[i])), divided by C, reduced over the samples
@@ -256,6 +264,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _reduce(loss, reduction)
 
 
+@autocast_function("triplet_margin_loss")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d = pairwise_distance(., ., p, eps); `swap` uses
@@ -311,6 +320,7 @@ def _lengths(v, device, n, name):
     return t
 
 
+@autocast_function("ctc_loss")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """The Connectionist Temporal Classification loss (`torch.nn.functional.ctc_loss`).

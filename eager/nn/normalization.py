@@ -9,6 +9,7 @@ Touches `eager` only.
 
 from __future__ import annotations
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from .conv import batch_norm
 from .conv_layers import _BatchNorm
@@ -35,6 +36,7 @@ def _affine(out, weight, bias, c: int):
     return out
 
 
+@autocast_function("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalization (Wu & He, 2018) `torch.nn.functional.group_norm`: input (N, C, *)
     split into num_groups groups of channels, each normalised over its channels and spatial

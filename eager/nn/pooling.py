@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from .conv import _adaptive_avg_pool, _avg_pool, _max_pool, _tuple, avg_pool1d, avg_pool2d
 
@@ -53,6 +54,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
                      "max_pool2d")
 
 
+@autocast_function("max_pool3d")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """3-D max pooling `torch.nn.functional.max_pool3d`: (N, C, D, H, W) or (C, D, H, W) ->
@@ -68,6 +70,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@autocast_function("avg_pool3d")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """3-D average pooling `torch.nn.functional.avg_pool3d`: (N, C, D, H, W) or (C, D, H, W)
@@ -76,6 +79,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      divisor_override, "avg_pool3d")
 
 
+@autocast_function("adaptive_avg_pool3d")
 def adaptive_avg_pool3d(input, output_size):
     """`torch.nn.functional.adaptive_avg_pool3d`: (N, C, D, H, W) or (C, D, H, W) ->
     (..., *output_size); windows as `adaptive_avg_pool2d`."""

@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 from .module import Module
