@@ -423,3 +423,19 @@ def test_parameter_module_path():
     assert is_lazy(UninitializedParameter()) and not is_lazy(Parameter(eager.ones(1)))
     assert is_lazy(enn.LazyLinear(3).weight) == torch.nn.parameter.is_lazy(
         torch.nn.LazyLinear(3).weight)
+
+
+@pytest.mark.parametrize("name,args,shape", [("LazyLinear", (4,), (3, 5)),
+                                             ("LazyConv2d", (4, 3), (2, 3, 6, 5)),
+                                             ("LazyBatchNorm1d", (), (4, 3))])
+def test_lazy_module_loads_a_checkpoint_before_its_first_call(name, args, shape):
+    x = np.random.default_rng(0).standard_normal(shape)
+    tm = getattr(torch.nn, name)(*args).double()
+    tm(torch.tensor(x))
+    tm.eval()
+    em = getattr(enn, name)(*args).double()
+    load_from_torch(em, tm)
+    assert not em.has_uninitialized_params()
+    em.eval()
+    np.testing.assert_allclose(em(eager.tensor(x)).detach().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), **TOL)

@@ -149,6 +149,19 @@ class LazyModuleMixin:
             object.__setattr__(self, name, placeholder)
         return out
 
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        """Placeholders with an entry in `state_dict` are materialized to its shape first,
+        so a checkpoint loads into a lazy module before any call (torch's `_lazy_load_hook`).
+        """
+        tensors = list(self._parameters.items()) + list(self._buffers.items())
+        for name, t in tensors:
+            value = state_dict.get(prefix + name)
+            if isinstance(t, UninitializedTensorMixin) and value is not None and \
+                    not isinstance(value, UninitializedTensorMixin):
+                with no_grad():
+                    t.materialize(tuple(value.shape))
+        return super()._load_from_state_dict(state_dict, prefix, *args)
+
     def has_uninitialized_params(self) -> bool:
         tensors = list(self._parameters.values()) + list(self._buffers.values())
         return any(isinstance(t, UninitializedTensorMixin) for t in tensors)
