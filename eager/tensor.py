@@ -704,3 +704,17 @@ def _untensor(seq):
     return [x.item() if isinstance(x, Tensor) else
             _untensor(x) if isinstance(x, (list, tuple)) else x for x in seq]
 
+
+def wrap_array(arr) -> Tensor:
+    """A plain Tensor over array `arr` (no copy, no checks, no history): the one helper by
+    which the engine, backward plans, programs and lazy results make Tensors of arrays they
+    computed (the same state as `Tensor._init_autograd`, set in one go)."""
+    t = _tnew(Tensor)
+    t._data = arr
+    t.requires_grad = t._retains_grad = False
+    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+    t._vc = [0]
+    return t
+
+
+_tnew = Tensor.__new__

@@ -22,7 +22,7 @@ from sys import getrefcount
 import numpy as np
 
 from .. import grad_mode
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_array
 from . import anomaly, plans, programs
 from .lazy import LF
 from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
@@ -191,7 +191,7 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
                         g = None
                         continue
                     if type(g) is _ND:
-                        g = plans._wrap(g)
+                        g = wrap_array(g)
                     hk = node._hk
                     if hk is not None:
                         g = hk.before(node, g)
@@ -237,7 +237,7 @@ def _steal(var: Tensor, g) -> bool:
     when the leaf has no grad and no hooks (PyTorch steals an unshared gradient)."""
     if var.grad is None and var._backward_hooks is None and g.base is None and \
             g.flags.writeable and getrefcount(g) <= 3:  # the loop's, the argument, getrefcount's
-        var.grad = plans._wrap(g)
+        var.grad = wrap_array(g)
         return True
     return False
 
@@ -251,7 +251,7 @@ def _capture(captured: dict, slots: list, g, num_outputs: int) -> None:
 
 
 def _tensor(g) -> Tensor:
-    return plans._wrap(g) if type(g) is _ND else g
+    return wrap_array(g) if type(g) is _ND else g
 
 
 def _sum_any(a, b):

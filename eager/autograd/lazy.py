@@ -20,7 +20,7 @@ from ir import dtypes as D
 from ir.execute import namespace_of, opmath, run_kernel
 from ir.opdef import OpDef, TensorMeta
 
-from ..tensor import Size, Tensor
+from ..tensor import Size, Tensor, wrap_array
 
 
 class MetaTensor(Tensor):
@@ -126,13 +126,6 @@ def _fast_eligible(op: OpDef) -> bool:
 SMALL = 1 << 14  # elements: below this, computing an unneeded gradient costs less than laziness
 
 
-def _new(arr) -> Tensor:
-    t = Tensor.__new__(Tensor)
-    t._data = arr
-    t._init_autograd()
-    return t
-
-
 def _fast(op: OpDef, inputs: tuple, attrs: dict, cache: dict):
     """Elementwise ops on CPU operands of one shape (and numbers): the dtype rule cached per
     operand dtypes, the shape is the operands'. Small results are computed at once (laziness
@@ -186,7 +179,7 @@ def _fast(op: OpDef, inputs: tuple, attrs: dict, cache: dict):
                 r = r.astype(onp)
         else:
             r = run_kernel(np, op, arrays, attrs, compute, out_dtype)
-        return _new(r)
+        return wrap_array(r)
     return Lazy(TensorMeta(shape, out_dtype, "cpu"), _run(op, inputs, attrs, compute, out_dtype))
 
 

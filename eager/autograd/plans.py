@@ -28,7 +28,7 @@ from ir.opdef import OpDef, TensorMeta
 from ir.scalar import ArrayBuilder
 
 from ..caches import remember
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap_array
 from .lazy import MetaTensor
 
 _B = ArrayBuilder(np)
@@ -314,7 +314,7 @@ def run_arrays(node, ga) -> list | None:
     if fn is None:
         if key in PLANS:
             return None
-        fn = remember(PLANS, key, build(node, _wrap(ga)), MAX_PLANS)
+        fn = remember(PLANS, key, build(node, wrap_array(ga)), MAX_PLANS)
         if fn is None:
             return None
     return fn(*args)
@@ -330,18 +330,6 @@ def run(node, g) -> list | None:
         return None
     for i, r in enumerate(res):
         if r is not None:
-            res[i] = _wrap(r)
+            res[i] = wrap_array(r)
     r = None
     return res
-
-
-_tnew = Tensor.__new__
-
-
-def _wrap(arr) -> Tensor:
-    t = _tnew(Tensor)
-    t._data = arr
-    t.requires_grad = t._retains_grad = False
-    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-    t._vc = [0]
-    return t

@@ -29,7 +29,7 @@ from sys import getrefcount
 import numpy as np
 
 from ..caches import remember
-from ..tensor import MUTATIONS, Tensor
+from ..tensor import MUTATIONS, Tensor, wrap_array
 from . import plans
 from .nodes import AccumulateGrad, BackwardNode, _camel
 
@@ -214,7 +214,7 @@ def _plan_of(key, node, out):
     fn = plans.PLANS.get(key)
     if fn is None and key not in plans.PLANS:
         fn = remember(plans.PLANS, key,
-                            plans.build(node, plans._wrap(np.empty(out.shape, out.dtype))),
+                            plans.build(node, wrap_array(np.empty(out.shape, out.dtype))),
                             plans.MAX_PLANS)
     return fn
 
@@ -414,9 +414,9 @@ def _leaf(node, g) -> None:
     (the program's local, this argument and getrefcount's), else added or copied."""
     var = node.variable
     if var.grad is None and g.base is None and g.flags.writeable and getrefcount(g) <= 3:
-        var.grad = plans._wrap(g)
+        var.grad = wrap_array(g)
         return
-    t = plans._wrap(g)
+    t = wrap_array(g)
     g = None
     node.accumulate(t, False)
 
