@@ -109,7 +109,8 @@ def _cdist_impl(xp, x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_neces
     elif xp is np:
         from scipy.spatial.distance import cdist
 
-        r = np.stack([_direct_np(cdist, u, v, p=p) for u, v in zip(a, b)])
+        r = _direct_np(cdist, a[0], b[0], p=p)[None] if a.shape[0] == 1 else \
+            np.stack([_direct_np(cdist, u, v, p=p) for u, v in zip(a, b)])
     else:
         r = _direct_xp(xp, a, b, p)
     return r.astype(x1.dtype, copy=False).reshape(shape)
