@@ -31,7 +31,7 @@ from . import grad_mode
 from .autograd import BackwardNode, engine  # imported by eager before this module
 from .autograd.record import ONE, new_table, record, record_many
 from .caches import remember
-from .tensor import Tensor, bump_version
+from .tensor import FUNCTIONS, Tensor, bump_version
 
 VIEW_KINDS = ("view",)
 
@@ -469,7 +469,6 @@ def _make_inplace_dunder(op: OpDef):
     return method
 
 
-FUNCTIONS: dict[str, object] = {}
 
 
 def install(namespace: dict) -> None:

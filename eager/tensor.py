@@ -19,6 +19,7 @@ from ir.opdef import TensorMeta, normalize_dim
 
 from . import grad_mode
 from .device import CPU, device, device_of_array, resolve, to_device
+from .printing import tensor_repr
 
 __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
@@ -26,6 +27,8 @@ __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 # (any version counter going up), `.data` swaps, hooks added, saved tensors released. A backward
 # program found by the root's structure id (eager/autograd/programs.py) runs only when nothing
 # changed since the graph's first node was recorded; otherwise the graph is walked and checked.
+# op name -> eager's function (`eager.add`): filled by `dispatch.install`, read by methods below
+FUNCTIONS: dict = {}
 MUTATIONS = [0]
 
 
@@ -275,8 +278,6 @@ class Tensor:
     @property
     def real(self) -> Tensor:
         """The real part: a view of a complex tensor (self for a real one)."""
-        from .dispatch import FUNCTIONS
-
         return FUNCTIONS["real"](self)
 
     @real.setter
@@ -286,8 +287,6 @@ class Tensor:
     @property
     def imag(self) -> Tensor:
         """The imaginary part, a view; RuntimeError for a real tensor (as PyTorch)."""
-        from .dispatch import FUNCTIONS
-
         return FUNCTIONS["imag"](self)
 
     @imag.setter
@@ -425,8 +424,6 @@ class Tensor:
         if dtype is not None:
             dtype = D.to_dtype(dtype)
             if dtype is not t.dtype:
-                from .dispatch import FUNCTIONS
-
                 return FUNCTIONS["cast"](t, dtype)
         return t.clone() if copy and t is self else t
 
@@ -543,8 +540,6 @@ class Tensor:
 
     def copy_(self, src, non_blocking=False) -> Tensor:
         """Copy `src` (broadcast to self's shape, any dtype, any device) into self."""
-        from .dispatch import FUNCTIONS
-
         if not isinstance(src, Tensor):
             src = Tensor(src)
         if src.device != self.device:
@@ -570,8 +565,6 @@ class Tensor:
         return object.__format__(self, format_spec)
 
     def __repr__(self) -> str:
-        from .printing import tensor_repr
-
         return tensor_repr(self)
 
     def __iter__(self):
@@ -648,8 +641,6 @@ def _autograd_backward():
 
 def _move(t: Tensor, dev: device) -> Tensor:
     """A copy of `t` on device `dev`; gradients flow back (to the original device)."""
-    from .dispatch import FUNCTIONS
-
     to_device(np.empty(0), dev)  # raises PyTorch's error early when the device is missing
     return FUNCTIONS["_to_copy"](t, str(dev))
 

@@ -24,7 +24,6 @@ from ir import dtypes as D
 from ir.opdef import OpDef, TensorMeta, sum_to_shape
 
 from ..tensor import MUTATIONS, Tensor, bump_version
-from . import plans
 from .hooks import NodeHooks, TensorAutogradMeta
 from .lazy import MetaTensor, dtype_of, shape_of
 
@@ -253,7 +252,7 @@ class BackwardNode(Node):
                 args[i] = _Stale(x, f"operand {i} of {self.name()}", v)
         if not create_graph and args is saved and self.out_data is not None and \
                 self.out_vc[0] == self.out_version:
-            grads = plans.run(self, g)
+            grads = PLAN_RUN[0](self, g)
             if grads is not None:
                 return grads
         grads = self.op.backward(F, g, self.saved_output(create_graph), *args, **self.attrs)
@@ -385,6 +384,10 @@ def _freed(info):
     shape, npdtype = info
     return _Unavailable(TensorMeta(shape, D.from_numpy(npdtype), "cpu"), FREED)
 
+
+# `plans.run(node, g)`, registered by plans.py (which imports this module): a node's rule as its
+# traced plan without create_graph, or None to run the rule the generic way.
+PLAN_RUN: list = [lambda node, g: None]
 
 # Called as fn(node, inputs) when a BackwardNode is built (anomaly tracing, inference-tensor
 # checks); empty by default.

@@ -29,7 +29,9 @@ from ir.scalar import ArrayBuilder
 
 from ..caches import remember
 from ..tensor import Tensor, wrap_array
+from . import nodes
 from .lazy import MetaTensor
+from .nodes import finish_grads
 
 _B = ArrayBuilder(np)
 _UNTRACEABLE: set = set()  # op names whose rules read data
@@ -200,8 +202,6 @@ _DEFAULT = D._default_float  # [the default dtype]: read by get_default_dtype()
 
 def build(node, g):
     """Trace `node`'s rule on symbols; returns the plan function or None (untraceable)."""
-    from .engine import finish_grads
-
     op = node.op
     tracer = _Tracer()
     ns = _TraceNamespace(tracer)
@@ -256,14 +256,15 @@ def build(node, g):
     return fn
 
 
+# Caches built from plans (programs.py registers its own): emptied with PLANS.
+DERIVED: list = []
+
+
 def clear() -> None:
     """Forget every traced plan, and the backward programs (`programs.py`) built from them."""
-    from . import programs
-
     PLANS.clear()
-    programs.PROGRAMS.clear()
-    programs.SEEN.clear()
-    programs.BY_ID.clear()
+    for cache in DERIVED:
+        cache.clear()
 
 
 def _dtype(a):
@@ -333,3 +334,6 @@ def run(node, g) -> list | None:
             res[i] = wrap_array(r)
     r = None
     return res
+
+
+nodes.PLAN_RUN[0] = run

@@ -38,6 +38,7 @@ PROGRAMS: dict = {}
 SEEN: dict = {}  # structures seen once
 BY_ID: dict = {}  # a root's structure id (`record`) -> its program behind guards (`_guarded`)
 MAX_PROGRAMS = 512
+plans.DERIVED += (PROGRAMS, SEEN, BY_ID)  # (emptied with the plans they were built from)
 MAX_NODES = 256  # larger graphs: the engine's loop (a program's source grows with the graph)
 
 
