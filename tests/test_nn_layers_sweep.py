@@ -475,3 +475,33 @@ def test_add_at_kernel_matches_numpy_add_at():
             np.add.at(a, key, vals)
             add_at(np, b, key, vals)
             np.testing.assert_allclose(b, a, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["convT2d", "convT1d_dilated", "convT2d_dilated", "fold",
+                                  "interpolate", "grid_sample", "group_norm", "embedding_bag"])
+def test_second_derivatives(name):
+    """gradgradcheck (finite differences of the analytic gradient) in float64."""
+    from eager.autograd import gradgradcheck
+
+    rng = np.random.default_rng(0)
+
+    def t(*shape):
+        return eager.tensor(rng.standard_normal(shape), requires_grad=True)
+    fn, args = {
+        "convT2d": (lambda x, w: EF.conv_transpose2d(x, w, stride=2, padding=1),
+                    (t(1, 2, 3, 3), t(2, 3, 3, 3))),
+        "convT1d_dilated": (lambda x, w: EF.conv_transpose1d(x, w, stride=2, dilation=2),
+                            (t(1, 2, 4), t(2, 3, 3))),
+        "convT2d_dilated": (lambda x, w: EF.conv_transpose2d(x, w, stride=(1, 2), padding=1,
+                                                             dilation=(2, 1)),
+                            (t(1, 2, 3, 3), t(2, 2, 2, 3))),
+        "fold": (lambda x: EF.fold(x, (4, 5), 2, dilation=(2, 1), padding=1), (t(1, 8, 24),)),
+        "interpolate": (lambda x: EF.interpolate(x, scale_factor=1.5, mode="bicubic"),
+                        (t(1, 2, 3, 4),)),
+        "grid_sample": (lambda x, g: EF.grid_sample(x, g * 0.9, align_corners=False),
+                        (t(1, 2, 3, 4), t(1, 2, 3, 2))),
+        "group_norm": (lambda x, w, b: EF.group_norm(x, 2, w, b), (t(2, 4, 3), t(4), t(4))),
+        "embedding_bag": (lambda w: EF.embedding_bag(eager.tensor([1, 2, 3, 1]), w,
+                                                     eager.tensor([0, 2])), (t(5, 3),)),
+    }[name]
+    assert gradgradcheck(fn, args)

@@ -3,9 +3,10 @@
 
 A transposed convolution is the adjoint of a convolution: each input position scatters
 `weight^T @ x` (one batched `matmul` per group) into a window of the output, which is col2im.
-col2im (`fold`) is the adjoint of the im2col window view: the registry's `_adjoint` op of an
-`as_strided` window view (a scatter-add), whose own backward is the window view again, so
-gradients and double gradients need nothing new. `conv3d` is `eager.nn.conv`'s im2col + GEMM
+col2im (`fold`) is the adjoint of the im2col window view: per spatial dim the registry's
+`_adjoint` of an `unfold` view (strided adds; dilated kernels spread to their effective size
+with zeros first), whose own backward is the unfold view again, so gradients and double
+gradients need nothing new. `conv3d` is `eager.nn.conv`'s im2col + GEMM
 convolution with three spatial dims.
 Semantics, argument orders, defaults and error messages: torch.nn.functional (conv3d,
 conv_transpose1d/2d/3d, conv_tbc, unfold, fold). Touches `eager` only.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ..amp.policy import autocast_function
+from ..creation import zeros
 from ..dispatch import FUNCTIONS
 from .conv import _batched, _conv, _pad_list, _tuple, _windows
 
@@ -36,26 +38,38 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _col2im(cols, out_shape, kernel, stride, dilation, pads):
     """Sum the windows `cols` (N, C, *blocks, *kernel) into a zero (N, C, *padded) image
-    (padded = out + lo + hi per dim) and crop the padding: the adjoint of `_windows`."""
+    (padded = out + lo + hi per dim) and crop the padding: the adjoint of `_windows`, as one
+    `unfold` adjoint per dim (k strided adds each). A dilated kernel is first spread to its
+    effective size dl * (k - 1) + 1 with zeros between the taps."""
     nd = len(kernel)
-    n, c = cols.shape[0], cols.shape[1]
     padded = tuple(o + lo + hi for o, (lo, hi) in zip(out_shape, pads))
-    plane = [math.prod(padded[d + 1:]) for d in range(nd)]
-    blocks = tuple(cols.shape[2:2 + nd])
-    if all(dl == 1 for dl in dilation):  # adjoints of one unfold per dim: k strided adds each
-        img = cols
-        for d in range(nd - 1, -1, -1):
-            shape = tuple(img.shape[:2 + d]) + (padded[d],) + tuple(img.shape[3 + d:-1])
-            attrs = (("dimension", 2 + d), ("size", kernel[d]), ("step", stride[d]))
-            img = FUNCTIONS["_adjoint"](img, shape, "unfold", attrs)
-        return _crop(img, out_shape, pads)
-    size = (n, c) + blocks + tuple(kernel)
-    strides = (c * math.prod(padded), math.prod(padded)) + \
-        tuple(s * p for s, p in zip(stride, plane)) + \
-        tuple(dl * p for dl, p in zip(dilation, plane))
-    attrs = tuple(sorted({"size": size, "stride": strides, "storage_offset": 0}.items()))
-    return _crop(FUNCTIONS["_adjoint"](cols, (n, c) + padded, "as_strided", attrs), out_shape,
-                 pads)
+    img = _spread_taps(cols, dilation)
+    for d in range(nd - 1, -1, -1):
+        shape = tuple(img.shape[:2 + d]) + (padded[d],) + tuple(img.shape[3 + d:-1])
+        attrs = (("dimension", 2 + d), ("size", img.shape[-1]), ("step", stride[d]))
+        img = FUNCTIONS["_adjoint"](img, shape, "unfold", attrs)
+    return _crop(img, out_shape, pads)
+
+
+def _spread_taps(cols, dilation):
+    """(N, C, *blocks, *kernel) -> (N, C, *blocks, *effective kernel): tap j of a dim with
+    dilation dl moves to j * dl, zeros between. (Loop bodies stay short: capture cannot
+    follow a loop whose FOR_ITER needs an EXTENDED_ARG.)"""
+    nd = len(dilation)
+    for d, dl in enumerate(dilation):
+        cols = _spread_axis(cols, 2 + nd + d, dl)
+    return cols
+
+
+def _spread_axis(cols, axis, dl):
+    if dl == 1:
+        return cols
+    k = cols.shape[axis]
+    gap = tuple(cols.shape[:axis + 1]) + (dl - 1,) + tuple(cols.shape[axis + 1:])
+    spread = FUNCTIONS["cat"]([cols.unsqueeze(axis + 1),
+                               zeros(gap, dtype=cols.dtype, device=cols.device)], axis + 1)
+    shape = tuple(cols.shape[:axis]) + (k * dl,) + tuple(cols.shape[axis + 1:])
+    return spread.reshape(shape).narrow(axis, 0, dl * (k - 1) + 1)
 
 
 def _crop(img, out_shape, pads):
