@@ -57,6 +57,7 @@ class _Plan:
                            ("output", outputs[n]) if n in outputs else ("extra", j)
                            for j, n in enumerate(self.saved)]
         self.fwd = compile_graph(self.fwd_graph)
+        self.in_meta = self.outs_meta = None  # (shape, dtype) lists, from the first call
         self.bwds: dict = {}
         self.bwd_graph = self._add_backward(self.differentiable, bwd_graph, self.saved)
         self.bwd = self.bwds[self.differentiable][0]  # (every differentiable output seeded)
@@ -131,6 +132,26 @@ class AOTGraph:
         self.plain = None
         self.plans: dict = {}
 
+    def fixed_call(self):
+        """The call for one cache entry, whose guards fix the inputs' shapes, dtypes and
+        `requires_grad` and the grad mode: the first call finds the plan, later ones go
+        straight to `_apply_direct` (unless anomaly mode or forward AD ask for the general
+        `Function.apply`)."""
+        found = []
+
+        def call(*inputs):
+            if found:
+                if engine._CHECKS or forward_ad._LEVEL:
+                    return self(*inputs)
+                return _apply_direct(found[0], inputs)
+            out = self(*inputs)
+            wrt = tuple(isinstance(t, Tensor) and t.requires_grad for t in inputs)
+            if any(wrt) and wrt in self.plans:
+                found.append(self.plans[wrt])
+            return out
+
+        return call
+
     def __call__(self, *inputs) -> tuple:
         wrt = tuple(isinstance(t, Tensor) and t.requires_grad for t in inputs)
         if not any(wrt):
@@ -161,13 +182,19 @@ def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
     wrt = plan.wrt
     ctx.needs_input_grad = plan.needs_input_grad
     ctx.next_functions = (NO_EDGE, *[edge_of(t) if w else NO_EDGE for t, w in zip(inputs, wrt)])
-    ctx._in_meta = [None, *[(t._data.shape, t.dtype) for t in inputs]]
+    in_meta = plan.in_meta  # (the guards of the entry fix the inputs' shapes and dtypes)
+    if in_meta is None:
+        in_meta = plan.in_meta = [None, *[(t._data.shape, t.dtype) for t in inputs]]
+    ctx._in_meta = in_meta
     ctx.plan = plan
     ctx.materialize_grads = False
     n = plan.n_out
     outs = tuple([Tensor._make(np.asarray(a)) for a in res[:n]])
     ctx.num_outputs = n
-    ctx._outs = [(o._data.shape, o.dtype) for o in outs]
+    outs_meta = plan.outs_meta
+    if outs_meta is None:
+        outs_meta = plan.outs_meta = [(o._data.shape, o.dtype) for o in outs]
+    ctx._outs = outs_meta
     for i in plan.diff_index:
         o = outs[i]
         o.requires_grad, o.grad_fn = True, ctx
@@ -195,11 +222,10 @@ def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
 
 def supported(graph) -> bool:
     """Graphs the bridge handles: every output a tensor Node and every node differentiable
-    or not on a gradient path (the backward builder raises otherwise), and every op recorded with
-    grad mode on (a `no_grad` region inside the graph keeps the eager-autograd path)."""
-    return (all(isinstance(o, Node) for o in graph.output_node.args[0])
-            and all(n.meta.get("grad_enabled", True) for n in graph.nodes
-                    if n.op == "call_function"))
+    or not on a gradient path (the backward builder raises otherwise). Ops recorded under
+    `no_grad` (BatchNorm's running statistics, an optimizer-style update) end gradient paths
+    (`grad_paths` reads each node's `grad_enabled`), as eager records no history for them."""
+    return all(isinstance(o, Node) for o in graph.output_node.args[0])
 
 
 def aot_function(graph, compile_graph):

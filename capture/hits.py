@@ -159,11 +159,12 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     if aot:  # the AOT bridge (its own autograd node); disabled or failing: the general path
         n = len(runner.graph.output_node.args[0])
         args = ", ".join(f"___i{k}" for k in range(len(entry.input_sources)))
-        lines += ["    ___aot = ___runner.aot", "    if ___aot is None:",
+        lines += ["    if ___runner.aot is None:",
                   "        return ___GENERAL", "    try:",
                   f"        {''.join(f'___o{k}, ' for k in range(n)) + '= ' if n else ''}"
                   f"___aot({args})", "    except Exception:", "        return ___GENERAL"]
         ns["___runner"] = runner
+        ns["___aot"] = runner.aot.fixed_call()  # (the guards fix requires_grad and shapes)
     elif not runner.empty:
         n = len(runner.graph.output_node.args[0])
         outs = "".join(f"___o{k}, " for k in range(n))

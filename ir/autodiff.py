@@ -160,8 +160,9 @@ def grad_paths(fwd: Graph, wrt) -> set:
     """The placeholders `wrt` (one bool per placeholder) and every node on a path from them
     through differentiable ops: the values eager autograd records (`requires_grad` results)."""
     needs = {p for p, w in zip(fwd.placeholders, wrt) if w}
-    for n in fwd.nodes:
+    for n in fwd.nodes:  # (a node recorded under no_grad, meta grad_enabled False, ends a path)
         if (n.op == "call_function" and n.target.differentiable
+                and n.meta.get("grad_enabled", True)
                 and any(a in needs for a in n.all_input_nodes) and _float_result(n)):
             needs.add(n)
     return needs
@@ -293,12 +294,16 @@ def decompose(graph: Graph) -> Graph:
     def expand(rec, node, args, kwargs):
         if node.target.decomp is None:
             return None
+        start = len(rec.graph.nodes)
         try:
             r = node.target.decomp(rec.F, *args, **kwargs)
         except Exception:  # noqa: BLE001 (keep the composite node: it runs as a library call)
             return None
         if not isinstance(r, Value):
             return None
+        if node.meta.get("grad_enabled", True) is False:  # its steps ran under no_grad too
+            for n in list(rec.graph.nodes)[start:]:
+                n.meta["grad_enabled"] = False
         mark_composite(r.node, node.target, _node_of(args), kwargs)
         return r
 

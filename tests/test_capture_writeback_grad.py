@@ -166,3 +166,28 @@ def test_torch_counts():
     a = torch.ones(2, requires_grad=True)
     e = dynamo.explain(tmul)(a * 2, torch.ones(2, requires_grad=True))
     assert (e.graph_count, e.graph_break_count) == (1, 0)
+
+
+def test_batchnorm_training_runs_on_the_aot_bridge():
+    """BatchNorm in training mode updates its running statistics under no_grad inside the
+    graph: those ops end gradient paths (as eager records no history for them), so the graph
+    runs on the compiled forward/backward pair, not through eager autograd; gradients and
+    running statistics equal eager's."""
+    def build():
+        eager.manual_seed(0)
+        return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(4 * 6 * 6, 3)).train()
+
+    ref, mod = build(), build()
+    cm = capture.compile(mod, backend="llvm")
+    x = np.random.default_rng(3).standard_normal((2, 5, 1, 6, 6)).astype(np.float32)
+    for i in range(2):
+        (ref(_t(x[i])) ** 2).sum().backward()
+        (cm(_t(x[i])) ** 2).sum().backward()
+    for (n, a), (_, b) in zip(ref.named_parameters(), mod.named_parameters()):
+        np.testing.assert_allclose(_np(b.grad), _np(a.grad), rtol=1e-4, atol=1e-5, err_msg=n)
+    for (n, a), (_, b) in zip(ref.named_buffers(), mod.named_buffers()):
+        np.testing.assert_allclose(_np(b), _np(a), rtol=1e-5, atol=1e-6, err_msg=n)
+    entries = cm.__wick_compiled__.entries
+    assert len(entries) == 1 and entries[0].runner.aot is not None
+    assert entries[0].runner.aot.plans  # (the compiled backward ran)
