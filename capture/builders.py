@@ -192,8 +192,9 @@ class BuildOps:
     @handler("DELETE_SUBSCR")
     def DELETE_SUBSCR(self, inst):
         index, obj = self.stack[-1], self.stack[-2]
-        if isinstance(obj, (DictVariable, ListVariable)) and _fresh(self, obj) and \
-                index.is_constant():
+        if isinstance(obj, (DictVariable, ListVariable)) and index.is_constant() and (
+                isinstance(obj, DictVariable) or isinstance(index.value, int)):
+            self.out.side_effects.mutate(self, obj)  # (the caller's: replayed after)
             del obj.items[index.value]
         else:
             raise self.unsupported(f"mutation of Python state (del {obj.describe()}[...])")

@@ -456,6 +456,11 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         from .supers import super_attr
 
         return super_attr(tx, obj, name)
+    if isinstance(obj, UserObjectVariable) and obj.source is not None:
+        stored = tx.out.side_effects.load_attr(obj.value, name)  # `self.n = ...` before
+        if stored is not None:
+            return stored
+        tx.out.side_effects.note_read(obj, name)
     if isinstance(obj, (ModuleVariable, UserObjectVariable)):
         if _getter_runs_user_code(obj.value, name):  # a property: run it once, eagerly
             raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "
@@ -499,6 +504,12 @@ def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
         return ConstantVariable(device(meta.device))
     if name == "requires_grad":
         return ConstantVariable(t.requires_grad)
+    if name == "grad":
+        from .sideeffects import load_grad
+
+        got = load_grad(tx, t)
+        if got is not None:
+            return got
     if name == "is_leaf" and t.node.op == "call_function":
         return ConstantVariable(not t.requires_grad)
     if name == "T":
@@ -546,8 +557,7 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
     if isinstance(a, SequenceVariable) and isinstance(b, SequenceVariable) and base == "+":
         items = a.items + b.items
         if inplace and isinstance(a, ListVariable):
-            if a.source is not None:  # `xs += ys` on the caller's list: runs eagerly
-                raise tx.unsupported("mutation of an argument's list (+=)")
+            tx.out.side_effects.mutate(tx, a)  # the caller's list: replayed after the graph
             a.items = items
             return a
         return type(a)(items)

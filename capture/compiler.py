@@ -39,7 +39,7 @@ import numpy as np
 
 from eager import Tensor, grad_mode
 
-from . import backends, config, dynamic, effects, logs, registry, writeback
+from . import backends, config, dynamic, effects, logs, registry, sideeffects, writeback
 from .guards import GuardSet
 from .hits import (EAGER, GENERAL, MISS, _array_types, _guarded_general,  # noqa: F401
                    build_hit, make_dispatch)
@@ -107,6 +107,7 @@ class CacheEntry:
         self.final_grad = final_grad
         self.writebacks = list(writebacks)  # (input, output, grad): `writeback.apply`
         self.writebacks_grad = any(g for _, _, g in self.writebacks)
+        self.effects: list = []  # Python side effects replayed after the graph
         self.dynamic_numbers: set = set()  # int/float parameters that are graph inputs
         self.hit = None  # built by `CompiledFunction.add` (`build_hit`)
         self.pending = None  # a failed capture's entry, not cached yet (`CompiledFunction.miss`)
@@ -237,12 +238,16 @@ class CompiledFunction:
         if entry.writebacks:
             writeback.apply(entry.writebacks, inputs, outs, originals)
         objs = entry.fetch_objs(*args, **kwargs) if entry.fetch_objs is not None else ()
+        cells: dict = {}  # one object per list/dict the code built, however referenced
+        if entry.effects:
+            sideeffects.apply(entry.effects,
+                              lambda t: rebuild(t, outs, originals, objs, cells))
         if entry.mode == "graph":
-            result = rebuild(entry.template, outs, originals, objs)
+            result = rebuild(entry.template, outs, originals, objs, cells)
             if entry.final_grad is not None:
                 grad_mode._set(entry.final_grad)
             return result
-        return entry.continuation.run(outs, originals, objs)
+        return entry.continuation.run(outs, originals, objs, cells)
 
     def miss(self, args, kwargs):
         """No entry's guards hold: capture these arguments (under the lock), cache the entry
@@ -394,6 +399,13 @@ class CompiledFunction:
         except Exception as e:  # the user's own error (or a capture bug): eager decides
             return self._failed_entry(out, e, args, kwargs, recompile_reason)
         try:
+            py_effects = out.side_effects.finish(templater)
+        except CannotResume as e:  # a stored value capture cannot rebuild: eager decides
+            return self._eager_entry(out, BreakReason(
+                f"mutation of Python state ({e})", "-", self.code.co_filename,
+                self.code.co_firstlineno, ""), recompile_reason)
+        out.containers_by_id.clear()  # (keeps no argument alive)
+        try:
             pairs = writeback.finish(out, templater)
         except ValueError as e:  # a mutated input aliases another input: eager decides
             return self._eager_entry(out, BreakReason(
@@ -445,6 +457,7 @@ class CompiledFunction:
                            cont, cont and self.break_reasons[-1], recompile_reason,
                            {"capture_ms": capture_ms, "backend_ms": backend_ms}, dyn,
                            out.input_sources, templater.sources, final_grad, pairs)
+        entry.effects = py_effects  # Python side effects: `sideeffects.apply`
         if has_ops and logs.enabled("graph"):
             logs.log("graph", f"graph of {self.name} ({len(graph)} nodes"
                               f"{', dynamic ' + str(dyn) if dyn else ''}):\n{graph}")

@@ -165,6 +165,21 @@ def read_through(expr: str, names: dict) -> str:
     return expr
 
 
+def _number_source(expr: str, roots: set) -> bool:
+    """`expr` is a parameter, or an attribute/constant-key chain from a parameter or a name
+    of the guard namespace (`G`, a closure cell)."""
+    if "._data" in expr:  # a tensor's sizes: automatic dynamic shapes, not numbers
+        return False
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return False
+    if isinstance(node, ast.Name):
+        return node.id in roots
+    links = _chain(node)
+    return links is not None and links[0].id in roots
+
+
 class GuardSet:
     """Collects guard terms for one cache entry and builds the guard closure.
 
@@ -324,14 +339,15 @@ class GuardSet:
         return out
 
     def number_failures(self, args: tuple, kwargs: dict) -> list:
-        """Parameters whose value guard (`k == 3`) fails while their type (int or float, not
-        bool) still holds: automatic dynamic numbers recompile with them as graph inputs."""
+        """Sources whose value guard (`k == 3`, `self.steps == 3`, `G['n'] == 3`) fails while
+        their type (int or float, not bool) still holds: automatic dynamic numbers recompile
+        with them as graph inputs (parameters, and attributes or globals a frame updates)."""
         import re
 
         out = []
         for term in self.terms:
-            m = re.fullmatch(r"([A-Za-z_]\w*) == (.+)", term)
-            if not m or m.group(1) not in self._taken:
+            m = re.fullmatch(r"([A-Za-z_][\w.\[\]'\"]*) == (.+)", term)
+            if not m or not _number_source(m.group(1), self._taken | set(self.ns)):
                 continue
             try:
                 v = self._function(m.group(1), "value")(*args, **kwargs)

@@ -145,8 +145,8 @@ def build_hit(cf, entry) -> types.FunctionType:
 def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     runner = entry.runner
     if (entry.mode != "graph" or runner is None or runner.specs is not None
-            or entry.template is None or entry.writebacks):
-        return None  # (a write-back of mutated inputs: the general path)
+            or entry.template is None or entry.writebacks or entry.effects):
+        return None  # (a write-back of mutated inputs or Python side effects: general path)
     aot = runner.aot is not None and not runner.empty
     if not runner.empty and not aot and (runner.autograd or runner.compiled is None):
         return None

@@ -22,6 +22,7 @@ from ir.dtypes import DType
 
 from . import dynamic, pycalls
 from .guards import GuardSet, is_literal
+from .sideeffects import SideEffects
 from .transform import GradRestore, ResumeIter
 from .variables import (
     BuiltinVariable,
@@ -62,6 +63,8 @@ class OutputGraph:
         self.values: dict = {}  # source -> the tensor read at capture (`writeback.py`)
         self.writebacks: dict = {}  # source -> tracker of a mutated input (its final value)
         self.mutated: dict = {}  # placeholder node of a mutated input -> its tracker
+        self.side_effects = SideEffects(self)  # Python mutations replayed after the graph
+        self.containers_by_id: dict = {}  # id(list/dict read) -> (it, its one tracker)
 
     def globals_name(self, f_globals: dict) -> str:
         if f_globals is self.fn.__globals__:
@@ -73,8 +76,16 @@ class OutputGraph:
         known = self.by_source.get(source)
         if known is not None:
             return known
+        if type(value) in (list, dict, OrderedDict):  # one tracker per object (mutations)
+            seen = self.containers_by_id.get(id(value))
+            if seen is not None and seen[0] is value:
+                self.guards.add(f"{source} is {seen[1].source}")
+                self.by_source[source] = seen[1]
+                return seen[1]
         var = self._wrap(value, source)
         self.by_source[source] = var
+        if type(value) in (list, dict, OrderedDict):
+            self.containers_by_id[id(value)] = (value, var)
         return var
 
     def _wrap(self, value, source: str) -> VariableTracker:

@@ -36,7 +36,8 @@ PURE_BUILTINS = {
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
 CONTAINER_METHODS = {"append", "extend", "insert", "pop", "get", "items", "keys", "values",
-                     "copy", "index", "count", "update", "setdefault"}
+                     "copy", "index", "count", "update", "setdefault", "clear", "remove"}
+MUTATING = ("append", "extend", "insert", "pop", "update", "setdefault", "clear", "remove")
 
 
 def _const(vs) -> bool:
@@ -203,12 +204,10 @@ def _reduce(tx, f, args, kwargs) -> VariableTracker:
 
 def call_container_method(tx, m, args: list, kwargs: dict) -> VariableTracker:
     obj, name = m.obj, m.name
-    mutating = name in ("append", "extend", "insert", "pop", "update", "setdefault")
-    if mutating and obj.source is not None:
-        raise tx.unsupported(f"mutation of an argument's {obj.python_type().__name__} "
-                             f"({name})")
-    if not _const(list(kwargs.values())) or kwargs:
+    if kwargs and not (name == "update" and isinstance(obj, DictVariable)):
         raise tx.unsupported(f"{obj.describe()}.{name}() with keyword arguments")
+    if name in MUTATING:  # the caller's list/dict: replayed on it after the graph
+        tx.out.side_effects.mutate(tx, obj)
     if isinstance(obj, DictVariable):
         items = obj.items
         if name == "items":
@@ -229,8 +228,14 @@ def call_container_method(tx, m, args: list, kwargs: dict) -> VariableTracker:
                 return items.setdefault(key, default)
             if key in items or len(args) > 1:
                 return items.pop(key, default)
-        if name == "update" and len(args) == 1 and isinstance(args[0], DictVariable):
-            items.update(args[0].items)
+        if name == "update" and len(args) <= 1 and \
+                all(isinstance(a, DictVariable) for a in args):
+            for a in args:
+                items.update(a.items)
+            items.update(kwargs)
+            return ConstantVariable(None)
+        if name == "clear" and not args:
+            items.clear()
             return ConstantVariable(None)
     elif isinstance(obj, ListVariable):
         items = obj.items
@@ -245,6 +250,12 @@ def call_container_method(tx, m, args: list, kwargs: dict) -> VariableTracker:
             return ConstantVariable(None)
         if name == "pop" and len(args) <= 1 and _const(args):
             return items.pop(*(a.value for a in args))
+        if name == "clear" and not args:
+            items.clear()
+            return ConstantVariable(None)
+        if name == "remove" and len(args) == 1 and _const(items + args):
+            del items[[v.value for v in items].index(args[0].value)]  # a ValueError: the user's
+            return ConstantVariable(None)
         if name == "copy" and not args:
             return ListVariable(items)
         if name in ("index", "count") and _const(items + args):
@@ -285,9 +296,10 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
 
 def store_subscript(tx, obj, index, value) -> None:
     """`obj[index] = value`: on a list/dict built by the code, or on a fresh tensor."""
-    if isinstance(obj, (ListVariable, DictVariable)) and obj.source is None and \
-            index.is_constant():
-        obj.items[index.value] = value
+    if isinstance(obj, (ListVariable, DictVariable)) and index.is_constant() and (
+            isinstance(obj, DictVariable) or isinstance(index.value, int)):
+        tx.out.side_effects.mutate(tx, obj)  # (the caller's: replayed after the graph)
+        obj.items[index.value] = value  # an IndexError here is the user's
         return
     if isinstance(obj, TensorVariable):
         subscripts.setitem(tx, obj, index, value)

@@ -21,7 +21,7 @@ import operator
 import os
 from typing import TYPE_CHECKING
 
-from . import calls, config, vocabulary
+from . import calls, config, sideeffects, vocabulary
 from .breaks import BreakReason, GraphBreak, Snapshot, Unsupported
 from .builders import PY, TABLE, BuildOps, handler
 from .variables import (
@@ -143,6 +143,7 @@ class InstructionTranslator(BuildOps):
             self.out.instructions += 1
             if top:
                 snap = Snapshot(self)
+                snap.effects = self.out.side_effects.checkpoint()
                 if index in self.loop_heads and index not in self.loop_snaps:
                     self.loop_snaps[index] = snap
             try:
@@ -324,7 +325,10 @@ class InstructionTranslator(BuildOps):
     @handler("LOAD_GLOBAL")
     def LOAD_GLOBAL(self, inst):
         name = inst.argval
-        if name in self.f_globals:
+        stored = self.out.side_effects.load_global(self.f_globals, name)
+        if stored is not None:
+            var = stored
+        elif name in self.f_globals:
             var = self.out.wrap(self.f_globals[name], f"{self.globals_src}[{name!r}]")
         elif hasattr(builtins, name):
             self.out.guards.add(f"{name!r} not in {self.globals_src}")
@@ -355,8 +359,19 @@ class InstructionTranslator(BuildOps):
         self.push(NULL)
         self.push(var)
 
-    @handler("STORE_ATTR", "STORE_GLOBAL", "DELETE_ATTR", "DELETE_GLOBAL")
+    @handler("STORE_ATTR")
     def STORE_ATTR(self, inst):
+        obj, value = self.stack[-1], self.stack[-2]
+        sideeffects.store_attr(self, obj, inst.argval, value)  # replayed after the graph
+        self.popn(2)
+
+    @handler("STORE_GLOBAL")
+    def STORE_GLOBAL(self, inst):
+        sideeffects.store_global(self, inst.argval, self.stack[-1])
+        self.pop()
+
+    @handler("DELETE_ATTR", "DELETE_GLOBAL")
+    def DELETE_ATTR(self, inst):
         raise self.unsupported(f"mutation of Python state ({inst.opname} {inst.argrepr})")
 
     # ---- imports inside the function (`from .functional import gelu`)

@@ -213,6 +213,8 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return objs[t[1]]
     if kind == "null":
         return None  # a NULL stack slot: the resume function's prologue pushes it
+    if kind == "num":  # a dynamic number computed in the graph (0-d int64/float64)
+        return t[1](rebuild(t[2], outs, inputs, objs)._data)
     cells = {} if cells is None else cells
     r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
     if len(t) > 2 and kind in ("list", "set", "dict") and t[2] in cells:
@@ -361,8 +363,8 @@ class Continuation:
                 hit.mid_loop = True  # still inside the loop a callee broke in
         return hit
 
-    def values(self, outs, inputs, objs):
-        cells: dict = {}
+    def values(self, outs, inputs, objs, cells=None):
+        cells = {} if cells is None else cells
         stack = [rebuild(t, outs, inputs, objs, cells) for t in self.stack_t]
         locs = [rebuild(t, outs, inputs, objs, cells) for t in self.locals_t]
         if grad_mode.is_grad_enabled() != self.grad_enabled:
@@ -396,9 +398,9 @@ class InstContinuation(Continuation):
             k = len(self.stack_t) - pops + callee_slot
             self.stack_t[k] = ("callee", self.stack_t[k])
 
-    def run(self, outs, inputs, objs):
+    def run(self, outs, inputs, objs, cells=None):
         stack_t = self.stack_t
-        stack, locs = self.values(outs, inputs, objs)
+        stack, locs = self.values(outs, inputs, objs, cells)
         for k, t in enumerate(stack_t):
             if t[0] == "callee":
                 stack[k] = compiled_callee(self.cf, rebuild(t[1], outs, inputs, objs))
@@ -426,8 +428,8 @@ class BranchContinuation(Continuation):
         self.on_next = self.resume_fn(index + 1, layout, self.local_names)
         self.layout = layout
 
-    def run(self, outs, inputs, objs):
-        stack, locs = self.values(outs, inputs, objs)
+    def run(self, outs, inputs, objs, cells=None):
+        stack, locs = self.values(outs, inputs, objs, cells)
         try:
             truth = bool(rebuild(self.cond_t, outs, inputs, objs)) != self.negate
         except BaseException as e:
@@ -453,8 +455,8 @@ class LoopContinuation(Continuation):
         for k in self.exits:
             resume.make_resume(self.fn, k, self.layout[:self.exit_depth], names, name)
 
-    def run(self, outs, inputs, objs):
-        stack, locs = self.values(outs, inputs, objs)
+    def run(self, outs, inputs, objs, cells=None):
+        stack, locs = self.values(outs, inputs, objs, cells)
         args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
         r = self.loop_fn(*args, *locs)
         if not (type(r) is tuple and len(r) == 3 and r[0] is LOOP_EXIT):
@@ -492,8 +494,8 @@ class EagerContinuation(Continuation):
         if callee_slot is not None:
             self.callee_k = len(self.stack_t) - _pops(tx.instructions[index])[0] + callee_slot
 
-    def run(self, outs, inputs, objs):
-        stack, locs = self.values(outs, inputs, objs)
+    def run(self, outs, inputs, objs, cells=None):
+        stack, locs = self.values(outs, inputs, objs, cells)
         if self.callee_k is not None:  # a user function that broke while inlined
             stack[self.callee_k] = compiled_callee(self.cf, stack[self.callee_k])
         args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
@@ -582,6 +584,7 @@ def _continuation(cf, out, gb, tx, index, snap, start, cls, loop):
         while start and tx.instructions[start - 1].opname in ("PRECALL", "KW_NAMES"):
             start -= 1
     snap.restore()
+    out.side_effects.restore(getattr(snap, "effects", 0))  # what the break recorded: eager
     out.grad_enabled = snap.grad_enabled
     templater = Templater(out)
     templater.alias_intermediates = True  # eager code runs on: views must alias their bases

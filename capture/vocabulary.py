@@ -108,6 +108,12 @@ def _table() -> dict:
             _KEEP.append(obj)
             table[id(obj)] = (f"eager.Tensor.{name}", METHOD_RULES.get(name))
     _container_table(table)
+    from eager.optim.optimizer import Optimizer
+
+    from .sideeffects import zero_grad_rule
+
+    _KEEP.append(Optimizer.zero_grad)  # `p.grad = None` per parameter: Python side effects
+    table[id(Optimizer.zero_grad)] = ("eager.optim.Optimizer.zero_grad", zero_grad_rule)
     _TABLE = table
     return table
 

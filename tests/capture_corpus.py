@@ -651,7 +651,7 @@ CORPUS = [
     (b_while_loop, args(X), 2, 1),
     (b_two_breaks, args(X), 3, 2),
     (b_in_no_grad, args(X), 2, 1),
-    (b_mutation, args(X), 1, 1),
+    (b_mutation, args(X), 1, 0),  # a recorded store (capture/sideeffects.py)
     (b_breakpoint, args(X), 2, 1),
     (b_keep_locals, args(X, 2), 2, 1),
     (b_closure_live, args(X), 1, 1),
