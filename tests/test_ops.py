@@ -279,7 +279,6 @@ NOT_GRADCHECKED = {
                                    "complex")},
     **{name: _COMPLEX for name in ("_linalg_eig", "linalg_eig", "linalg_eigvals")},
     "linalg_matrix_rank": "not differentiable: an integer rank",
-    "geqrf": "not differentiable (as in PyTorch): Householder reflectors",
     **{name: _COMPLEX + " and tests/test_fft.py" for name in (
         "_fft_c2c", "_fft_r2c", *(f"fft_{k}{a}" for k in ("fft", "ifft", "rfft", "ihfft")
                                   for a in ("", "2", "n")))},

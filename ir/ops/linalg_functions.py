@@ -331,16 +331,6 @@ declare(
                                          {"part": p}) for p in ("a", "tau")]),
     test_dtypes=FLOATS_COMPLEX,
 )
-declare(
-    "geqrf", "composite", "input", decomp=lambda F, a: geqrf_result(F._geqrf(a, "a"),
-                                                                    F._geqrf(a, "tau")),
-    ref=lambda a: geqrf_result(_geqrf_impl(np, a, "a"), _geqrf_impl(np, a, "tau")),
-    sample_inputs=lambda rng, dt: iter([((_normal(rng, s, dt).astype(dt.np),), {})
-                                        for s in ((4, 3), (2, 3, 3))]),
-    test_dtypes=FLOATS_COMPLEX,
-)
-
-
 def _q_ref(a, tau):
     m = a.shape[-2]
     q = np.broadcast_to(np.eye(m, dtype=a.dtype), a.shape[:-2] + (m, m)).copy()
@@ -453,11 +443,9 @@ def _vander_decomp(F, x, N=None, increasing=True):
     if x.dtype is D.bool_:
         x = F.cast(x, D.int64)
     cols = [F.add(F.mul(x, 0), 1)] if n else []
-    if n > 1:
-        rep = F.expand(F.unsqueeze(x, -1), tuple(x.shape) + (n - 1,))
-        cols.append(F.cumprod(rep, -1))
-    out = F.cat([F.unsqueeze(cols[0], -1)] + cols[1:], -1) if n else \
-        F.new_zeros(x, tuple(x.shape) + (0,))
+    for _ in range(1, n):  # x^k as a chain of products (cumprod's complex gradient is off)
+        cols.append(x if len(cols) == 1 else F.mul(cols[-1], x))
+    out = F.stack(cols, -1) if n else F.new_zeros(x, tuple(x.shape) + (0,))
     return out if increasing else F.flip(out, (-1,))
 
 

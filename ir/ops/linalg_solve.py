@@ -569,12 +569,22 @@ declare(
 # ---------------------------------------------------------------- cholesky_solve, cholesky_inverse
 
 
-def _cholesky_solve_decomp(F, b, L, upper=False):
-    # A = L L^H (lower) or U^H U (upper): two triangular solves
-    tri = F.linalg_solve_triangular
+def _cholesky_solve_impl(xp, b, L, upper=False):
+    # A = L L^H (lower) or U^H U (upper): two triangular solves on the factor's triangle
+    kw = {"left": True, "unitriangular": False}
+    lh = xp.conj(xp.swapaxes(L, -1, -2))
     if upper:
-        return tri(L, tri(mH(F, L), b, upper=False), upper=True)
-    return tri(mH(F, L), tri(L, b, upper=False), upper=True)
+        return _tri_impl(xp, L, _tri_impl(xp, lh, b, upper=False, **kw), upper=True, **kw)
+    return _tri_impl(xp, lh, _tri_impl(xp, L, b, upper=False, **kw), upper=True, **kw)
+
+
+def _cholesky_solve_backward(F, g, out, b, L, upper=False):
+    # FunctionsManual.cpp cholesky_solve_backward: the factor's gradient is dense (that of
+    # a function of L L^H through every entry of L), as PyTorch's
+    gb = F.cholesky_solve(g, L, upper)
+    common = F.matmul(gb, mH(F, out))
+    common = F.add(common, mH(F, common))
+    return gb, F.neg(F.matmul(L, common) if upper else F.matmul(common, L))
 
 
 def _chol_factor_samples(rng, dt, rhs=True):
@@ -591,15 +601,16 @@ def _from_factor(L, upper):
 
 
 declare(
-    "cholesky_solve", "composite", "input, input2, upper=False", 2, data=(0, 1),
-    scalar_ok=False, decomp=_cholesky_solve_decomp,
+    "cholesky_solve", "linalg", "input, input2, upper=False", 2, data=(0, 1),
+    scalar_ok=False, shape=lambda sb, sl, upper=False: broadcast_shapes(sb[:-2], sl[:-2]) +
+    sb[-2:], impl=_cholesky_solve_impl, backward=_cholesky_solve_backward,
     ref=lambda b, L, upper=False: np.linalg.solve(_from_factor(L, upper), b),
     sample_inputs=_chol_factor_samples, test_dtypes=FLOATS_COMPLEX,
 )
 declare(
     "cholesky_inverse", "composite", "input, upper=False",
-    decomp=lambda F, L, upper=False: _cholesky_solve_decomp(
-        F, F.diag_embed(F.add(F.new_zeros(L, tuple(L.shape[:-1])), 1.0)), L, upper),
+    decomp=lambda F, L, upper=False: F.cholesky_solve(
+        F.diag_embed(F.add(F.new_zeros(L, tuple(L.shape[:-1])), 1.0)), L, upper),
     ref=lambda L, upper=False: np.linalg.inv(_from_factor(L, upper)),
     sample_inputs=lambda rng, dt: _chol_factor_samples(rng, dt, rhs=False),
     test_dtypes=FLOATS_COMPLEX,
@@ -628,12 +639,36 @@ def _lstsq_impl(xp, a, b, rcond=None, driver=None):
     out = np.zeros((a.shape[0], n + 1, max(k, 1)), a.dtype)
     cond = rcond if rcond is not None else np.finfo(a.dtype).eps * max(m, n)
     lapack = "gelsy" if driver in (None, "gels") else driver
-    for i in range(a.shape[0]):
-        x, _, rank, _ = sla.lstsq(a[i], b[i], cond=cond, lapack_driver=lapack,
-                                  check_finite=False)
-        out[i, :n, :k] = x
-        out[i, n, 0] = rank
+    if lapack == "gelsy" and a.shape[0] and m and n and k:
+        _gelsy_batch(a, b, cond, out)
+    else:
+        for i in range(a.shape[0]):
+            x, _, rank, _ = sla.lstsq(a[i], b[i], cond=cond, lapack_driver=lapack,
+                                      check_finite=False)
+            out[i, :n, :k] = x
+            out[i, n, 0] = rank
     return out.reshape(batch + out.shape[1:])
+
+
+def _gelsy_batch(a, b, cond, out):
+    """LAPACK gelsy on each matrix of a (B, m, n) batch, called directly (as
+    scipy.linalg.lstsq does, with its checks and workspace query done once for the batch)."""
+    (m, n), k = a.shape[-2:], b.shape[-1]
+    gelsy, gelsy_lwork = sla.get_lapack_funcs(("gelsy", "gelsy_lwork"), (a[0], b[0]))
+    lwork = sla.lapack._compute_lwork(gelsy_lwork, m, n, k, cond)
+    # Fortran-ordered copies of the whole batch at once: each matrix then goes to LAPACK
+    # without a copy of its own
+    af = np.ascontiguousarray(np.swapaxes(a, -1, -2))
+    bf = np.zeros((a.shape[0], k, max(m, n)), a.dtype)
+    bf[:, :, :m] = np.swapaxes(b, -1, -2)
+    jpvt = np.zeros((n, 1), np.int32)
+    for i in range(a.shape[0]):
+        jpvt[:] = 0
+        _, x, _, rank, info = gelsy(af[i].T, bf[i].T, jpvt, cond, lwork, True, True)
+        if info < 0:
+            raise ValueError(f"illegal value in {-info}-th argument of internal gelsy")
+        out[i, :n, :k] = x[:n]
+        out[i, n, 0] = rank
 
 
 def _lstsq_backward(F, g, out, a, b, rcond=None, driver=None):
