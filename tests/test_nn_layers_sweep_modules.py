@@ -439,3 +439,29 @@ def test_lazy_module_loads_a_checkpoint_before_its_first_call(name, args, shape)
     em.eval()
     np.testing.assert_allclose(em(eager.tensor(x)).detach().numpy(),
                                tm(torch.tensor(x)).detach().numpy(), **TOL)
+
+
+def test_nn_modules_paths_match_torch():
+    import importlib
+
+    from eager.nn.modules import paths
+
+    for sub in sorted(paths.PUBLIC):
+        theirs = importlib.import_module(f"torch.nn.modules.{sub}")
+        ours = importlib.import_module(f"eager.nn.modules.{sub}")
+        for name in getattr(theirs, "__all__", []):
+            assert getattr(ours, name) is getattr(enn, name), (sub, name)
+        for name in paths.PRIVATE.get(sub, {}):
+            assert hasattr(theirs, name), (sub, name)
+    from eager.nn.modules.utils import _pair, _reverse_repeat_tuple, _triple
+    from torch.nn.modules import utils as tu
+
+    assert _pair(3) == tu._pair(3) and _triple([1, 2, 3]) == tu._triple([1, 2, 3])
+    assert _reverse_repeat_tuple((1, 2), 2) == tu._reverse_repeat_tuple((1, 2), 2)
+    assert isinstance(enn.InstanceNorm2d(3), enn.modules.batchnorm._NormBase)
+    assert isinstance(enn.ConvTranspose2d(2, 2, 2), enn.modules.conv._ConvNd)
+    sd_t = {"module.a": 1, "module.b.c": 2, "d": 3}
+    sd_e = dict(sd_t)
+    tu.consume_prefix_in_state_dict_if_present(sd_t, "module.")
+    enn.modules.utils.consume_prefix_in_state_dict_if_present(sd_e, "module.")
+    assert sd_t == sd_e

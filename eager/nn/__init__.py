@@ -75,3 +75,4 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .misc_layers import (
     Bilinear, ChannelShuffle, EmbeddingBag, Fold, PixelShuffle, PixelUnshuffle, Unfold)
 from . import parameter  # (torch.nn.parameter: Parameter, Buffer, Uninitialized*)
+modules.paths.install(modules, globals())  # nn.modules.conv, .batchnorm, .utils, ...
