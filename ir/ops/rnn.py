@@ -1,0 +1,427 @@
+"""Whole-sequence recurrent layers as library-kernel ops (one op per layer and direction, as
+PyTorch's fused `_thnn_fused_lstm_cell` / cuDNN RNN kernels), with their backward through time
+(BPTT) written once in numpy/cupy. `eager.nn.LSTM/GRU/RNN` call them; the input projection
+(x W_ih^T + biases, one matmul over all time steps) stays outside, in ordinary registry ops.
+
+Each op has one output (the registry's rule): the per-step results stacked on a leading axis,
+so the hidden states are a contiguous view `out[0]` (T, B, H) and the rest is what backward
+needs. Every part of the output is differentiable (its gradient enters BPTT exactly).
+
+- `_lstm_layer(gx, h0, c0, w_hh, reverse=False)`: gx (T, B, 4H) gate pre-activations from the
+  input (gates i, f, g, o; b_ih + b_hh folded in), h0, c0 (B, H), w_hh (4H, H). Returns
+  (6, T, B, H): h, c, then the activated gates i, f, g, o of each step.
+  c_t = f * c_{t-1} + i * g, h_t = o * tanh(c_t), gates = gx_t + h_{t-1} W_hh^T.
+- `_gru_layer(gx, h0, w_hh, b_hh, reverse=False)`: gx (T, B, 3H) = x W_ih^T + b_ih (r, z, n),
+  b_hh (3H,). Returns (5, T, B, H): h, r, z, n, hn (= h_{t-1} W_hn^T + b_hn), with
+  n = tanh(gx_n + r * hn), h_t = n + z * (h_{t-1} - n) (PyTorch's GRU).
+- `_rnn_layer(gx, h0, w_hh, nonlinearity="tanh", reverse=False)`: gx (T, B, H) with both
+  biases; returns h (T, B, H), h_t = act(gx_t + h_{t-1} W_hh^T), act tanh or relu.
+
+`reverse=True` runs from the last step to the first (a bidirectional layer's backward
+direction); outputs stay in time order. The `_backward` ops return every gradient flattened
+into one vector (d_gx, d_h0[, d_c0], d_w_hh[, d_b_hh]), which the rules split by views.
+float16/bfloat16 data is computed in float32 (PyTorch's CPU kernels do). Imports only `ir`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..opdef import OpDef, register
+from .elementwise import FLOATS
+
+try:
+    from scipy.special import expit as _np_expit
+except ImportError:  # pragma: no cover - scipy is a dependency; the formula is the fallback
+    _np_expit = None
+
+
+# ---------------------------------------------------------------- kernels' helpers
+
+
+def _sig(xp, a, out):
+    """out = sigmoid(a) (scipy's expit on numpy)."""
+    if xp is np and _np_expit is not None:
+        return _np_expit(a, out=out)
+    xp.negative(a, out=out)
+    xp.exp(out, out=out)
+    out += 1
+    return xp.reciprocal(out, out=out)
+
+
+def _work(xp, *arrays):
+    """The arrays in their compute dtype (half precision -> float32), and the result dtype."""
+    dt = arrays[0].dtype
+    if dt.itemsize < 4:
+        return [a.astype(np.float32) for a in arrays], dt
+    return [a if a.dtype == dt else a.astype(dt) for a in arrays], dt
+
+
+def _steps(T, reverse):
+    return range(T - 1, -1, -1) if reverse else range(T)
+
+
+def _prev(states, t, reverse, first):
+    """The state before step t in processing order (`first` before the first step)."""
+    T = states.shape[0]
+    p = t + 1 if reverse else t - 1
+    return first if p < 0 or p >= T else states[p]
+
+
+def _shifted(xp, hs, h0, reverse):
+    """(T, B, H): the state before each step (h0 before the first processed one)."""
+    h0 = h0[None]
+    return xp.concatenate([hs[1:], h0] if reverse else [h0, hs[:-1]], axis=0)
+
+
+def _result(xp, parts, dt):
+    flat = xp.concatenate([p.reshape(-1) for p in parts])
+    return flat if flat.dtype == dt else flat.astype(dt)
+
+
+# ---------------------------------------------------------------- LSTM
+
+
+def _lstm_impl(xp, gx, h0, c0, w_hh, reverse=False):
+    (gx, h0, c0, w), dt = _work(xp, gx, h0, c0, w_hh)
+    T, B, G = gx.shape
+    H = G // 4
+    out = xp.empty((6, T, B, H), gx.dtype)
+    wt = w.T
+    h, c = h0, c0
+    for t in _steps(T, reverse):
+        a = h @ wt
+        a += gx[t]
+        i, f, g, o = out[2, t], out[3, t], out[4, t], out[5, t]
+        _sig(xp, a[:, :H], i)
+        _sig(xp, a[:, H:2 * H], f)
+        xp.tanh(a[:, 2 * H:3 * H], out=g)
+        _sig(xp, a[:, 3 * H:], o)
+        cn, hn = out[1, t], out[0, t]
+        xp.multiply(f, c, out=cn)
+        tmp = xp.multiply(i, g, out=a[:, :H])
+        cn += tmp
+        xp.tanh(cn, out=hn)
+        hn *= o
+        h, c = hn, cn
+    return out if out.dtype == dt else out.astype(dt)
+
+
+def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
+    (gx, h0, c0, w, g, out), dt = _work(xp, gx, h0, c0, w_hh, grad, out)
+    T, B, G = gx.shape
+    H = G // 4
+    hs, cs, I, Fg, Gg, O = out
+    gh, gc, gi, gf, gg, go = g
+    gates_grad = bool(g[2:].any())
+    dgx = xp.empty((T, B, G), gx.dtype)
+    dh = xp.zeros((B, H), gx.dtype)
+    dc = xp.zeros((B, H), gx.dtype)
+    for t in _steps(T, not reverse):
+        i, f, gt, o = I[t], Fg[t], Gg[t], O[t]
+        d = dgx[t]
+        dai, daf, dag, dao = d[:, :H], d[:, H:2 * H], d[:, 2 * H:3 * H], d[:, 3 * H:]
+        dh += gh[t]
+        dc += gc[t]
+        tc = xp.tanh(cs[t])
+        xp.multiply(dh, tc, out=dao)  # d o
+        tc *= tc
+        xp.subtract(1, tc, out=tc)
+        tc *= o
+        tc *= dh
+        dc += tc  # through h = o tanh(c)
+        xp.multiply(dc, gt, out=dai)  # d i
+        xp.multiply(dc, i, out=dag)  # d g
+        xp.multiply(dc, _prev(cs, t, reverse, c0), out=daf)  # d f
+        if gates_grad:
+            dai += gi[t]
+            daf += gf[t]
+            dag += gg[t]
+            dao += go[t]
+        dc *= f
+        for da, s in ((dai, i), (daf, f), (dao, o)):  # sigmoid' = s (1 - s)
+            da *= s
+            da -= da * s
+        dag -= dag * gt * gt  # tanh' = 1 - g^2
+        dh = d @ w
+    dw = dgx.reshape(T * B, G).T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
+    return _result(xp, (dgx, dh, dc, dw), dt)
+
+
+# ---------------------------------------------------------------- GRU
+
+
+def _gru_impl(xp, gx, h0, w_hh, b_hh, reverse=False):
+    (gx, h0, w, b), dt = _work(xp, gx, h0, w_hh, b_hh)
+    T, B, G = gx.shape
+    H = G // 3
+    out = xp.empty((5, T, B, H), gx.dtype)
+    wt = w.T
+    h = h0
+    for t in _steps(T, reverse):
+        a = h @ wt
+        a += b
+        x = gx[t]
+        r, z, n, hn = out[1, t], out[2, t], out[3, t], out[4, t]
+        hn[...] = a[:, 2 * H:]
+        a[:, :2 * H] += x[:, :2 * H]
+        _sig(xp, a[:, :H], r)
+        _sig(xp, a[:, H:2 * H], z)
+        xp.multiply(r, hn, out=n)
+        n += x[:, 2 * H:]
+        xp.tanh(n, out=n)
+        hnew = out[0, t]
+        xp.subtract(h, n, out=hnew)
+        hnew *= z
+        hnew += n
+        h = hnew
+    return out if out.dtype == dt else out.astype(dt)
+
+
+def _gru_backward_impl(xp, grad, out, gx, h0, w_hh, b_hh, reverse=False):
+    (gx, h0, w, g, out), dt = _work(xp, gx, h0, w_hh, grad, out)
+    T, B, G = gx.shape
+    H = G // 3
+    hs, R, Z, N, HN = out
+    gh, gr, gz, gn, ghn = g
+    dgx = xp.empty((T, B, G), gx.dtype)
+    dgh = xp.empty((T, B, G), gx.dtype)  # d(h W_hh^T + b_hh)
+    dh = xp.zeros((B, H), gx.dtype)
+    for t in _steps(T, not reverse):
+        r, z, n, hn = R[t], Z[t], N[t], HN[t]
+        dx, dg = dgx[t], dgh[t]
+        dar, daz, dan, dhn = dx[:, :H], dx[:, H:2 * H], dx[:, 2 * H:], dg[:, 2 * H:]
+        dh += gh[t]
+        xp.subtract(_prev(hs, t, reverse, h0), n, out=daz)
+        daz *= dh
+        daz += gz[t]  # d z
+        daz *= z
+        daz -= daz * z
+        xp.multiply(dh, z, out=dan)
+        xp.subtract(dh, dan, out=dan)
+        dan += gn[t]  # d n
+        dan -= dan * n * n  # through tanh
+        xp.multiply(dan, hn, out=dar)
+        dar += gr[t]  # d r
+        dar *= r
+        dar -= dar * r
+        xp.multiply(dan, r, out=dhn)
+        dhn += ghn[t]
+        dg[:, :2 * H] = dx[:, :2 * H]
+        dh *= z
+        dh += dg @ w
+    flat_g = dgh.reshape(T * B, G)
+    dw = flat_g.T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
+    return _result(xp, (dgx, dh, dw, flat_g.sum(0)), dt)
+
+
+# ---------------------------------------------------------------- Elman RNN
+
+
+def _rnn_impl(xp, gx, h0, w_hh, nonlinearity="tanh", reverse=False):
+    (gx, h0, w), dt = _work(xp, gx, h0, w_hh)
+    T = gx.shape[0]
+    out = xp.empty(gx.shape, gx.dtype)
+    wt = w.T
+    h = h0
+    for t in _steps(T, reverse):
+        a = out[t]
+        xp.matmul(h, wt, out=a)
+        a += gx[t]
+        if nonlinearity == "tanh":
+            xp.tanh(a, out=a)
+        else:
+            xp.maximum(a, 0, out=a)
+        h = a
+    return out if out.dtype == dt else out.astype(dt)
+
+
+def _rnn_backward_impl(xp, grad, out, gx, h0, w_hh, nonlinearity="tanh", reverse=False):
+    (gx, h0, w, g, hs), dt = _work(xp, gx, h0, w_hh, grad, out)
+    T, B, H = gx.shape
+    dgx = xp.empty((T, B, H), gx.dtype)
+    dh = xp.zeros((B, H), gx.dtype)
+    for t in _steps(T, not reverse):
+        da = dgx[t]
+        xp.add(dh, g[t], out=da)
+        if nonlinearity == "tanh":
+            da -= da * hs[t] * hs[t]
+        else:
+            da *= hs[t] > 0
+        dh = da @ w
+    dw = dgx.reshape(T * B, H).T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
+    return _result(xp, (dgx, dh, dw), dt)
+
+
+# ---------------------------------------------------------------- backward rules
+
+
+def _split(F, flat, shapes):
+    parts, off = [], 0
+    for s in shapes:
+        n = math.prod(s)
+        parts.append(F.reshape(F.narrow(flat, 0, off, n), tuple(s)))
+        off += n
+    return tuple(parts)
+
+
+def _lstm_backward(F, g, out, gx, h0, c0, w_hh, reverse=False):
+    flat = F._lstm_layer_backward(g, out, gx, h0, c0, w_hh, reverse=reverse)
+    return _split(F, flat, (gx.shape, h0.shape, c0.shape, w_hh.shape))
+
+
+def _gru_backward(F, g, out, gx, h0, w_hh, b_hh, reverse=False):
+    flat = F._gru_layer_backward(g, out, gx, h0, w_hh, b_hh, reverse=reverse)
+    return _split(F, flat, (gx.shape, h0.shape, w_hh.shape, b_hh.shape))
+
+
+def _rnn_backward(F, g, out, gx, h0, w_hh, nonlinearity="tanh", reverse=False):
+    flat = F._rnn_layer_backward(g, out, gx, h0, w_hh, nonlinearity=nonlinearity,
+                                 reverse=reverse)
+    return _split(F, flat, (gx.shape, h0.shape, w_hh.shape))
+
+
+# ---------------------------------------------------------------- checks, references, samples
+
+
+def _checker(name, k, nstate, bias=False):
+    """attrs_rule: floating operands; gx (T, B, k*H), states (B, H), w_hh (k*H, H)[, b_hh]."""
+    def rule(inputs, attrs):
+        gx = inputs[0]
+        for m in inputs:
+            if not m.dtype.is_floating_point:
+                raise RuntimeError(f"{name}: expected floating point tensors, got "
+                                   f"{m.dtype.name}")
+        if gx.ndim != 3 or gx.shape[2] % k:
+            raise RuntimeError(f"{name}: expected gates of shape (T, B, {k} * H), got "
+                               f"{list(gx.shape)}")
+        T, B, G = gx.shape
+        H = G // k
+        want = [(B, H)] * nstate + [(G, H)] + ([(G,)] if bias else [])
+        for m, s in zip(inputs[1:], want):
+            if tuple(m.shape) != s:
+                raise RuntimeError(f"{name}: expected a tensor of shape {list(s)}, got "
+                                   f"{list(m.shape)}")
+        if attrs.get("nonlinearity", "tanh") not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{attrs['nonlinearity']}'. Select from "
+                             "'tanh' or 'relu'.")
+        return attrs
+    return rule
+
+
+def _sigm(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _lstm_ref(gx, h0, c0, w, reverse=False):
+    H = h0.shape[1]
+    h, c, rows = h0, c0, {}
+    for t in _steps(gx.shape[0], reverse):
+        a = gx[t] + h @ w.T
+        i, f, g, o = _sigm(a[:, :H]), _sigm(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), \
+            _sigm(a[:, 3 * H:])
+        c = f * c + i * g
+        h = o * np.tanh(c)
+        rows[t] = (h, c, i, f, g, o)
+    return np.stack([np.stack([rows[t][k] for t in sorted(rows)]) for k in range(6)]) \
+        .astype(gx.dtype)
+
+
+def _gru_ref(gx, h0, w, b, reverse=False):
+    H = h0.shape[1]
+    h, rows = h0, {}
+    for t in _steps(gx.shape[0], reverse):
+        a = h @ w.T + b
+        r = _sigm(gx[t][:, :H] + a[:, :H])
+        z = _sigm(gx[t][:, H:2 * H] + a[:, H:2 * H])
+        n = np.tanh(gx[t][:, 2 * H:] + r * a[:, 2 * H:])
+        h = (1 - z) * n + z * h
+        rows[t] = (h, r, z, n, a[:, 2 * H:])
+    return np.stack([np.stack([rows[t][k] for t in sorted(rows)]) for k in range(5)]) \
+        .astype(gx.dtype)
+
+
+def _rnn_ref(gx, h0, w, nonlinearity="tanh", reverse=False):
+    act = np.tanh if nonlinearity == "tanh" else (lambda a: np.maximum(a, 0))
+    h, rows = h0, {}
+    for t in _steps(gx.shape[0], reverse):
+        h = act(gx[t] + h @ w.T)
+        rows[t] = h
+    return np.stack([rows[t] for t in sorted(rows)]).astype(gx.dtype)
+
+
+def _fd_vjp(ref, nconst=0):
+    """A backward reference: the vjp of forward reference `ref` by central differences in
+    float64 (independent of the BPTT kernels), flattened like the `_backward` ops."""
+    def vjp(grad, out, *xs, **attrs):
+        xs64 = [x.astype(np.float64) for x in xs]
+        g64 = grad.astype(np.float64)
+        parts = []
+        for k, x in enumerate(xs64):
+            d = np.zeros_like(x)
+            for j in range(x.size):
+                hi, lo = [a.copy() for a in xs64], [a.copy() for a in xs64]
+                hi[k].reshape(-1)[j] += 1e-6
+                lo[k].reshape(-1)[j] -= 1e-6
+                d.reshape(-1)[j] = np.sum(g64 * (ref(*hi, **attrs) - ref(*lo, **attrs))) / 2e-6
+            parts.append(d.reshape(-1))
+        return np.concatenate(parts).astype(xs[0].dtype)
+    return vjp
+
+
+def _samples(k, nstate, bias=False, out_rows=None, with_grad=False, attrs_list=None):
+    def gen(rng, dt):
+        T, B, H = 3, 2, 2
+        for attrs in attrs_list or ({}, {"reverse": True}):
+            ops = [rng.standard_normal((T, B, k * H))]
+            ops += [rng.standard_normal((B, H)) * 0.5 for _ in range(nstate)]
+            ops.append(rng.standard_normal((k * H, H)) * 0.5)
+            if bias:
+                ops.append(rng.standard_normal((k * H,)) * 0.5)
+            ops = [a.astype(dt.np) for a in ops]
+            if with_grad:
+                shape = (out_rows, T, B, H) if out_rows else (T, B, H)
+                ref = {4: _lstm_ref, 3: _gru_ref, 1: _rnn_ref}[k]
+                out = ref(*ops, **attrs)
+                ops = [rng.standard_normal(shape).astype(dt.np), out] + ops
+            yield tuple(ops), dict(attrs)
+    return gen
+
+
+def _flat_len(*shapes):
+    return (sum(math.prod(s) for s in shapes),)
+
+
+def _declare(name, sig, nin, **kw):
+    return register(OpDef(name, "linalg", sig, nin, "keep", method=False, scalar_ok=False,
+                          test_dtypes=FLOATS, **kw))
+
+
+_RNN_ATTRS = ({}, {"reverse": True}, {"nonlinearity": "relu"},
+              {"nonlinearity": "relu", "reverse": True})
+
+_declare("_lstm_layer", "gx, h0, c0, w_hh, reverse=False", 4,
+         attrs_rule=_checker("_lstm_layer", 4, 2), shape=lambda s, *r, **a: (6,) + tuple(s[:2])
+         + (s[2] // 4,), impl=_lstm_impl, backward=_lstm_backward, ref=_lstm_ref,
+         sample_inputs=_samples(4, 2))
+_declare("_lstm_layer_backward", "grad, out, gx, h0, c0, w_hh, reverse=False", 6,
+         shape=lambda g, o, gx, h, c, w, **a: _flat_len(gx, h, c, w), impl=_lstm_backward_impl,
+         ref=_fd_vjp(_lstm_ref), sample_inputs=_samples(4, 2, out_rows=6, with_grad=True))
+_declare("_gru_layer", "gx, h0, w_hh, b_hh, reverse=False", 4,
+         attrs_rule=_checker("_gru_layer", 3, 1, bias=True),
+         shape=lambda s, *r, **a: (5,) + tuple(s[:2]) + (s[2] // 3,), impl=_gru_impl,
+         backward=_gru_backward, ref=_gru_ref, sample_inputs=_samples(3, 1, bias=True))
+_declare("_gru_layer_backward", "grad, out, gx, h0, w_hh, b_hh, reverse=False", 6,
+         shape=lambda g, o, gx, h, w, b, **a: _flat_len(gx, h, w, b), impl=_gru_backward_impl,
+         ref=_fd_vjp(_gru_ref), sample_inputs=_samples(3, 1, bias=True, out_rows=5,
+                                                        with_grad=True))
+_declare("_rnn_layer", "gx, h0, w_hh, nonlinearity='tanh', reverse=False", 3,
+         attrs_rule=_checker("_rnn_layer", 1, 1), shape=lambda s, *r, **a: tuple(s),
+         impl=_rnn_impl, backward=_rnn_backward, ref=_rnn_ref,
+         sample_inputs=_samples(1, 1, attrs_list=_RNN_ATTRS))
+_declare("_rnn_layer_backward", "grad, out, gx, h0, w_hh, nonlinearity='tanh', reverse=False",
+         5, shape=lambda g, o, gx, h, w, **a: _flat_len(gx, h, w), impl=_rnn_backward_impl,
+         ref=_fd_vjp(_rnn_ref), sample_inputs=_samples(1, 1, with_grad=True,
+                                                        attrs_list=_RNN_ATTRS))
