@@ -166,6 +166,11 @@ from .special import mvlgamma, sinc, xlogy
 
 special.install(Tensor)
 
+from . import extra, extra_api  # issue 16's sweep: compositions and naming (install last)
+
+extra.install(globals(), Tensor)
+extra_api.install(globals(), Tensor)
+
 from . import dlpack as _dlpack
 from .dlpack import from_dlpack
 
@@ -207,3 +212,6 @@ def numel(input) -> builtins_int:
 
 Tensor.allclose = allclose  # (Tensor.allclose / Tensor.equal, as PyTorch's methods)
 Tensor.equal = equal
+
+
+from . import array_api  # noqa: E402  (the array API namespace; installs Tensor.__array_namespace__)
