@@ -265,8 +265,8 @@ def _logcumsumexp_jvp(F, tangents, out, x, dim):
 register(OpDef(
     "logcumsumexp", "scan", "input, dim", 1,
     Promo("logcumsumexp", "default", (BOOL, INTEGER, COMPLEX), error=(
-        NotImplementedError, "logcumsumexp: integer and complex inputs are not supported by "
-        "wick (PyTorch: floating and complex)")),
+        NotImplementedError, ("logcumsumexp: integer and complex inputs are not supported by "
+                              "wick (PyTorch: floating and complex)"))),
     shape=lambda s, dim: s, attrs_rule=_int_dim_attrs, jvp=_logcumsumexp_jvp,
     test_dtypes=FLOATS,
     impl=scalar_as_vector(lambda xp, x, dim: xp.logaddexp.accumulate(x, axis=dim)),
