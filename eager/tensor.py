@@ -20,6 +20,7 @@ from ir.opdef import TensorMeta, normalize_dim
 from . import grad_mode
 from .device import CPU, device, device_of_array, resolve, to_device
 from .printing import tensor_repr
+from .storage import Size, UntypedStorage, _ptr, _root
 
 __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
@@ -37,66 +38,6 @@ def bump_version(t) -> None:
     and so does the count of mutations."""
     t._vc[0] += 1
     MUTATIONS[0] += 1
-
-
-class Size(tuple):
-    """`tensor.shape`: a tuple of ints that prints as `eager.Size([2, 3])`."""
-
-    def __repr__(self) -> str:
-        return f"eager.Size({list(self)})"
-
-    def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-
-def _root(arr):
-    """The array owning the memory `arr` views (numpy/cupy keep the chain in `.base`)."""
-    while True:
-        b = getattr(arr, "base", None)
-        if not isinstance(b, type(arr)):  # stride tricks keep the array behind a DummyArray
-            b = getattr(b, "base", None)
-            if not isinstance(b, type(arr)):
-                return arr
-        arr = b
-
-
-def _ptr(arr) -> int:
-    if isinstance(arr, np.ndarray):
-        return arr.__array_interface__["data"][0]
-    return arr.data.ptr
-
-
-class UntypedStorage:
-    """`tensor.untyped_storage()`: the bytes a tensor and its views live in.
-
-    `size()` and `nbytes()` give the byte count, `data_ptr()` the address of its first byte,
-    as `torch.UntypedStorage`."""
-
-    __slots__ = ("_array",)
-
-    def __init__(self, array):
-        self._array = array
-
-    def size(self) -> int:
-        return int(self._array.nbytes)
-
-    nbytes = size
-
-    def data_ptr(self) -> int:
-        return _ptr(self._array)
-
-    @property
-    def device(self) -> device:
-        return device_of_array(self._array)
-
-    def __len__(self) -> int:
-        return self.size()
-
-    def __repr__(self) -> str:
-        return f"eager.UntypedStorage of {self.size()} bytes on {self.device}"
 
 
 class Tensor:
@@ -442,42 +383,6 @@ class Tensor:
         """`self.reshape(other.shape)`."""
         return self.reshape(tuple(other.shape))
 
-    def float(self):
-        return self.to(D.float32)
-
-    def double(self):
-        return self.to(D.float64)
-
-    def half(self):
-        return self.to(D.float16)
-
-    def bfloat16(self):
-        return self.to(D.bfloat16)
-
-    def long(self):
-        return self.to(D.int64)
-
-    def int(self):
-        return self.to(D.int32)
-
-    def short(self):
-        return self.to(D.int16)
-
-    def char(self):
-        return self.to(D.int8)
-
-    def byte(self):
-        return self.to(D.uint8)
-
-    def bool(self):
-        return self.to(D.bool_)
-
-    def cfloat(self):
-        return self.to(D.complex64)
-
-    def cdouble(self):
-        return self.to(D.complex128)
-
     def cpu(self):
         return self.to("cpu")
 
@@ -630,6 +535,22 @@ class Tensor:
 
 _Device = device
 _AUTOGRAD_BACKWARD: list = []  # [eager.autograd.backward], bound on first use (it imports us)
+
+
+def _cast_method(name: str, dtype):
+    def cast(self):
+        return self.to(dtype)
+
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = f"`self.to({dtype.name})` (PyTorch's `Tensor.{name}`)."
+    return cast
+
+
+for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float16),
+                   ("bfloat16", D.bfloat16), ("long", D.int64), ("int", D.int32),
+                   ("short", D.int16), ("char", D.int8), ("byte", D.uint8),
+                   ("bool", D.bool_), ("cfloat", D.complex64), ("cdouble", D.complex128)):
+    setattr(Tensor, _name, _cast_method(_name, _dt))
 
 
 def _autograd_backward():

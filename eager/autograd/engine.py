@@ -145,26 +145,11 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
     (`program=False`: the caller already did)."""
     checking = anomaly.is_anomaly_enabled()
     plain = not create_graph and not checking
-    if plain and program and capture is None and len(roots) == 1:
-        (node, nr), g = roots[0]
-        ga = g if type(g) is _ND else g._data if type(g) is Tensor else None
-        if nr == 0 and type(node).__base__ is BackwardNode and type(ga) is _ND and \
-                programs.run(node, ga, retain_graph):
-            return {}
+    if plain and program and capture is None and _as_program(roots, retain_graph):
+        return {}
     F = NAMESPACES[create_graph]
-    root_nodes = [e[0] for e, _ in roots]
-    deps = _dependencies(root_nodes)
-    buffers: dict = {}
-    for (node, nr), g in roots:
-        _add(buffers, node, nr, g, node.num_outputs > 1)
-    targets = needed = None
+    deps, buffers, ready, targets, needed = _start(roots, capture)
     captured: dict = {}
-    if capture is not None:
-        targets = {}
-        for (node, nr), slot in capture.items():
-            targets.setdefault(node, []).append((nr, slot))
-        needed = _needed(root_nodes, deps, set(targets))
-    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
     run_arrays = plans.run_arrays if plain else None
     state = grad_mode._state
     was = state.enabled
@@ -208,28 +193,63 @@ def run_backward(roots: list, retain_graph: bool, create_graph: bool, capture=No
                     if hk is not None and hk.post:
                         grads = hk.after(grads, g)
                 g = None
-                for (nxt, nr), gx in zip(node.next_functions, grads):
-                    if nxt is None:
-                        continue
-                    if gx is not None:
-                        tg = type(gx)
-                        if tg is not _ND and tg is not Tensor:
-                            gx = _plain(gx)
-                        if nxt.num_outputs == 1:
-                            old = buffers.get(nxt)
-                            buffers[nxt] = gx if old is None else _sum_any(old, gx)
-                        else:
-                            _add(buffers, nxt, nr, _tensor(gx), True)
-                    d = deps[nxt] - 1
-                    deps[nxt] = d
-                    if d == 0:
-                        ready.append(nxt)
-                grads = gx = old = None  # a leaf may then take its gradient's array without a copy
+                _route(node, grads, buffers, deps, ready)
+                grads = None  # a leaf may then take its gradient's array without a copy
                 if not retain_graph:
                     node.release()
     finally:
         state.enabled = was
     return captured
+
+
+def _route(node, grads, buffers: dict, deps: dict, ready: list) -> None:
+    """`node`'s gradients, one per edge, added into the buffers of the nodes they go to; a
+    node whose last edge is counted becomes ready."""
+    for (nxt, nr), gx in zip(node.next_functions, grads):
+        if nxt is None:
+            continue
+        if gx is not None:
+            tg = type(gx)
+            if tg is not _ND and tg is not Tensor:
+                gx = _plain(gx)
+            if nxt.num_outputs == 1:
+                old = buffers.get(nxt)
+                buffers[nxt] = gx if old is None else _sum_any(old, gx)
+            else:
+                _add(buffers, nxt, nr, _tensor(gx), True)
+        d = deps[nxt] - 1
+        deps[nxt] = d
+        if d == 0:
+            ready.append(nxt)
+
+
+def _as_program(roots: list, retain_graph: bool) -> bool:
+    """Whether a one-root pass ran as a whole-pass program (`programs.run`)."""
+    if len(roots) != 1:
+        return False
+    (node, nr), g = roots[0]
+    ga = g if type(g) is _ND else g._data if type(g) is Tensor else None
+    return (nr == 0 and type(node).__base__ is BackwardNode and type(ga) is _ND
+            and programs.run(node, ga, retain_graph))
+
+
+def _start(roots: list, capture):
+    """The pass's starting state: (dependency counts, gradient buffers holding the roots',
+    the ready stack, {node: [(output nr, slot)]} of captured edges and the nodes leading to
+    them (both None without `capture`))."""
+    root_nodes = [e[0] for e, _ in roots]
+    deps = _dependencies(root_nodes)
+    buffers: dict = {}
+    for (node, nr), g in roots:
+        _add(buffers, node, nr, g, node.num_outputs > 1)
+    targets = needed = None
+    if capture is not None:
+        targets = {}
+        for (node, nr), slot in capture.items():
+            targets.setdefault(node, []).append((nr, slot))
+        needed = _needed(root_nodes, deps, set(targets))
+    ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+    return deps, buffers, ready, targets, needed
 
 
 def _steal(var: Tensor, g) -> bool:
