@@ -219,6 +219,14 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
            "scalars": _SCALARS, "scalar_ok": op.scalar_ok, "__name__": __name__}
     exec(_fast_code(op.nin, exact, reflected), env)  # noqa: S102  (the fixed template above)
     fast = env["fast"]
+    if not exact and not reflected:
+        _INPLACE[op.name] = _inplace_route(op, cache, entry)
+    return fast
+
+
+def _inplace_route(op: OpDef, cache: dict, entry):
+    """`inplace(x, args) -> bool` for `x.<op>_(*args)`, sharing the fast path's `cache` of
+    checked entries (made by `entry`)."""
     nin, scalar_ok = op.nin, op.scalar_ok
 
     def inplace(x: Tensor, args: tuple) -> bool:
@@ -272,9 +280,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
             return False
         return True
 
-    if not exact and not reflected:
-        _INPLACE[op.name] = inplace
-    return fast
+    return inplace
 
 
 _NO_ATTRS: dict = {}  # (shared by nodes: they never change their attrs)
