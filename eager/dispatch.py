@@ -24,13 +24,14 @@ import numpy as np
 
 from ir import REGISTRY, OpDef, OpNamespace
 from ir import dtypes as D
-from ir.execute import run_kernel
+from ir.execute import namespace_of, run_kernel
 from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
 from .autograd import BackwardNode, engine  # imported by eager before this module
 from .autograd.record import ONE, new_table, record, record_many
 from .caches import remember
+from .device import resolve, to_device
 from .tensor import FUNCTIONS, Tensor, bump_version
 
 VIEW_KINDS = ("view",)
@@ -102,8 +103,6 @@ def _same_device(inputs: tuple, metas: tuple):
     cuda = [d for d in devs if d != "cpu"]
     if len(set(cuda)) == 1 and all(m.ndim == 0 for m in metas
                                    if isinstance(m, TensorMeta) and m.device == "cpu"):
-        from .device import resolve, to_device
-
         dev = resolve(cuda[0])
         inputs = tuple(Tensor._make(to_device(x._data, dev)) if isinstance(x, Tensor)
                        and isinstance(x._data, _ND) else x for x in inputs)
@@ -205,8 +204,6 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
     if key is None:  # (a call key means numpy arrays and numbers only)
         for a in arrays:
             if not is_number(a) and type(a) is not _ND:
-                from ir.execute import namespace_of
-
                 xp = namespace_of(a)
                 break
     out = Tensor._make(run_kernel(xp, op, arrays, attrs, compute, out_dtype))

@@ -394,7 +394,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (see `eager.autograd`)."""
-        backward = _AUTOGRAD_BACKWARD[0] if _AUTOGRAD_BACKWARD else _autograd_backward()
+        backward = AUTOGRAD_BACKWARD[0]
         backward(self, gradient, retain_graph, create_graph, inputs)
 
     def _check_inplace(self):
@@ -534,7 +534,8 @@ class Tensor:
 
 
 _Device = device
-_AUTOGRAD_BACKWARD: list = []  # [eager.autograd.backward], bound on first use (it imports us)
+# [eager.autograd.backward], registered by eager.autograd.engine (which imports this module)
+AUTOGRAD_BACKWARD: list = [None]
 
 
 def _cast_method(name: str, dtype):
@@ -551,13 +552,6 @@ for _name, _dt in (("float", D.float32), ("double", D.float64), ("half", D.float
                    ("short", D.int16), ("char", D.int8), ("byte", D.uint8),
                    ("bool", D.bool_), ("cfloat", D.complex64), ("cdouble", D.complex128)):
     setattr(Tensor, _name, _cast_method(_name, _dt))
-
-
-def _autograd_backward():
-    from .autograd import backward
-
-    _AUTOGRAD_BACKWARD.append(backward)
-    return backward
 
 
 def _move(t: Tensor, dev: device) -> Tensor:

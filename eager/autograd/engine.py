@@ -22,6 +22,7 @@ from sys import getrefcount
 import numpy as np
 
 from .. import grad_mode
+from .. import tensor as _tensor_module
 from ..tensor import Tensor, wrap_array
 from . import anomaly, plans, programs
 from .lazy import LF
@@ -449,3 +450,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+_tensor_module.AUTOGRAD_BACKWARD[0] = backward  # Tensor.backward's target
