@@ -34,6 +34,11 @@ def _linear(x, w, b):
     return FUNCTIONS["linear"](x, w, b)
 
 
+def _as(t, like):
+    """`t` in `like`'s dtype (under autocast the projection is low precision, states are not)."""
+    return t if t.dtype == like.dtype else t.to(like.dtype)
+
+
 def _init_uniform(w, a, b):
     from .init import uniform_
 
@@ -238,12 +243,59 @@ class RNNBase(Module):
         if tuple(hx.shape) != tuple(expected):
             raise RuntimeError(f"Expected {what} size {tuple(expected)}, got {list(hx.shape)}")
 
+    def _run_fused(self, x, states, lstm):
+        """The whole-sequence path (no PackedSequence, no proj_size): per layer and direction
+        one input projection over all time steps and one recurrent op (`_lstm_layer`,
+        `_gru_layer`, `_rnn_layer`: BPTT in one backward kernel). Returns output and final
+        states as `_run`."""
+        from .. import cat, stack, zeros
+
+        dirs = 2 if self.bidirectional else 1
+        mode = self.mode
+        h0 = states[0] if lstm else states
+        c0 = states[1] if lstm else None
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                wih, whh, bih, bhh, _ = self._layer_params(layer, d)
+                rev = d == 1
+                if mode == "GRU":
+                    gx = _linear(x, wih, bih)
+                    b = bhh if bhh is not None else zeros(whh.shape[0], dtype=gx.dtype,
+                                                          device=gx.device)
+                    res = FUNCTIONS["_gru_layer"](gx, _as(h0[k], gx), _as(whh, gx), _as(b, gx),
+                                                  reverse=rev)
+                else:  # b_hh is added outside any gate: fold it into the input projection
+                    gx = _linear(x, wih, None if bih is None else bih + bhh)
+                    if lstm:
+                        res = FUNCTIONS["_lstm_layer"](gx, _as(h0[k], gx), _as(c0[k], gx),
+                                                       _as(whh, gx), reverse=rev)
+                    else:
+                        nl = "tanh" if mode == "RNN_TANH" else "relu"
+                        res = FUNCTIONS["_rnn_layer"](gx, _as(h0[k], gx), _as(whh, gx),
+                                                      nonlinearity=nl, reverse=rev)
+                hs = res if mode.startswith("RNN") else res[0]
+                last = 0 if rev else -1
+                outs.append(hs)
+                h_n.append(hs[last])
+                if lstm:
+                    c_n.append(res[1][last])
+            x = outs[0] if dirs == 1 else cat(outs, 2)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        h_n = stack(h_n, 0)
+        return x, ((h_n, stack(c_n, 0)) if lstm else h_n)
+
     def _run(self, x, sizes, states, lstm):
         """x: (T, B, F) time-major (sizes None) or packed data (N, F) with per-step `sizes`.
         states: (h0, c0) or h0 of (L*D, B, H). Returns output and final states."""
         from .. import cat, stack
 
         packed = sizes is not None
+        if not packed and self.proj_size == 0 and x.shape[0] > 0:
+            return self._run_fused(x, states, lstm)
         dirs = 2 if self.bidirectional else 1
         mode = self.mode
         if mode == "LSTM":
