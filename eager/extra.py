@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import itertools
-import math
 from collections import namedtuple
 
 import numpy as np
@@ -136,18 +135,14 @@ def meshgrid(*tensors, indexing=None):
             raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
                                f"but got: {t.ndim}D")
     ts = [t.reshape(-1) for t in ts]
-    swap = indexing == "xy" and len(ts) >= 2
-    if swap:
-        ts[0], ts[1] = ts[1], ts[0]
     shape = tuple(t.shape[0] for t in ts)
     out = []
     for i, t in enumerate(ts):
         view = [1] * len(ts)
         view[i] = -1
         out.append(t.reshape(view).expand(shape))
-    if swap:
+    if indexing == "xy" and len(ts) >= 2:  # numpy's Cartesian indexing: the first two swapped
         out = [o.transpose(0, 1) for o in out]
-        out[0], out[1] = out[1], out[0]
     return tuple(out)
 
 
@@ -229,7 +224,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     """`torch.cov`: covariance of the rows of a (variables, observations) matrix (1-d: one
     variable), with integer frequency weights and observation weights (numpy.cov's rule)."""
     if input.ndim > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.ndim} dimensions")
     x = input.reshape(1, -1) if input.ndim < 2 else input
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
@@ -379,9 +374,20 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
-    """`torch.as_strided_scatter`: `input` with `as_strided(size, stride, storage_offset)`
-    replaced by src."""
-    return _scatter_into(input, src, lambda t: t.as_strided(size, stride, storage_offset))
+    """`torch.as_strided_scatter`: `input` (as contiguous storage) with the elements that
+    `as_strided(size, stride, storage_offset)` views replaced by src."""
+    size = tuple(size)
+    if tuple(src.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
+                           f"= {list(src.shape)}, slice size = {list(size)}")
+    flat = np.full(size, storage_offset or 0, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        view = [1] * len(size)
+        view[d] = n
+        flat = flat + (np.arange(n) * st).reshape(view)
+    out = input.contiguous().reshape(-1).clone()
+    out[creation.tensor(flat.reshape(-1))] = src.reshape(-1)
+    return out.reshape(tuple(input.shape))
 
 
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):
@@ -510,18 +516,20 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 
 def unravel_index(indices, shape):
     """`torch.unravel_index`: a tuple of int64 coordinate tensors of flat `indices` into
-    `shape` (negative indices count from the end; IndexError out of range)."""
+    `shape`, computed as PyTorch does (floor modulo per dim from the last, so negative
+    indices count from the end)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if isinstance(indices, Tensor) and (indices.dtype.is_floating_point or
                                         indices.dtype.is_complex or indices.dtype is D.bool_):
         raise TypeError("expected 'indices' to be integer dtype, but got "
                         f"{indices.dtype.name}")
     a = indices.numpy(force=True) if isinstance(indices, Tensor) else np.asarray(indices)
-    n = math.prod(shape)
-    if a.size and (a.max() >= n or a.min() < -n):
-        raise RuntimeError("'indices' must be in range [-prod(shape), prod(shape))")
-    out = np.unravel_index(np.where(a < 0, a + n, a), shape)
-    return tuple(creation.tensor(np.asarray(o, np.int64)) for o in out)
+    a = a.astype(np.int64)
+    out = []
+    for s in reversed(shape):
+        out.append(np.mod(a, s))
+        a = np.floor_divide(a, s)
+    return tuple(creation.tensor(o) for o in reversed(out))
 
 
 def is_nonzero(input) -> bool:
@@ -544,9 +552,9 @@ def is_signed(input) -> bool:
 
 
 def positive(input):
-    """`torch.positive`: the input itself (TypeError for bool, as PyTorch)."""
+    """`torch.positive`: the input itself (RuntimeError for bool, as PyTorch)."""
     if input.dtype is D.bool_:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 

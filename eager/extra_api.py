@@ -71,7 +71,9 @@ def _composite_inplace(name):
     """`Tensor.<name>_` for a function of `eager.extra`: compute, then write into self."""
     def method(self, *args, **kwargs):
         self._check_inplace()
-        return self._inplace_update(getattr(Tensor, name)(self, *args, **kwargs))
+        # (on a copy carrying self's history: the composite's nodes may save self)
+        source = self.clone() if self.requires_grad and _grad_enabled() else self
+        return self._inplace_update(getattr(Tensor, name)(source, *args, **kwargs))
     method.__name__ = name + "_"
     method.__doc__ = f"In-place version of `{name}` (writes the result into self)."
     return method
@@ -373,7 +375,9 @@ def get_deterministic_debug_mode() -> int:
 def set_float32_matmul_precision(precision: str) -> None:
     """`torch.set_float32_matmul_precision`: "highest", "high" or "medium" (recorded)."""
     if precision not in ("highest", "high", "medium"):
-        raise RuntimeError(f"Invalid precision: {precision}")
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
     _SETTINGS["precision"] = precision
 
 
