@@ -131,3 +131,11 @@ def _softmax_agnostic(x):
 def test_array_agnostic_code_runs_on_both():
     np.testing.assert_allclose(_np(_softmax_agnostic(xp.asarray(A))), _softmax_agnostic(A),
                                rtol=1e-12)
+
+
+def test_sign_of_zero_dim_nan():
+    """eager.sign keeps torch's sign(nan) = 0 on 0-d tensors too (it raised TypeError); the
+    standard's sign(nan) is nan."""
+    assert eager.sign(eager.tensor(float("nan"))).item() == 0.0
+    assert eager.sign(eager.tensor(-3.0)).item() == -1.0
+    assert np.isnan(_np(xp.sign(xp.asarray(float("nan")))))

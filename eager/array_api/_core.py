@@ -54,7 +54,11 @@ _DTYPES = (_e.bool, _e.int8, _e.int16, _e.int32, _e.int64, _e.uint8, _e.float32,
 
 
 def _wrap(a) -> _T:
-    return _e.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
+    """A tensor over a numpy result (numpy scalars and 0-d arrays included; C order)."""
+    if isinstance(a, _T):
+        return a
+    a = np.asarray(a)
+    return _e.from_numpy(a if a.flags.c_contiguous else a.copy())
 
 
 def _default_float():
@@ -330,6 +334,10 @@ def _binary(fn):
             x1 = _e.tensor(x1, dtype=_scalar_dtype(x1, x2.dtype))
         if not isinstance(x2, _T):
             x2 = _e.tensor(x2, dtype=_scalar_dtype(x2, x1.dtype))
+        if x1.dtype is not x2.dtype:
+            # the standard promotes by dtype alone (torch lets 0-d tensors defer to others)
+            dt = _e.promote_types(x1.dtype, x2.dtype)
+            x1, x2 = x1.to(dt), x2.to(dt)
         return fn(x1, x2)
     return f
 
@@ -387,7 +395,8 @@ def sign(x, /):
     if x.is_complex():
         mag = _e.abs(x)
         return _e.where(mag == 0, _e.zeros_like(x), x / _e.where(mag == 0, 1.0, mag))
-    return _e.sign(x)
+    out = _e.sign(x)
+    return _e.where(_e.isnan(x), x, out) if x.is_floating_point() else out
 
 
 def signbit(x, /):
@@ -454,12 +463,22 @@ def matrix_transpose(x, /):
 
 
 def tensordot(x1, x2, /, *, axes=2):
+    if x1.numel() == 0 or x2.numel() == 0:  # an empty contraction: zeros of the result shape
+        dt = _e.promote_types(x1.dtype, x2.dtype)
+        shape = np.tensordot(np.zeros(tuple(x1.shape)), np.zeros(tuple(x2.shape)),
+                             axes=axes).shape
+        return _e.zeros(shape, dtype=dt)
     return _e.tensordot(x1, x2, dims=axes)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ValueError(f"vecdot: x1 has size {x1.shape[axis]} and x2 size {x2.shape[axis]} "
+                         f"along axis {axis}; they must be equal")
     a, b = _e.broadcast_tensors(x1, x2)
-    return (_e.conj(a) * b).sum(axis) if a.is_complex() else (a * b).sum(axis)
+    dt = _e.promote_types(x1.dtype, x2.dtype)
+    out = (_e.conj(a) * b).sum(axis) if a.is_complex() else (a * b).sum(axis)
+    return out.to(dt)
 
 
 # ---------------------------------------------------------------------------- manipulation
@@ -678,10 +697,10 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     if isinstance(ax, tuple) and ax:
         out = x.to(dt)
         for a in sorted((a % x.ndim for a in ax), reverse=True):
-            out = _e.prod(out, dim=a, keepdim=keepdims)
+            out = _e.prod(out, dim=a, keepdim=keepdims).to(dt)
         return out
     return _reduce(lambda t, **kw: _e.prod(t.to(dt), **{k: v for k, v in kw.items()
-                                                        if k != "dtype"}),
+                                                        if k != "dtype"}).to(dt),
                    x, axis, keepdims, dtype=dt)
 
 
@@ -711,7 +730,7 @@ def _cumulative(fn, x, axis, dtype, include_initial, initial):
             raise ValueError("axis is required for arrays of more than one dimension")
         axis = 0
     dt = _sum_dtype(x, dtype)
-    out = fn(x.to(dt), dim=axis)
+    out = fn(x.to(dt), dim=axis).to(dt)
     if include_initial:
         shape = list(x.shape)
         shape[axis] = 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import eager as _e
+import numpy as np
+
 from eager import linalg as _la
 
 from . import _core
@@ -18,6 +20,8 @@ def cholesky(x, /, *, upper=False):
 
 
 def cross(x1, x2, /, *, axis=-1):
+    if x1.ndim != x2.ndim:  # the standard broadcasts; torch.linalg.cross wants equal ranks
+        x1, x2 = _e.broadcast_tensors(x1, x2)
     return _la.cross(x1, x2, dim=axis)
 
 
@@ -64,7 +68,20 @@ def outer(x1, x2, /):
 
 
 def pinv(x, /, *, rtol=None):
-    return _la.pinv(x, rtol=rtol)
+    if not isinstance(rtol, _e.Tensor) and x.numel():
+        return _la.pinv(x, rtol=rtol)
+    # a batched rtol (or an empty batch): through the SVD, singular values below
+    # rtol * largest set to zero
+    m, n = x.shape[-2], x.shape[-1]
+    if x.numel() == 0:
+        return _e.zeros(tuple(x.shape[:-2]) + (n, m), dtype=x.dtype)
+    u, s, vh = _la.svd(x, full_matrices=False)
+    if rtol is None:
+        rtol = max(m, n) * float(np.finfo(s.numpy().dtype).eps)
+    cutoff = (rtol.unsqueeze(-1) if isinstance(rtol, _e.Tensor) else rtol) * \
+        s.amax(-1, keepdim=True)
+    s_inv = _e.where(s > cutoff, 1.0 / _e.where(s > cutoff, s, 1.0), 0.0).to(s.dtype)
+    return vh.mT.conj() @ (s_inv.unsqueeze(-1).to(u.dtype) * u.mT.conj())
 
 
 def qr(x, /, *, mode="reduced"):

@@ -81,9 +81,9 @@ def _sign_impl(xp, x):
     NaN, so NaNs exist only when the max of the signs is NaN; only then are they zeroed."""
     if x.dtype.kind != "f":
         return x.copy() if x.dtype == np.bool_ else xp.sign(x)
-    r = xp.sign(x)
+    r = xp.asarray(xp.sign(x))  # a 0-d input gives a numpy scalar: make it an array
     if r.size and xp.isnan(r.max()):
-        r[xp.isnan(r)] = 0  # PyTorch: sign(nan) = 0
+        r = xp.where(xp.isnan(r), r.dtype.type(0), r)  # PyTorch: sign(nan) = 0
     return r
 
 
