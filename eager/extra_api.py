@@ -20,7 +20,7 @@ import numpy as np
 from ir import REGISTRY
 from ir import dtypes as D
 
-from . import creation, extra
+from . import creation, extra, extra_numeric
 from . import dispatch as _dispatch
 from .dispatch import FUNCTIONS as _F
 from .extra_tensor import (
@@ -485,7 +485,57 @@ def _method_of(name):
 # Top-level functions that are Tensor methods applied to their first argument.
 METHOD_FUNCTIONS = ("is_complex", "is_floating_point", "is_conj", "is_neg", "resolve_conj",
                     "resolve_neg", "detach", "is_inference", "get_device", "conj_physical",
-                    "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "sum_to_size")
+                    "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "sum_to_size",
+                    "nonzero_static")
+
+
+def is_storage(obj) -> bool:
+    """`torch.is_storage`: whether `obj` is a storage object."""
+    from .tensor import UntypedStorage
+
+    return isinstance(obj, UntypedStorage)
+
+
+def to_dlpack(tensor):
+    """`torch.to_dlpack`: a DLPack capsule of the tensor's memory (numpy's `__dlpack__`)."""
+    return tensor._data.__dlpack__()
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """`torch.frombuffer`: a 1-d tensor sharing the memory of a buffer-protocol object."""
+    arr = np.frombuffer(buffer, dtype=D.to_dtype(dtype).np, count=count, offset=offset)
+    if not arr.flags.writeable:
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors.", UserWarning, stacklevel=2)
+    t = creation.from_numpy(arr)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False, requires_grad=False):
+    """`torch.from_file`: the first `size` elements of a raw binary file (default dtype)."""
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype)
+    arr = np.fromfile(filename, dtype=dt.np, count=size)
+    if arr.shape[0] < size:
+        raise RuntimeError(f"unable to read {size} elements of {dt.name} from {filename}")
+    return creation.tensor(arr, dtype=dt, requires_grad=requires_grad)
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """`torch.set_anomaly_enabled`: `torch.autograd.set_detect_anomaly`'s switch."""
+    from .autograd import set_detect_anomaly
+
+    set_detect_anomaly(enabled, check_nan)
+
+
+def _lazy_module(name):
+    """Module `__getattr__` of `eager`: submodules imported on first use (`eager.distributions`
+    pulls scipy.stats-sized imports that `import eager` should not pay for)."""
+    if name in ("distributions",):
+        import importlib
+
+        return importlib.import_module(f"eager.{name}")
+    raise AttributeError(f"module 'eager' has no attribute {name!r}")
 
 
 def install(namespace: dict, tensor_cls) -> None:
@@ -544,7 +594,20 @@ def install(namespace: dict, tensor_cls) -> None:
             meth(name + "_", meth_fn)
     meth("hardshrink", lambda self, lambd=0.5: _functional().hardshrink(self, lambd))
     meth("prelu", lambda self, weight: _functional().prelu(self, weight))
-    for name in METHOD_FUNCTIONS:
+    for fn in extra_numeric.FUNCTIONS:
+        top(fn.__name__, fn)
+    meth("nanquantile", extra_numeric.nanquantile)
+    meth("where", lambda self, condition, other: _F["where"](condition, self, other))
+    meth("resize_as", resize_as_)
+    meth("storage", lambda self: self.untyped_storage())
+    meth("nonzero_static", nonzero_static)
+    from .autograd import anomaly
+
+    for fn in (is_storage, to_dlpack, frombuffer, from_file, set_anomaly_enabled,
+               anomaly.is_anomaly_enabled, anomaly.is_anomaly_check_nan_enabled):
+        top(fn.__name__, fn)
+    top("__getattr__", _lazy_module)
+    for name in METHOD_FUNCTIONS + ("as_strided_",):
         top(name, _method_of(name))
     for obj in (strided, contiguous_format, channels_last, channels_last_3d, preserve_format,
                 legacy_contiguous_format):

@@ -231,6 +231,22 @@ CASES = [
                                         m.get_device(a), a.ndimension()]),
      [((2, 3), F64), ((2, 3), I64)]),
     ("constants", lambda m: m.tensor([m.e, m.pi, m.inf]), []),
+    ("nanquantile", lambda m, a: m.nanquantile(m.where(a > 1, m.nan, a), 0.3, dim=1),
+     [((3, 6), F64, "g")]),
+    ("nanquantile_q", lambda m, a: a.nanquantile(m.tensor([0.1, 0.5, 1.0], dtype=m.float64),
+                                                 dim=0, keepdim=True), [((5, 2), F64, "g")]),
+    ("nanquantile_modes", lambda m, a: [m.nanquantile(a, 0.4, interpolation=k) for k in
+                                        ("lower", "higher", "midpoint", "nearest")],
+     [((7,), F64, "g")]),
+    ("nanquantile_allnan", lambda m, a: m.nanquantile(a / 0 * 0, 0.5, dim=0), [((2, 3), F32)]),
+    ("gradient", lambda m, a: m.gradient(a), [((4, 5), F64, "g")]),
+    ("gradient_spacing", lambda m, a: m.gradient(a, spacing=[0.5], dim=1, edge_order=2),
+     [((3, 5), F64, "g")]),
+    ("gradient_coords", lambda m, a, c: m.gradient(a, spacing=(c.abs().cumsum(0) + 1,),
+                                                   dim=0), [((5, 2), F64, "g"), ((5,), F64)]),
+    ("gradient_int", lambda m, a: m.gradient(a, dim=0), [((4,), I64)]),
+    ("histogramdd", lambda m, a: m.histogramdd(a, [3, 4]), [((20, 2), F64)]),
+    ("where_method", lambda m, a, b: a.where(a > 0, b), [((2, 3), F64, "g"), ((3,), F64, "g")]),
 ]
 
 
@@ -378,3 +394,19 @@ def test_gradcheck(fn):
     if fn.__code__.co_consts and "as_strided" in str(fn.__code__.co_names):
         b = eager.tensor(RNG.standard_normal(2), requires_grad=True)
     assert eager.autograd.gradcheck(fn, (a, b))
+
+
+def test_buffers_and_storage(tmp_path):
+    buf = bytearray(np.arange(4, dtype=np.float32).tobytes())
+    t = eager.frombuffer(buf, dtype=eager.float32, offset=4)
+    r = torch.frombuffer(bytearray(buf), dtype=torch.float32, offset=4)
+    np.testing.assert_array_equal(t.numpy(), r.numpy())
+    t[0] = 7.0  # shares the buffer's memory
+    assert np.frombuffer(buf, np.float32)[1] == 7.0
+    f = tmp_path / "x.bin"
+    np.arange(5, dtype=np.float32).tofile(f)
+    np.testing.assert_array_equal(eager.from_file(str(f), size=3).numpy(),
+                                  torch.from_file(str(f), size=3).numpy())
+    x = eager.zeros(3)
+    assert eager.is_storage(x.storage()) and not eager.is_storage(x)
+    assert np.from_dlpack(x).shape == (3,) or eager.to_dlpack(x) is not None

@@ -1,0 +1,142 @@
+"""Numerical helpers of PyTorch's top level (issue 16's sweep): `nanquantile` (sort + gather +
+lerp, so gradients reach the interpolated elements), `gradient` (central differences with
+one-sided edges, as `torch.gradient` / numpy.gradient), `histogramdd` (numpy's kernel).
+Semantics follow the PyTorch documentation of each function. Imports eager's modules only.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from ir import dtypes as D
+
+from . import creation
+from .dispatch import FUNCTIONS as _F
+from .tensor import Tensor
+
+histogramdd_result = namedtuple("histogramdd", ("hist", "bin_edges"))
+_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """`torch.nanquantile`: `quantile` ignoring NaNs (a row of NaNs gives NaN); `q` a number or
+    1-d tensor in [0, 1] (its values become a leading dim); float input only."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, "
+                           f"got {input.dtype.name}")
+    if interpolation not in _MODES:
+        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, "
+                         f"midpoint or nearest. Got {interpolation}")
+    qs = q.numpy(force=True).reshape(-1) if isinstance(q, Tensor) else np.array([q], float)
+    if ((qs < 0) | (qs > 1)).any():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x = input.reshape(-1) if dim is None else input
+    d = -1 if dim is None else dim % max(input.ndim, 1)
+    srt = _F["sort"](x, d).values  # NaNs last
+    valid = _F["sum"](_F["logical_not"](_F["isnan"](x)), (d,), keepdim=True)  # int64
+    n = x.shape[d] if x.ndim else 1
+    outs = []
+    for qv in qs:
+        pos = _F["mul"](_F["sub"](valid, 1).to(D.float64), float(qv))
+        lo = _F["clamp"](_F["floor"](pos), 0, max(n - 1, 0))
+        hi = _F["clamp"](_F["ceil"](pos), 0, max(n - 1, 0))
+        frac = _F["sub"](pos, lo)
+        if interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        elif interpolation == "nearest":
+            lo = hi = _F["clamp"](_F["round"](pos), 0, max(n - 1, 0))
+        a = _F["gather"](srt, d, lo.to(D.int64))
+        b = _F["gather"](srt, d, hi.to(D.int64))
+        w = 0.5 if interpolation == "midpoint" else frac.to(input.dtype)
+        r = _F["lerp"](a, b, w) if interpolation in ("linear", "midpoint") else a
+        r = _F["where"](_F["eq"](valid, 0), float("nan"), r)
+        outs.append(r if keepdim and dim is not None else _F["squeeze"](r, d))
+    if dim is None and keepdim:
+        outs = [o.reshape((1,) * input.ndim) for o in outs]
+    if isinstance(q, Tensor) and q.ndim > 0:
+        return _F["stack"](outs, 0)
+    return outs[0]
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """`torch.gradient`: a tuple with the derivative estimate along each dim of `dim` (all
+    dims by default): central differences inside, first- or second-order one-sided
+    differences at the edges (`edge_order`), uniform `spacing` (a number, or one per dim) or
+    coordinate tensors (one 1-d tensor per dim)."""
+    dims = list(range(input.ndim)) if dim is None else \
+        [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % input.ndim for d in dims]
+    sp = spacing if isinstance(spacing, (tuple, list)) else [spacing] * len(dims)
+    if len(sp) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                           f"its length to match the number of dims ({len(dims)}), but got "
+                           f"{len(sp)}")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    x = input if input.dtype.is_floating_point or input.dtype.is_complex else \
+        input.to(D.get_default_dtype())
+    out = []
+    for d, h in zip(dims, sp):
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+        out.append(_along(x, d, n, h, edge_order))
+    return tuple(out)
+
+
+def _along(x, d, n, h, edge_order):
+    def sl(start, length):
+        return _F["narrow"](x, d, start, length)
+
+    if isinstance(h, Tensor):  # coordinates: numpy.gradient's non-uniform formula
+        c = h.to(x.dtype)
+        hs = _F["sub"](_F["narrow"](c, 0, 1, n - 1), _F["narrow"](c, 0, 0, n - 1))
+        view = [1] * x.ndim
+        view[d] = n - 2
+        h1 = _F["narrow"](hs, 0, 0, n - 2).reshape(view)
+        h2 = _F["narrow"](hs, 0, 1, n - 2).reshape(view)
+        inner = _F["div"](_F["add"](_F["sub"](_F["mul"](sl(2, n - 2), _F["mul"](h1, h1)),
+                                              _F["mul"](sl(0, n - 2), _F["mul"](h2, h2))),
+                                    _F["mul"](sl(1, n - 2), _F["sub"](_F["mul"](h2, h2),
+                                                                      _F["mul"](h1, h1)))),
+                          _F["mul"](_F["mul"](h1, h2), _F["add"](h1, h2)))
+        first = _F["div"](_F["sub"](sl(1, 1), sl(0, 1)), hs[0])
+        last = _F["div"](_F["sub"](sl(n - 1, 1), sl(n - 2, 1)), hs[-1])
+        return _F["cat"]([first, inner, last], d)
+    inner = _F["div"](_F["sub"](sl(2, n - 2), sl(0, n - 2)), 2.0 * h)
+    if edge_order == 1:
+        first = _F["div"](_F["sub"](sl(1, 1), sl(0, 1)), h)
+        last = _F["div"](_F["sub"](sl(n - 1, 1), sl(n - 2, 1)), h)
+    else:
+        first = _F["div"](_F["add"](_F["sub"](_F["mul"](sl(1, 1), 4.0), _F["mul"](sl(0, 1), 3.0)),
+                                    _F["neg"](sl(2, 1))), 2.0 * h)
+        last = _F["div"](_F["add"](_F["sub"](_F["mul"](sl(n - 1, 1), 3.0),
+                                             _F["mul"](sl(n - 2, 1), 4.0)), sl(n - 3, 1)),
+                         2.0 * h)
+    return _F["cat"]([first, inner, last], d)
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+    """`torch.histogramdd`: the D-dimensional histogram of the rows of an (N, D) float tensor
+    (numpy.histogramdd's binning); returns (hist, [edges per dim])."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.histogramdd: input tensor should be of floating dtype")
+    a = input.numpy(force=True)
+    a = a.reshape(-1, a.shape[-1])
+    b = [e.numpy(force=True) for e in bins] if isinstance(bins, (tuple, list)) and bins and \
+        isinstance(bins[0], Tensor) else bins
+    rng = None if range is None else [tuple(range[i:i + 2]) for i in builtins_range(
+        0, len(range), 2)]
+    w = None if weight is None else weight.numpy(force=True).reshape(-1)
+    hist, edges = np.histogramdd(a, b, range=rng, weights=w, density=density)
+    return histogramdd_result(creation.tensor(hist, dtype=input.dtype),
+                              [creation.tensor(e, dtype=input.dtype) for e in edges])
+
+
+builtins_range = range
+FUNCTIONS = (nanquantile, gradient, histogramdd)
