@@ -43,13 +43,15 @@ def _flat(out):
 
 
 def compare(name, arrays, kwargs=None, dtype="float64", grad=True, top=False, skip=(),
-            hermitian=False):
+            hermitian=False, triangle=None):
     """Call `name` (torch.linalg.<name>, or torch.<name> with `top`) in wick and PyTorch on
     `arrays`; compare every result (values, dtype, shape) and, with `grad`, the gradients of
     a random linear function of the floating/complex results (indices in `skip` left out:
     results defined only up to a phase). `hermitian`: wick's Cholesky reads the Hermitian part
     (A + A^H)/2 of its input (ir/ops/matrix.py), so its gradient is the Hermitian part of
-    PyTorch's (which differs off the Hermitian subspace for complex input only)."""
+    PyTorch's (which differs off the Hermitian subspace for complex input only). `triangle`:
+    {operand index: "lower"/"upper"}: operands of which only that triangle is read (a
+    Cholesky factor); PyTorch's dense gradient is compared on it."""
     kwargs = kwargs or {}
     w_home, t_home = (eager, torch) if top else (eager.linalg, torch.linalg)
     diff = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.dtype.kind in
@@ -85,6 +87,9 @@ def compare(name, arrays, kwargs=None, dtype="float64", grad=True, top=False, sk
             want_grad = ts[i].grad.resolve_conj().numpy()
             if hermitian:
                 want_grad = (want_grad + np.conj(np.swapaxes(want_grad, -1, -2))) / 2
+            if triangle and i in triangle:
+                want_grad = np.tril(want_grad) if triangle[i] == "lower" else \
+                    np.triu(want_grad)
             np.testing.assert_allclose(ws[i].grad.numpy(), want_grad,
                                        rtol=10 * tol, atol=10 * tol,
                                        err_msg=f"{name} gradient of operand {i}")
@@ -155,10 +160,10 @@ def test_ex_variants_and_cholesky_helpers(dtype):
     compare("cholesky_ex", (spd,), {}, dtype, hermitian=True)
     compare("cholesky_ex", (spd,), {"upper": True}, dtype, hermitian=True)
     L = np.linalg.cholesky(spd)
-    compare("cholesky_solve", (b, L), {}, dtype, top=True)
+    compare("cholesky_solve", (b, L), {}, dtype, top=True, triangle={1: "lower"})
     compare("cholesky_solve", (b, np.conj(np.swapaxes(L, -1, -2))), {"upper": True}, dtype,
-            top=True)
-    compare("cholesky_inverse", (L[0],), {}, dtype, top=True)
+            top=True, triangle={1: "upper"})
+    compare("cholesky_inverse", (L[0],), {}, dtype, top=True, triangle={0: "lower"})
     compare("triangular_solve", (b, a), {}, dtype, top=True)
     compare("triangular_solve", (b, a), {"upper": False, "transpose": True}, dtype, top=True)
     compare("cholesky", (spd,), {}, dtype, top=True, hermitian=True)

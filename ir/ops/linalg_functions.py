@@ -203,7 +203,7 @@ def _rank_decomp(F, a, tol=None, hermitian=False, *, atol=None, rtol=None):
     smax = F.amax(s, -1, keepdim=True) if s.shape[-1] else F.new_zeros(s, tuple(s.shape))
     if rtol is None:
         rtol = 0.0 if atol is not None and atol > 0 else \
-            np.finfo(s.dtype.np).eps * max(a.shape[-2:])
+            float(np.finfo(s.dtype.np).eps) * max(a.shape[-2:])
     thresh = F.mul(smax, rtol)
     if atol is not None:
         thresh = F.maximum(thresh, F.add(F.new_zeros(thresh, tuple(thresh.shape)), atol))

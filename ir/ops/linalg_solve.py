@@ -569,22 +569,14 @@ declare(
 # ---------------------------------------------------------------- cholesky_solve, cholesky_inverse
 
 
-def _cholesky_solve_impl(xp, b, L, upper=False):
-    # A = L L^H (lower) or U^H U (upper): two triangular solves on the factor's triangle
-    kw = {"left": True, "unitriangular": False}
-    lh = xp.conj(xp.swapaxes(L, -1, -2))
+def _cholesky_solve_decomp(F, b, L, upper=False):
+    # A = L L^H (lower) or U^H U (upper): two triangular solves that read the factor's
+    # triangle, so the factor's gradient is that triangle's (PyTorch's dense formula agrees
+    # there, and also fills the triangle the function does not read)
+    tri = F.linalg_solve_triangular
     if upper:
-        return _tri_impl(xp, L, _tri_impl(xp, lh, b, upper=False, **kw), upper=True, **kw)
-    return _tri_impl(xp, lh, _tri_impl(xp, L, b, upper=False, **kw), upper=True, **kw)
-
-
-def _cholesky_solve_backward(F, g, out, b, L, upper=False):
-    # FunctionsManual.cpp cholesky_solve_backward: the factor's gradient is dense (that of
-    # a function of L L^H through every entry of L), as PyTorch's
-    gb = F.cholesky_solve(g, L, upper)
-    common = F.matmul(gb, mH(F, out))
-    common = F.add(common, mH(F, common))
-    return gb, F.neg(F.matmul(L, common) if upper else F.matmul(common, L))
+        return tri(L, tri(mH(F, L), b, upper=False), upper=True)
+    return tri(mH(F, L), tri(L, b, upper=False), upper=True)
 
 
 def _chol_factor_samples(rng, dt, rhs=True):
@@ -601,9 +593,8 @@ def _from_factor(L, upper):
 
 
 declare(
-    "cholesky_solve", "linalg", "input, input2, upper=False", 2, data=(0, 1),
-    scalar_ok=False, shape=lambda sb, sl, upper=False: broadcast_shapes(sb[:-2], sl[:-2]) +
-    sb[-2:], impl=_cholesky_solve_impl, backward=_cholesky_solve_backward,
+    "cholesky_solve", "composite", "input, input2, upper=False", 2, data=(0, 1),
+    scalar_ok=False, decomp=_cholesky_solve_decomp,
     ref=lambda b, L, upper=False: np.linalg.solve(_from_factor(L, upper), b),
     sample_inputs=_chol_factor_samples, test_dtypes=FLOATS_COMPLEX,
 )
