@@ -5,7 +5,9 @@ For each case: wick's counts (`capture.explain`), torch's (when torch is install
 correctness check: the case built twice from the same seed, one run eagerly and one through
 `capture.compile` (default backend), comparing outputs and the state the case names
 (parameters, buffers, caches, list contents). Prints a markdown table and the first break
-reason of each wick case that breaks.
+reason of each wick case that breaks. Counts follow torch's rule on both sides (graphs compiled
+in every frame of the call; breaks = graphs - 1): they differ only where the graphs differ
+(torch skips a frame whose break sits inside a loop over modules: "print in a submodule").
 
     python benchmarks/capture_counts.py
 """
@@ -63,7 +65,7 @@ def wick_row(build):
         # a second call: the cache hit (and the state it updates) must match too
         out_e2, out_c2 = fe(*ae), compiled(*ac)
         ok = ok and _same(out_e2, out_c2) and _same(se(), sc())
-    reason = ex.break_reasons[0] if ex.break_reasons else None
+    reason = ex.unique_break_reasons[0] if ex.unique_break_reasons else None
     why = (f"{os.path.basename(reason.filename)}:{reason.lineno} {reason.reason}"
            if reason is not None else "")
     return ex.graph_count, ex.graph_break_count, ok, why
