@@ -528,13 +528,29 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     set_detect_anomaly(enabled, check_nan)
 
 
+def get_device_module(device=None):
+    """`torch.get_device_module`: `eager.cuda` for CUDA devices, else `eager.cpu`."""
+    import importlib
+
+    kind = "cpu" if device is None else str(getattr(device, "type", device)).split(":")[0]
+    if kind not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered "
+                           "as 'torch.{kind}'.")
+    return importlib.import_module(f"eager.{kind}") if kind == "cpu" else \
+        importlib.import_module("eager").cuda
+
+
 def _lazy_module(name):
     """Module `__getattr__` of `eager`: submodules imported on first use (`eager.distributions`
     pulls scipy.stats-sized imports that `import eager` should not pay for)."""
-    if name in ("distributions",):
+    if name in ("distributions", "cpu", "functional", "testing", "signal"):
         import importlib
 
         return importlib.import_module(f"eager.{name}")
+    if name == "windows":  # (torch.windows is torch.signal.windows)
+        import importlib
+
+        return importlib.import_module("eager.signal.windows")
     raise AttributeError(f"module 'eager' has no attribute {name!r}")
 
 
@@ -607,6 +623,7 @@ def install(namespace: dict, tensor_cls) -> None:
                anomaly.is_anomaly_enabled, anomaly.is_anomaly_check_nan_enabled):
         top(fn.__name__, fn)
     top("__getattr__", _lazy_module)
+    top("get_device_module", get_device_module)
     for name in METHOD_FUNCTIONS + ("as_strided_",):
         top(name, _method_of(name))
     for obj in (strided, contiguous_format, channels_last, channels_last_3d, preserve_format,

@@ -410,3 +410,39 @@ def test_buffers_and_storage(tmp_path):
     x = eager.zeros(3)
     assert eager.is_storage(x.storage()) and not eager.is_storage(x)
     assert np.from_dlpack(x).shape == (3,) or eager.to_dlpack(x) is not None
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("hann", {}), ("hamming", {"sym": False}), ("gaussian", {"std": 2.0}),
+    ("kaiser", {"beta": 4.0}), ("exponential", {"tau": 2.0}),
+    ("exponential", {"center": 2.0, "sym": False}), ("general_cosine", {"a": [0.5, 0.3, 0.2]}),
+    ("general_hamming", {"alpha": 0.6}), ("nuttall", {}), ("cosine", {"sym": False}),
+    ("bartlett", {}), ("blackman", {}),
+])
+def test_signal_windows(name, kw):
+    for m in (0, 1, 7, 8):
+        ours = getattr(eager.signal.windows, name)(m, **kw)
+        ref = getattr(torch.signal.windows, name)(m, **kw)
+        assert _dtype(ours) == _dtype(ref)
+        np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        getattr(torch.signal.windows, name)(-1, **kw)
+    with pytest.raises(ValueError):
+        getattr(eager.signal.windows, name)(-1, **kw)
+
+
+def test_device_modules_and_testing():
+    assert eager.get_device_module("cpu").is_available() and eager.cpu.device_count() == 1
+    assert eager.windows is eager.signal.windows
+    assert eager.functional.einsum is eager.einsum
+    eager.testing.assert_close(eager.tensor([1.0, 2.0]), eager.tensor([1.0, 2.000001]))
+    torch.testing.assert_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.000001]))
+    for lib in (torch, eager):
+        with pytest.raises(AssertionError):
+            lib.testing.assert_close(lib.tensor([1.0, 2.0]), lib.tensor([1.0, 2.001]))
+        with pytest.raises(AssertionError):  # dtypes differ
+            lib.testing.assert_close(lib.tensor([1.0]), lib.tensor([1.0], dtype=lib.float64))
+        with pytest.raises(ValueError):
+            lib.testing.assert_close(lib.tensor([1.0]), lib.tensor([1.0]), rtol=0.1)
+    t = eager.testing.make_tensor(3, 4, dtype=eager.int64, low=2, high=5)
+    assert t.shape == (3, 4) and t.dtype is eager.int64 and 2 <= t.min() and t.max() < 5
