@@ -9,7 +9,7 @@ needs. Every part of the output is differentiable (its gradient enters BPTT exac
 
 - `_lstm_layer(gx, h0, c0, w_hh, reverse=False)`: gx (T, B, 4H) gate pre-activations from the
   input (gates i, f, g, o; b_ih + b_hh folded in), h0, c0 (B, H), w_hh (4H, H). Returns
-  (6, T, B, H): h, c, then the activated gates i, f, g, o of each step.
+  (6, T, B, H): h, c, then the activated gates of each step in the order i, f, o, g.
   c_t = f * c_{t-1} + i * g, h_t = o * tanh(c_t), gates = gx_t + h_{t-1} W_hh^T.
 - `_gru_layer(gx, h0, w_hh, b_hh, reverse=False)`: gx (T, B, 3H) = x W_ih^T + b_ih (r, z, n),
   b_hh (3H,). Returns (5, T, B, H): h, r, z, n, hn (= h_{t-1} W_hn^T + b_hn), with
@@ -39,16 +39,18 @@ except ImportError:  # pragma: no cover - scipy is a dependency; the formula is 
 
 
 # ---------------------------------------------------------------- kernels' helpers
+# Per step the gates live gate-major, (k, B, H) contiguous blocks: h_{t-1} @ W (k, H, H) is one
+# batched matmul, and every elementwise op runs on contiguous (B, H) arrays (numpy is several
+# times slower on column slices of a (B, kH) array).
 
 
 def _sig(xp, a, out):
-    """out = sigmoid(a) (scipy's expit on numpy)."""
-    if xp is np and _np_expit is not None:
-        return _np_expit(a, out=out)
-    xp.negative(a, out=out)
-    xp.exp(out, out=out)
-    out += 1
-    return xp.reciprocal(out, out=out)
+    """out = sigmoid(a) = (1 + tanh(a / 2)) / 2 (exact; a few times faster than expit)."""
+    xp.multiply(a, 0.5, out=out)
+    xp.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
+    return out
 
 
 def _work(xp, *arrays):
@@ -76,12 +78,34 @@ def _shifted(xp, hs, h0, reverse):
     return xp.concatenate([hs[1:], h0] if reverse else [h0, hs[:-1]], axis=0)
 
 
+def _gate_major(xp, w, k):
+    """w (kH, H) as (k, H, H) blocks, transposed (for h @ blocks) and as they are."""
+    H = w.shape[1]
+    blocks = w.reshape(k, H, H)
+    return xp.ascontiguousarray(blocks.transpose(0, 2, 1)), blocks
+
+
+def _by_gate(x, k):
+    """(..., B, kH) -> a (..., k, B, H) view."""
+    G = x.shape[-1]
+    return x.reshape(x.shape[:-1] + (k, G // k)).swapaxes(-3, -2)
+
+
 def _result(xp, parts, dt):
     flat = xp.concatenate([p.reshape(-1) for p in parts])
     return flat if flat.dtype == dt else flat.astype(dt)
 
 
+def _dgates(xp, dG):
+    """(T, k, B, H) per-step gate gradients -> (T, B, kH)."""
+    T, k, B, H = dG.shape
+    return xp.ascontiguousarray(dG.transpose(0, 2, 1, 3)).reshape(T, B, k * H)
+
+
 # ---------------------------------------------------------------- LSTM
+
+
+_IFOG = [0, 1, 3, 2]  # PyTorch's gate order i, f, g, o -> the kernels' i, f, o, g
 
 
 def _lstm_impl(xp, gx, h0, c0, w_hh, reverse=False):
@@ -89,19 +113,28 @@ def _lstm_impl(xp, gx, h0, c0, w_hh, reverse=False):
     T, B, G = gx.shape
     H = G // 4
     out = xp.empty((6, T, B, H), gx.dtype)
-    wt = w.T
+    # sigmoid(a) = (1 + tanh(a / 2)) / 2: the sigmoid gates' pre-activations are halved (weights
+    # and inputs once), so one tanh covers all four gates of a step
+    half = xp.asarray([0.5, 0.5, 0.5, 1.0], dtype=gx.dtype).reshape(4, 1, 1)
+    wt = xp.ascontiguousarray(w.reshape(4, H, H)[_IFOG].transpose(0, 2, 1)) * half
+    gxs, gv = xp.empty((T, 4, B, H), gx.dtype), _by_gate(gx, 4)
+    for k, src in enumerate(_IFOG):
+        xp.multiply(gv[:, src], half[k], out=gxs[:, k])
+    a = xp.empty((4, B, H), gx.dtype)
+    acts = out[2:]  # i, f, o, g
     h, c = h0, c0
     for t in _steps(T, reverse):
-        a = h @ wt
-        a += gx[t]
-        i, f, g, o = out[2, t], out[3, t], out[4, t], out[5, t]
-        _sig(xp, a[:, :H], i)
-        _sig(xp, a[:, H:2 * H], f)
-        xp.tanh(a[:, 2 * H:3 * H], out=g)
-        _sig(xp, a[:, 3 * H:], o)
+        xp.matmul(h, wt, out=a)
+        a += gxs[t]
+        act = acts[:, t]
+        xp.tanh(a, out=act)
+        sg = act[:3]
+        sg *= 0.5
+        sg += 0.5
+        i, f, o, g = act
         cn, hn = out[1, t], out[0, t]
         xp.multiply(f, c, out=cn)
-        tmp = xp.multiply(i, g, out=a[:, :H])
+        tmp = xp.multiply(i, g, out=a[0])
         cn += tmp
         xp.tanh(cn, out=hn)
         hn *= o
@@ -113,39 +146,48 @@ def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
     (gx, h0, c0, w, g, out), dt = _work(xp, gx, h0, c0, w_hh, grad, out)
     T, B, G = gx.shape
     H = G // 4
-    hs, cs, I, Fg, Gg, O = out
-    gh, gc, gi, gf, gg, go = g
-    gates_grad = bool(g[2:].any())
-    dgx = xp.empty((T, B, G), gx.dtype)
+    hs, cs = out[0], out[1]
+    acts = out[2:]  # i, f, o, g
+    gh, gc, gates = g[0], g[1], g[2:]
+    c_grad, gates_grad = bool(gc.any()), bool(gates.any())
+    blocks = w.reshape(4, H, H)[_IFOG]
+    dG = xp.empty((T, 4, B, H), gx.dtype)  # d pre-activations, i, f, o, g
     dh = xp.zeros((B, H), gx.dtype)
     dc = xp.zeros((B, H), gx.dtype)
+    tc = xp.empty((B, H), gx.dtype)
+    s3 = xp.empty((3, B, H), gx.dtype)
     for t in _steps(T, not reverse):
-        i, f, gt, o = I[t], Fg[t], Gg[t], O[t]
-        d = dgx[t]
-        dai, daf, dag, dao = d[:, :H], d[:, H:2 * H], d[:, 2 * H:3 * H], d[:, 3 * H:]
+        act = acts[:, t]
+        i, f, o, gt = act
+        d = dG[t]
         dh += gh[t]
-        dc += gc[t]
-        tc = xp.tanh(cs[t])
-        xp.multiply(dh, tc, out=dao)  # d o
+        if c_grad:
+            dc += gc[t]
+        xp.tanh(cs[t], out=tc)
+        xp.multiply(dh, tc, out=d[2])  # d o
         tc *= tc
         xp.subtract(1, tc, out=tc)
         tc *= o
         tc *= dh
         dc += tc  # through h = o tanh(c)
-        xp.multiply(dc, gt, out=dai)  # d i
-        xp.multiply(dc, i, out=dag)  # d g
-        xp.multiply(dc, _prev(cs, t, reverse, c0), out=daf)  # d f
+        xp.multiply(dc, gt, out=d[0])  # d i
+        xp.multiply(dc, _prev(cs, t, reverse, c0), out=d[1])  # d f
+        xp.multiply(dc, i, out=d[3])  # d g
         if gates_grad:
-            dai += gi[t]
-            daf += gf[t]
-            dag += gg[t]
-            dao += go[t]
+            d += gates[:, t]
         dc *= f
-        for da, s in ((dai, i), (daf, f), (dao, o)):  # sigmoid' = s (1 - s)
-            da *= s
-            da -= da * s
-        dag -= dag * gt * gt  # tanh' = 1 - g^2
-        dh = d @ w
+        sg = act[:3]  # sigmoid' = s - s^2
+        xp.multiply(sg, sg, out=s3)
+        xp.subtract(sg, s3, out=s3)
+        d[:3] *= s3
+        xp.multiply(gt, gt, out=tc)  # tanh' = 1 - g^2
+        xp.subtract(1, tc, out=tc)
+        d[3] *= tc
+        dh = xp.matmul(d, blocks).sum(0)
+    dgx = xp.empty((T, B, G), gx.dtype)
+    dv = _by_gate(dgx, 4)
+    for k, src in enumerate(_IFOG):
+        dv[:, src] = dG[:, k]
     dw = dgx.reshape(T * B, G).T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
     return _result(xp, (dgx, dh, dc, dw), dt)
 
@@ -158,19 +200,21 @@ def _gru_impl(xp, gx, h0, w_hh, b_hh, reverse=False):
     T, B, G = gx.shape
     H = G // 3
     out = xp.empty((5, T, B, H), gx.dtype)
-    wt = w.T
+    wt, _ = _gate_major(xp, w, 3)
+    b3 = b.reshape(3, 1, H)
+    gxg = _by_gate(gx, 3)
+    a = xp.empty((3, B, H), gx.dtype)
     h = h0
     for t in _steps(T, reverse):
-        a = h @ wt
-        a += b
-        x = gx[t]
         r, z, n, hn = out[1, t], out[2, t], out[3, t], out[4, t]
-        hn[...] = a[:, 2 * H:]
-        a[:, :2 * H] += x[:, :2 * H]
-        _sig(xp, a[:, :H], r)
-        _sig(xp, a[:, H:2 * H], z)
+        xp.matmul(h, wt, out=a)
+        a += b3
+        hn[...] = a[2]
+        a[:2] += gxg[t, :2]
+        _sig(xp, a[0], r)
+        _sig(xp, a[1], z)
         xp.multiply(r, hn, out=n)
-        n += x[:, 2 * H:]
+        n += gxg[t, 2]
         xp.tanh(n, out=n)
         hnew = out[0, t]
         xp.subtract(h, n, out=hnew)
@@ -186,32 +230,40 @@ def _gru_backward_impl(xp, grad, out, gx, h0, w_hh, b_hh, reverse=False):
     H = G // 3
     hs, R, Z, N, HN = out
     gh, gr, gz, gn, ghn = g
-    dgx = xp.empty((T, B, G), gx.dtype)
-    dgh = xp.empty((T, B, G), gx.dtype)  # d(h W_hh^T + b_hh)
+    _, blocks = _gate_major(xp, w, 3)
+    dGh = xp.empty((T, 3, B, H), gx.dtype)  # d(h W_hh^T + b_hh), gate-major
+    dN = xp.empty((T, B, H), gx.dtype)  # d of n's input pre-activation
     dh = xp.zeros((B, H), gx.dtype)
+    tmp = xp.empty((B, H), gx.dtype)
     for t in _steps(T, not reverse):
         r, z, n, hn = R[t], Z[t], N[t], HN[t]
-        dx, dg = dgx[t], dgh[t]
-        dar, daz, dan, dhn = dx[:, :H], dx[:, H:2 * H], dx[:, 2 * H:], dg[:, 2 * H:]
+        dar, daz, dhn = dGh[t]
+        dan = dN[t]
         dh += gh[t]
         xp.subtract(_prev(hs, t, reverse, h0), n, out=daz)
         daz *= dh
         daz += gz[t]  # d z
         daz *= z
-        daz -= daz * z
+        xp.multiply(daz, z, out=tmp)
+        daz -= tmp
         xp.multiply(dh, z, out=dan)
         xp.subtract(dh, dan, out=dan)
         dan += gn[t]  # d n
-        dan -= dan * n * n  # through tanh
+        xp.multiply(dan, n, out=tmp)
+        tmp *= n
+        dan -= tmp  # through tanh
         xp.multiply(dan, hn, out=dar)
         dar += gr[t]  # d r
         dar *= r
-        dar -= dar * r
+        xp.multiply(dar, r, out=tmp)
+        dar -= tmp
         xp.multiply(dan, r, out=dhn)
         dhn += ghn[t]
-        dg[:, :2 * H] = dx[:, :2 * H]
         dh *= z
-        dh += dg @ w
+        dh += xp.matmul(dGh[t], blocks).sum(0)
+    dgh = _dgates(xp, dGh)
+    dgx = dgh.copy()
+    dgx[..., 2 * H:] = dN
     flat_g = dgh.reshape(T * B, G)
     dw = flat_g.T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
     return _result(xp, (dgx, dh, dw, flat_g.sum(0)), dt)
@@ -324,7 +376,7 @@ def _lstm_ref(gx, h0, c0, w, reverse=False):
             _sigm(a[:, 3 * H:])
         c = f * c + i * g
         h = o * np.tanh(c)
-        rows[t] = (h, c, i, f, g, o)
+        rows[t] = (h, c, i, f, o, g)
     return np.stack([np.stack([rows[t][k] for t in sorted(rows)]) for k in range(6)]) \
         .astype(gx.dtype)
 
