@@ -20,7 +20,7 @@ import numpy as np
 from ir import REGISTRY
 from ir import dtypes as D
 
-from . import creation, extra, extra_numeric
+from . import creation, extra, extra_numeric, extra_spectral
 from . import dispatch as _dispatch
 from .dispatch import FUNCTIONS as _F
 from .extra_tensor import (
@@ -610,8 +610,10 @@ def install(namespace: dict, tensor_cls) -> None:
             meth(name + "_", meth_fn)
     meth("hardshrink", lambda self, lambd=0.5: _functional().hardshrink(self, lambd))
     meth("prelu", lambda self, weight: _functional().prelu(self, weight))
-    for fn in extra_numeric.FUNCTIONS:
+    for fn in extra_numeric.FUNCTIONS + extra_spectral.FUNCTIONS:
         top(fn.__name__, fn)
+    meth("stft", extra_spectral.stft)
+    meth("istft", extra_spectral.istft)
     meth("nanquantile", extra_numeric.nanquantile)
     meth("where", lambda self, condition, other: _F["where"](condition, self, other))
     meth("resize_as", resize_as_)

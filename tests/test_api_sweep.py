@@ -246,6 +246,21 @@ CASES = [
                                                    dim=0), [((5, 2), F64, "g"), ((5,), F64)]),
     ("gradient_int", lambda m, a: m.gradient(a, dim=0), [((4,), I64)]),
     ("histogramdd", lambda m, a: m.histogramdd(a, [3, 4]), [((20, 2), F64)]),
+    ("stft", lambda m, a, w: m.view_as_real(m.stft(a, 16, hop_length=4, window=w.abs(),
+                                                  return_complex=True)),
+     [((2, 40), F64, "g"), ((16,), F64, "g")]),
+    ("stft_method", lambda m, a: a.stft(8, win_length=6, center=False, normalized=True,
+                                        onesided=False, return_complex=False),
+     [((30,), F64, "g")]),
+    ("stft_constant_pad", lambda m, a: m.stft(a, 8, pad_mode="constant", return_complex=True
+                                              ).abs(), [((20,), F64, "g")]),
+    ("istft", lambda m, a, w: m.istft(m.stft(a, 16, hop_length=4, window=w.abs() + 0.1,
+                                             return_complex=True), 16, hop_length=4,
+                                      window=w.abs() + 0.1, length=38),
+     [((2, 40), F64, "g"), ((16,), F64, "g")]),
+    ("istft_method", lambda m, a: m.stft(a, 8, return_complex=True, window=m.hann_window(
+        8, dtype=m.float64)).istft(8, window=m.hann_window(8, dtype=m.float64)),
+     [((33,), F64, "g")]),
     ("where_method", lambda m, a, b: a.where(a > 0, b), [((2, 3), F64, "g"), ((3,), F64, "g")]),
 ]
 
@@ -317,6 +332,11 @@ ERRORS = [
     ("window_negative", lambda m: m.hann_window(-1)),
     ("window_int", lambda m: m.hann_window(4, dtype=m.int64)),
     ("unravel_float", lambda m: m.unravel_index(m.zeros(2), (2, 2))),
+    ("stft_no_return_complex", lambda m: m.stft(m.zeros(32), 8)),
+    ("stft_3d", lambda m: m.stft(m.zeros(1, 1, 32), 8, return_complex=True)),
+    ("stft_window_size", lambda m: m.stft(m.zeros(32), 8, window=m.ones(5),
+                                          return_complex=True)),
+    ("istft_real", lambda m: m.istft(m.zeros(5, 4), 8)),
     ("t_leaf", lambda m: m.zeros(2, 3, requires_grad=True).t_()),
     ("threads", lambda m: m.set_num_threads(0)),
 ]
