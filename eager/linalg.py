@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ir.ops.linalg import LinAlgError
 from ir.ops.linalg_functions import geqrf_result
+from ir.ops.linalg_lstsq import ldl_factor_ex_result, ldl_factor_result, ldl_info_error
 
 from .dispatch import FUNCTIONS
 
@@ -50,7 +51,23 @@ tensorsolve = FUNCTIONS["linalg_tensorsolve"]
 vander = FUNCTIONS["linalg_vander"]
 vecdot = FUNCTIONS["linalg_vecdot"]
 cross = FUNCTIONS["linalg_cross"]
+ldl_solve = FUNCTIONS["linalg_ldl_solve"]
 matmul = FUNCTIONS["matmul"]
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """`torch.linalg.ldl_factor_ex`: (LD, pivots, info) of LAPACK's sytrf/hetrf (lower);
+    not differentiable, as in PyTorch."""
+    parts = [FUNCTIONS["_linalg_ldl_factor"](A, hermitian, p) for p in ("LD", "pivots", "info")]
+    if check_errors and parts[2].numpy().any():
+        raise ldl_info_error(parts[2].numpy(), A.ndim > 2)
+    return ldl_factor_ex_result(*parts)
+
+
+def ldl_factor(A, *, hermitian=False):
+    """`torch.linalg.ldl_factor`: (LD, pivots); LinAlgError where D has a zero pivot."""
+    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
+    return ldl_factor_result(LD, pivots)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -58,12 +75,50 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return FUNCTIONS["diagonal"](A, offset, dim1, dim2)
 
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
-    "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
-    "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
-    "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
-    "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
-    "vecdot", "vector_norm"]
+__all__ = [
+    "LinAlgError",
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "householder_product",
+    "inv",
+    "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
+    "matmul",
+    "matrix_exp",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_ex",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
+    "vector_norm",
+]
 
 
 # ---------------------------------------------------------------- top-level spellings

@@ -1,14 +1,14 @@
 """`torch.linalg` solvers and factorizations beyond `matrix.py`: solve_triangular, the LU family
-(lu_factor(_ex), lu, lu_unpack, lu_solve), lstsq, the `_ex` variants (solve_ex, inv_ex,
+(lu_factor(_ex), lu, lu_unpack, lu_solve), the `_ex` variants (solve_ex, inv_ex,
 cholesky_ex) and the top-level cholesky_solve, cholesky_inverse and triangular_solve.
 
 Primitives are library calls (scipy.linalg / numpy.linalg, LAPACK underneath): triangular
 solves, the LU factorization (LU and 1-based int32 pivots, LAPACK's convention as PyTorch's),
-the permutation of a pivot vector, least squares and the LAPACK `info` codes. Everything else is
+the permutation of a pivot vector and the LAPACK `info` codes (lstsq: `linalg_lstsq.py`). Everything else is
 a composite of registry ops, so its gradient comes from those: lu_solve is two triangular
 solves over `lu_unpack`, cholesky_solve two triangular solves. Backward rules of the
 primitives: PyTorch's derivatives.yaml / FunctionsManual.cpp (linalg_solve_triangular_backward,
-linalg_lu_backward for square A, linalg_lstsq_backward: the gradient of pinv(A) B). Errors:
+linalg_lu_backward for square A). Errors:
 `LinAlgError` (a RuntimeError) for singular and non-positive-definite input, with PyTorch's
 messages. Imports nothing of wick's outside `ir`.
 """
@@ -25,13 +25,12 @@ from ..opdef import broadcast_shapes
 from .elementwise import FLOATS
 from .indexing import declare
 from .linalg import FLOATS_COMPLEX, LinAlgError, mH
-from .matrix import _cholesky_backward, _float, _normal, _pinv_backward, _square
+from .matrix import _cholesky_backward, _float, _normal, _square
 
 lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
 lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 lu_result = namedtuple("linalg_lu", ["P", "L", "U"])
 lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
-lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
 inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
 cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
@@ -510,6 +509,11 @@ declare(
 )
 
 
+def _vector_rhs(a, b):
+    """PyTorch's linalg_solve_is_vector_rhs: B is a (batch of) vector(s)."""
+    return b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+
+
 def _solve_ex_decomp(F, a, b, *, left=True, check_errors=False):
     vec = _vector_rhs(a, b)
     rhs = F.unsqueeze(b, -1) if vec else b
@@ -605,145 +609,4 @@ declare(
     ref=lambda L, upper=False: np.linalg.inv(_from_factor(L, upper)),
     sample_inputs=lambda rng, dt: _chol_factor_samples(rng, dt, rhs=False),
     test_dtypes=FLOATS_COMPLEX,
-)
-
-
-# ---------------------------------------------------------------- lstsq
-
-DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
-
-
-def _vector_rhs(a, b):
-    """PyTorch's linalg_solve_is_vector_rhs: B is a (batch of) vector(s)."""
-    return b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
-
-
-def _lstsq_impl(xp, a, b, rcond=None, driver=None):
-    """Rows [0, n) of the result: the solution (n x k); row n, column 0: the rank. One LAPACK
-    call per matrix gives both (the singular values of gelsd/gelss come from svdvals)."""
-    if xp is not np:
-        raise NotImplementedError("linalg.lstsq is implemented for CPU tensors only")
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    (m, n), k = a.shape[-2:], b.shape[-1]
-    a = np.broadcast_to(a, batch + (m, n)).reshape((-1, m, n))
-    b = np.broadcast_to(b, batch + (m, k)).reshape((-1, m, k))
-    out = np.zeros((a.shape[0], n + 1, max(k, 1)), a.dtype)
-    cond = rcond if rcond is not None else np.finfo(a.dtype).eps * max(m, n)
-    lapack = "gelsy" if driver in (None, "gels") else driver
-    if lapack == "gelsy" and a.shape[0] and m and n and k:
-        _gelsy_batch(a, b, cond, out)
-    else:
-        for i in range(a.shape[0]):
-            x, _, rank, _ = sla.lstsq(a[i], b[i], cond=cond, lapack_driver=lapack,
-                                      check_finite=False)
-            out[i, :n, :k] = x
-            out[i, n, 0] = rank
-    return out.reshape(batch + out.shape[1:])
-
-
-def _gelsy_batch(a, b, cond, out):
-    """LAPACK gelsy on each matrix of a (B, m, n) batch, called directly (as
-    scipy.linalg.lstsq does, with its checks and workspace query done once for the batch)."""
-    (m, n), k = a.shape[-2:], b.shape[-1]
-    gelsy, gelsy_lwork = sla.get_lapack_funcs(("gelsy", "gelsy_lwork"), (a[0], b[0]))
-    lwork = sla.lapack._compute_lwork(gelsy_lwork, m, n, k, cond)
-    # Fortran-ordered copies of the whole batch at once: each matrix then goes to LAPACK
-    # without a copy of its own
-    af = np.ascontiguousarray(np.swapaxes(a, -1, -2))
-    bf = np.zeros((a.shape[0], k, max(m, n)), a.dtype)
-    bf[:, :, :m] = np.swapaxes(b, -1, -2)
-    jpvt = np.zeros((n, 1), np.int32)
-    for i in range(a.shape[0]):
-        jpvt[:] = 0
-        _, x, _, rank, info = gelsy(af[i].T, bf[i].T, jpvt, cond, lwork, True, True)
-        if info < 0:
-            raise ValueError(f"illegal value in {-info}-th argument of internal gelsy")
-        out[i, :n, :k] = x[:n]
-        out[i, n, 0] = rank
-
-
-def _lstsq_backward(F, g, out, a, b, rcond=None, driver=None):
-    # FunctionsManual.cpp linalg_lstsq_backward: the gradient of X = pinv(A) B
-    n, k = a.shape[-1], b.shape[-1]
-    gx = F.narrow(F.narrow(g, -2, 0, n), -1, 0, k)
-    pinv = F.linalg_pinv(a)
-    ga = _pinv_backward(F, F.matmul(gx, mH(F, b)), pinv, a)[0]
-    return ga, F.matmul(mH(F, pinv), gx)
-
-
-declare(
-    "_linalg_lstsq", "linalg", "A, B, rcond=None, driver=None", 2, data=(0, 1),
-    scalar_ok=False, method=False,
-    shape=lambda sa, sb, **_: broadcast_shapes(sa[:-2], sb[:-2]) + (sa[-1] + 1,
-                                                                    max(sb[-1], 1)),
-    impl=_lstsq_impl, backward=_lstsq_backward,
-    ref=lambda a, b, rcond=None, driver=None: _lstsq_impl(np, a, b, rcond, driver),
-    sample_inputs=lambda rng, dt: iter([((_normal(rng, sa, dt).astype(dt.np),
-                                          _normal(rng, sb, dt).astype(dt.np)), {})
-                                        for sa, sb in (((5, 3), (5, 2)), ((2, 4, 4), (4, 1)))]),
-    test_dtypes=FLOATS_COMPLEX,
-)
-
-
-def _lstsq_attrs(inputs, attrs):
-    a, b = inputs
-    _float("lstsq")((a,), attrs)
-    if attrs["driver"] is not None and attrs["driver"] not in DRIVERS:
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
-                           f"({', '.join(DRIVERS)})")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
-                           f"dtype, but got input's dtype {a.dtype.title} and other's dtype "
-                           f"{b.dtype.title}")
-    vec = _vector_rhs(a, b)
-    if (b.shape[-1] if vec else b.shape[-2]) != a.shape[-2]:
-        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-"
-                           f"{1 if vec else 2})")
-    return attrs
-
-
-def _lstsq_decomp(F, a, b, rcond=None, *, driver=None):
-    driver = driver or "gelsy"
-    vec = _vector_rhs(a, b)
-    rhs = F.unsqueeze(b, -1) if vec else b
-    (m, n), k = a.shape[-2:], rhs.shape[-1]
-    packed = F._linalg_lstsq(a, rhs, rcond, driver)
-    x = F.narrow(F.narrow(packed, -2, 0, n), -1, 0, k)
-    real = a.dtype.to_real()
-    empty = F.new_zeros(a, (0,), dtype=real)
-    info = F.real(F.select(F.select(packed, -1, 0), -1, n)) if a.dtype.is_complex else \
-        F.select(F.select(packed, -1, 0), -1, n)
-    rank = F.new_zeros(a, (0,), dtype=D.int64) if driver == "gels" else F.cast(info, D.int64)
-    sv = F._linalg_svd(a, False, "S") if driver in ("gelsd", "gelss") else empty
-    res = empty
-    if m > n and driver != "gelsy":
-        r = F.abs(F.sub(F.matmul(a, x), rhs))
-        res = F.sum(F.mul(r, r), -2)  # (*, k); (*, 1) for a vector B, as PyTorch's
-    return lstsq_result(F.squeeze(x, -1) if vec else x, res, rank, sv)
-
-
-def _lstsq_ref(a, b, rcond=None, driver=None):
-    driver = driver or "gelsy"
-    vec = _vector_rhs(a, b)
-    rhs = b[..., None] if vec else b
-    x = np.linalg.pinv(a) @ rhs
-    m, n = a.shape[-2:]
-    res = (np.abs(a @ x - rhs) ** 2).sum(-2) if m > n and driver != "gelsy" else np.zeros(0)
-    rank = np.zeros(0) if driver == "gels" else np.linalg.matrix_rank(a)
-    sv = np.linalg.svd(a, compute_uv=False) if driver in ("gelsd", "gelss") else np.zeros(0)
-    return x[..., 0] if vec else x, res, rank, sv
-
-
-def _lstsq_samples(rng, dt):
-    for sa, sb, kw in (((5, 3), (5, 2), {}), ((5, 3), (5, 2), {"driver": "gelsd"}),
-                       ((2, 3, 5), (2, 3, 2), {"driver": "gelss"}),
-                       ((2, 4, 4), (2, 4, 1), {"driver": "gels"}),
-                       ((2, 6, 3), (2, 6), {"driver": "gelsd"})):
-        yield (_normal(rng, sa, dt).astype(dt.np), _normal(rng, sb, dt).astype(dt.np)), kw
-
-
-declare(
-    "linalg_lstsq", "composite", "A, B, rcond=None, *, driver=None", 2, data=(0, 1),
-    scalar_ok=False, method=False, attrs_rule=_lstsq_attrs, decomp=_lstsq_decomp,
-    ref=_lstsq_ref, sample_inputs=_lstsq_samples, test_dtypes=FLOATS_COMPLEX,
 )
