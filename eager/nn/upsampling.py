@@ -337,6 +337,7 @@ def _sample_taps(input, taps):
     return out.transpose(1, 2)
 
 
+@autocast_function("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample `input` (N, C, H, W) at `grid` (N, H_out, W_out, 2) locations (x, y) in
     [-1, 1] (or (N, C, D, H, W) with grid (..., 3) = (x, y, z)) -> (N, C, H_out, W_out)
