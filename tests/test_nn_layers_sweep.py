@@ -311,6 +311,16 @@ def test_interpolate_antialias(mode, kw, ac):
              [(2, 3, 13, 11)])
 
 
+def test_interpolate_integer_input():
+    x = np.arange(12).reshape(1, 1, 3, 4)
+    a = TF.interpolate(torch.tensor(x, dtype=torch.uint8), scale_factor=2)
+    b = EF.interpolate(eager.tensor(x, dtype=eager.uint8), scale_factor=2)
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    for L, t in ((TF, torch.tensor(x)), (EF, eager.tensor(x))):
+        with pytest.raises(NotImplementedError):
+            L.interpolate(t, size=5, mode="bicubic")
+
+
 def test_upsample_aliases():
     run_both(lambda L, x: (L.F.upsample(x, scale_factor=2, mode="bilinear"),
                            L.F.upsample_nearest(x, size=(3, 7)),

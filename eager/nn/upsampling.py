@@ -203,6 +203,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _NEEDS and input.ndim != _NEEDS[mode]:
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{_NEEDS[mode]}D input")
+    if mode in _NEEDS and not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"upsample_{mode}" not implemented for '
+                                  f"'{input.dtype.title}'")
     if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
                          "modes and requires a 4-D tensor as input")
