@@ -1,7 +1,7 @@
 """Convolution, pooling and batch norm of `torch.nn.functional`, composed of registry ops.
 
-No op here is new: a convolution is im2col (the padded input's sliding windows as a strided
-`unfold` view, copied once by `reshape`) followed by one batched `matmul` per group; max
+No op here is new: a convolution is the registry's `_conv_nd` (`ir/ops/conv.py`: im2col and one
+GEMM, its gradients the two adjoint ops) plus a bias add; max
 pooling is the windows' `argmax` and a `gather` (the gradient goes to the first maximum, as in
 PyTorch); average pooling is a window `sum` divided by PyTorch's divisor; adaptive average
 pooling is a reshape-`mean` (divisible sizes) or a product with an averaging matrix; batch
@@ -25,6 +25,7 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool
 
 _pad = FUNCTIONS["pad"]
 _matmul = FUNCTIONS["matmul"]
+_conv_nd = FUNCTIONS["_conv_nd"]
 
 
 # ---------------------------------------------------------------- argument normalisation
@@ -127,16 +128,10 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd: int, name:
                            f"({' x '.join(map(str, spatial))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size")
-    if any(lo or hi for lo, hi in pads):
-        x = _pad(x, _pad_list(pads))
-    cols = _windows(x, kernel, stride, dilation)  # (N, C, *out, *kernel), a view
-    n, out = x.shape[0], tuple(cols.shape[2:2 + nd])
-    cols = cols.reshape((n, groups, cin_g) + out + kernel)
-    order = (0, 1, 2) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(3, 3 + nd))
-    k = cin_g * math.prod(kernel)
-    cols = cols.permute(order).reshape(n, groups, k, math.prod(out))  # im2col: one copy
-    w = weight.reshape(groups, out_ch // groups, k)
-    y = _matmul(w, cols).reshape((n, out_ch) + out)  # (N, G, O/G, L): one GEMM per group
+    if any(lo != hi for lo, hi in pads):  # "same" with an odd total: the extra on the right
+        x = _pad(x, _pad_list(tuple((0, hi - lo) for lo, hi in pads)))
+    y = _conv_nd(x, weight, stride=stride, padding=tuple(lo for lo, _ in pads),
+                 dilation=dilation, groups=groups)
     if bias is not None:
         y = y + bias.reshape((out_ch,) + (1,) * nd)
     return y.squeeze(0) if unbatched else y

@@ -16,3 +16,4 @@ from . import ctc, distance  # noqa: F401  (cdist, pdist, the CTC loss recursion
 from . import special  # noqa: F401  (torch.special: scipy.special library calls)
 from . import extra_math  # noqa: F401  (issue 16 sweep: copysign, heaviside, gcd, logcumsumexp...)
 from . import rnn  # noqa: F401  (whole-sequence LSTM/GRU/RNN layers with BPTT backward)
+from . import conv  # noqa: F401

@@ -1,0 +1,227 @@
+"""N-d convolution as three library-kernel ops: `_conv_nd` (the forward), `_conv_nd_input_grad`
+(its adjoint in the input: a transposed convolution) and `_conv_nd_weight_grad` (its adjoint in
+the weight), each differentiable by the other two (PyTorch's `convolution` /
+`convolution_backward` and `_convolution_double_backward`).
+
+The kernels are im2col + one batched GEMM (BLAS) per call: the padded input's window at each
+kernel offset is one strided slice, copied into a (G, C/G * prod(kernel), N * L) column matrix
+(prod(kernel) slice copies, no index arrays); the forward is W (G, O/G, K) @ cols, the weight
+gradient g @ cols^T, the input gradient W^T @ g followed by col2im as prod(kernel) strided
+additions into the padded input. Dtypes are kept (no float64 temporaries); `xp` is numpy or
+cupy. Semantics: torch.nn.functional.conv1d/2d/3d (cross-correlation; symmetric zero padding;
+argument checks with PyTorch's messages live in `eager/nn/conv.py`). Imports nothing outside
+`ir`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .elementwise import FLOATS
+from .indexing import arr, declare
+
+_ATTRS = "stride, padding, dilation, groups"
+
+
+def _out_sizes(spatial, kernel, stride, padding, dilation) -> tuple:
+    return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                 for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
+
+
+def _windows(kernel, stride, dilation, out):
+    """For each kernel offset, its slices of the padded spatial dims (one strided window)."""
+    for off in itertools.product(*map(range, kernel)):
+        yield tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                    for o, d, s, n in zip(off, dilation, stride, out))
+
+
+def _padded(xp, x, padding):
+    """x (N, C, *spatial) with zeros around its spatial dims (x itself without padding)."""
+    if not any(padding):
+        return x
+    out = xp.zeros(x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding)),
+                   x.dtype)
+    out[(slice(None),) * 2 + tuple(slice(p, p + n) for n, p in zip(x.shape[2:], padding))] = x
+    return out
+
+
+def _cols(xp, x, kernel, stride, padding, dilation, groups):
+    """im2col of x (N, C, *spatial): (G, C/G * prod(kernel), N * L) and the output sizes."""
+    n, c = x.shape[:2]
+    out = _out_sizes(x.shape[2:], kernel, stride, padding, dilation)
+    xt = _padded(xp, x, padding).swapaxes(0, 1)  # (C, N, *padded): a view
+    cols = xp.empty((c, math.prod(kernel), n) + out, x.dtype)
+    for i, win in enumerate(_windows(kernel, stride, dilation, out)):
+        cols[:, i] = xt[(slice(None), slice(None)) + win]
+    return cols.reshape(groups, -1, n * math.prod(out)), out
+
+
+def _grad_rows(xp, g, groups):
+    """g (N, O, *out) as a contiguous (G, O/G, N * L) (BLAS needs real strides: g may be a
+    broadcast, as the gradient of a sum)."""
+    n, o = g.shape[:2]
+    rows = xp.ascontiguousarray(g.swapaxes(0, 1))
+    return rows.reshape(groups, o // groups, n * math.prod(g.shape[2:]))
+
+
+def _gemm(xp, a, b, out_shape):
+    """a (G, m, k) @ b (G, k, n) as G two-dimensional BLAS calls (numpy's stacked matmul
+    leaves BLAS for transposed operands) into a new (G, m, n) array."""
+    if a.shape[0] == 1:
+        return xp.matmul(a[0], b[0]).reshape(out_shape)
+    out = xp.empty((a.shape[0], a.shape[1], b.shape[2]), xp.result_type(a, b))
+    for i in range(a.shape[0]):
+        xp.matmul(a[i], b[i], out=out[i])
+    return out.reshape(out_shape)
+
+
+def _conv_impl(xp, x, w, stride, padding, dilation, groups):
+    cols, out = _cols(xp, x, w.shape[2:], stride, padding, dilation, groups)
+    o = w.shape[0]
+    y = _gemm(xp, w.reshape(groups, o // groups, -1), cols, (o, x.shape[0]) + out)
+    return xp.ascontiguousarray(y.swapaxes(0, 1))
+
+
+def _input_grad_impl(xp, g, w, input_size, stride, padding, dilation, groups):
+    n, c = input_size[:2]
+    kernel, out = w.shape[2:], g.shape[2:]
+    wt = w.reshape(groups, w.shape[0] // groups, -1).swapaxes(1, 2)  # (G, K, O/G)
+    dcols = _gemm(xp, wt, _grad_rows(xp, g, groups), (c, math.prod(kernel), n) + out)
+    spatial = input_size[2:]
+    buf = xp.zeros((c, n) + tuple(s + 2 * p for s, p in zip(spatial, padding)), g.dtype)
+    for i, win in enumerate(_windows(kernel, stride, dilation, out)):
+        buf[(slice(None), slice(None)) + win] += dcols[:, i]
+    crop = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
+    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop].swapaxes(0, 1))
+
+
+def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
+    cols, _ = _cols(xp, x, weight_size[2:], stride, padding, dilation, groups)
+    # (cols g^T)^T: the (K, N * L) @ (N * L, O/G) product is the one BLAS runs fast
+    gwt = _gemm(xp, cols, _grad_rows(xp, g, groups).swapaxes(1, 2),
+                (groups, cols.shape[1], weight_size[0] // groups))
+    return xp.ascontiguousarray(gwt.swapaxes(1, 2)).reshape(weight_size)
+
+
+def _conj(F, t):
+    return F.conj(t) if t.dtype.is_complex else t
+
+
+def _conv_backward(F, g, out, x, w, stride, padding, dilation, groups):
+    a = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return (F._conv_nd_input_grad(g, _conj(F, w), tuple(x.shape), **a),
+            F._conv_nd_weight_grad(_conj(F, x), g, tuple(w.shape), **a))
+
+
+def _input_grad_backward(F, h, out, g, w, input_size, stride, padding, dilation, groups):
+    # out = A_w^H g with A_w the forward in x: linear in g and in w
+    a = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return (F._conv_nd(h, _conj(F, w), **a),
+            _conj(F, F._conv_nd_weight_grad(_conj(F, h), g, tuple(w.shape), **a)))
+
+
+def _weight_grad_backward(F, h, out, x, g, weight_size, stride, padding, dilation, groups):
+    a = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return (_conj(F, F._conv_nd_input_grad(g, _conj(F, h), tuple(x.shape), **a)),
+            F._conv_nd(x, h, **a))
+
+
+def _conv_shape(xs, ws, stride, padding, dilation, groups):
+    return (xs[0], ws[0]) + _out_sizes(xs[2:], ws[2:], stride, padding, dilation)
+
+
+# ---------------------------------------------------------------- references and samples
+
+
+def _conv_ref(x, w, stride, padding, dilation, groups):
+    """Direct sum over kernel offsets, per group, in float64 (independent of the kernels)."""
+    x64 = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+    xp_ = np.pad(x64, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
+    out = _out_sizes(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    o, cg = w.shape[:2]
+    y = np.zeros((x.shape[0], o) + out, x64.dtype)
+    og = o // groups
+    for off, win in zip(itertools.product(*map(range, w.shape[2:])),
+                        _windows(w.shape[2:], stride, dilation, out)):
+        for gi in range(groups):
+            xs = xp_[(slice(None), slice(gi * cg, (gi + 1) * cg)) + win]
+            wk = w[(slice(gi * og, (gi + 1) * og), slice(None)) + off]
+            y[:, gi * og:(gi + 1) * og] += np.einsum("nc...,oc->no...", xs, wk)
+    return y.astype(x.dtype)
+
+
+def _grad_ref(which):
+    """The adjoint of the reference forward, by its Jacobian (small samples only)."""
+    def ref(a, b, stride, padding, dilation, groups, **size_attr):
+        (size,) = size_attr.values()
+        g = a if which == "input" else b
+        fixed = b if which == "input" else a
+        attrs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+        res = np.zeros(size, np.float64)
+        flat = res.reshape(-1)
+        for i in range(flat.size):
+            e = np.zeros(size, np.float64)
+            e.reshape(-1)[i] = 1.0
+            y = _conv_ref(e, fixed.astype(np.float64), **attrs) if which == "input" else \
+                _conv_ref(fixed.astype(np.float64), e, **attrs)
+            flat[i] = np.sum(y * g)
+        return res.astype(g.dtype)
+    return ref
+
+
+_CASES = [  # (input, weight, stride, padding, dilation, groups)
+    ((2, 3, 5), (4, 3, 3), (1,), (1,), (1,), 1),
+    ((2, 2, 5, 6), (3, 2, 3, 2), (1, 1), (1, 0), (1, 1), 1),
+    ((1, 4, 7, 6), (4, 2, 3, 3), (2, 1), (1, 2), (1, 2), 2),
+    ((2, 2, 4, 4, 3), (2, 1, 2, 2, 1), (1, 2, 1), (0, 1, 0), (1, 1, 1), 2),
+]
+
+
+def _samples(rng, dt):
+    for xs, ws, s, p, d, g in _CASES:
+        yield (arr(rng, xs, dt), arr(rng, ws, dt)), dict(stride=s, padding=p, dilation=d,
+                                                          groups=g)
+
+
+def _input_grad_samples(rng, dt):
+    for xs, ws, s, p, d, g in _CASES:
+        out = (xs[0], ws[0]) + _out_sizes(xs[2:], ws[2:], s, p, d)
+        yield (arr(rng, out, dt), arr(rng, ws, dt)), dict(input_size=xs, stride=s, padding=p,
+                                                           dilation=d, groups=g)
+
+
+def _weight_grad_samples(rng, dt):
+    for xs, ws, s, p, d, g in _CASES:
+        out = (xs[0], ws[0]) + _out_sizes(xs[2:], ws[2:], s, p, d)
+        yield (arr(rng, xs, dt), arr(rng, out, dt)), dict(weight_size=ws, stride=s, padding=p,
+                                                           dilation=d, groups=g)
+
+
+# `_conv_nd(input, weight, stride, padding, dilation, groups)`: input (N, C, *spatial), weight
+# (O, C / groups, *kernel), per-dim tuples (symmetric padding) -> (N, O, *out)
+declare(
+    "_conv_nd", "linalg", f"input, weight, {_ATTRS}", 2, method=False, scalar_ok=False,
+    shape=_conv_shape, impl=_conv_impl, backward=_conv_backward, ref=_conv_ref,
+    sample_inputs=_samples, test_dtypes=FLOATS,
+)
+
+# `_conv_nd_input_grad(grad, weight, input_size, ...)`: the transposed convolution of grad
+# (N, O, *out) to input_size (N, C, *spatial)
+declare(
+    "_conv_nd_input_grad", "linalg", f"grad, weight, input_size, {_ATTRS}", 2, method=False,
+    scalar_ok=False, shape=lambda gs, ws, input_size, **a: tuple(input_size),
+    impl=_input_grad_impl, backward=_input_grad_backward,
+    ref=_grad_ref("input"), sample_inputs=_input_grad_samples, test_dtypes=FLOATS,
+)
+
+# `_conv_nd_weight_grad(input, grad, weight_size, ...)`: sum over the batch and the output
+# positions of grad times the input windows -> weight_size (O, C / groups, *kernel)
+declare(
+    "_conv_nd_weight_grad", "linalg", f"input, grad, weight_size, {_ATTRS}", 2, method=False,
+    scalar_ok=False, shape=lambda xs, gs, weight_size, **a: tuple(weight_size),
+    impl=_weight_grad_impl, backward=_weight_grad_backward,
+    ref=_grad_ref("weight"), sample_inputs=_weight_grad_samples, test_dtypes=FLOATS,
+)

@@ -1,0 +1,96 @@
+"""The convolution kernels (`ir/ops/conv.py`: im2col + GEMM, col2im by strided additions) and
+the pooling / batch norm paths against PyTorch: values and every gradient (input, weight, bias,
+and the double backward) over stride, padding, dilation, groups, with and without bias, in
+float32 and float64, for conv1d/2d/3d."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+import eager.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-10, atol=1e-10)}
+
+CASES = [  # (input shape, weight shape, kwargs)
+    ((4, 1, 8, 8), (16, 1, 3, 3), dict(padding=1)),
+    ((3, 4, 9, 7), (6, 4, 3, 3), dict(stride=2, padding=1)),
+    ((2, 4, 9, 8), (6, 2, 3, 2), dict(stride=(2, 1), padding=(2, 1), dilation=(2, 1), groups=2)),
+    ((2, 6, 7, 7), (6, 1, 3, 3), dict(padding=1, groups=6)),  # depthwise
+    ((2, 3, 6, 6), (4, 3, 1, 1), dict()),
+    ((2, 3, 8, 7), (4, 3, 4, 3), dict(padding="same")),  # odd total: extra on the right
+    ((2, 3, 10, 10), (5, 3, 3, 3), dict(stride=3, padding=0, dilation=2)),  # uncovered tail
+    ((2, 3, 11), (4, 3, 3), dict(stride=2, padding=1)),
+    ((2, 4, 5, 6, 4), (4, 2, 3, 2, 2), dict(padding=(1, 0, 1), groups=2, stride=(1, 2, 1))),
+]
+
+
+def _conv(lib, x, w, b, kw):
+    f = lib.nn.functional
+    fn = {3: f.conv1d, 4: f.conv2d, 5: f.conv3d}[x.ndim]
+    return fn(x, w, b, **kw)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("xs, ws, kw", CASES)
+def test_conv_values_and_gradients_match_torch(xs, ws, kw, bias, dtype):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+    b = rng.standard_normal(ws[0]).astype(dtype) if bias else None
+    results = []
+    for lib in (eager, torch):
+        ts = [lib.tensor(a, requires_grad=True) if a is not None else None for a in (x, w, b)]
+        y = _conv(lib, *ts, kw)
+        g = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)).astype(dtype))
+        grads = lib.autograd.grad((y * g).sum(), [t for t in ts if t is not None],
+                                  create_graph=True)
+        # double backward: the gradient of a function of the first-order gradients
+        second = sum((gr * gr).sum() for gr in grads)
+        grads2 = lib.autograd.grad(second, [t for t in ts if t is not None], allow_unused=True)
+        results.append([y] + list(grads) + list(grads2))
+    for got, want in zip(*results):
+        assert (got is None) == (want is None)
+        if got is None:  # the bias gradient does not depend on any operand
+            continue
+        assert got.dtype == eager.float32 if dtype == np.float32 else eager.float64
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), **TOL[dtype])
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, stride=1, dilation=2, ceil_mode=True)])
+def test_max_pool2d_values_and_gradient_match_torch(kw):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4, 9, 8)).astype(np.float32)
+    x[0, 0, :2, :2] = 1.5  # ties: the gradient goes to the first maximum
+    out = []
+    for lib in (eager, torch):
+        t = lib.tensor(x, requires_grad=True)
+        y, idx = lib.nn.functional.max_pool2d(t, return_indices=True, **kw)
+        g = lib.tensor(np.sin(np.arange(y.numel())).reshape(tuple(y.shape)).astype(np.float32))
+        (y * g).sum().backward()
+        out.append((y.detach().numpy(), idx.numpy(), t.grad.numpy()))
+    for got, want in zip(*out):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batch_norm_training_gradients_match_torch(dtype):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, 5, 4, 3)).astype(dtype)
+    wb = rng.standard_normal((2, 5)).astype(dtype)
+    out = []
+    for lib in (eager, torch):
+        t, w, b = (lib.tensor(a, requires_grad=True) for a in (x, wb[0], wb[1]))
+        rm, rv = lib.zeros(5, dtype=t.dtype), lib.ones(5, dtype=t.dtype)
+        y = lib.nn.functional.batch_norm(t, rm, rv, w, b, training=True)
+        g = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)).astype(dtype))
+        (y * g).sum().backward()
+        out.append((y.detach().numpy(), t.grad.numpy(), w.grad.numpy(), b.grad.numpy(),
+                    rm.numpy(), rv.numpy()))
+    for got, want in zip(*out):
+        np.testing.assert_allclose(got, want, **TOL[dtype])
