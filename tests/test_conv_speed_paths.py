@@ -9,23 +9,22 @@ import numpy as np
 import pytest
 
 import eager
-import eager.nn.functional as F
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
-TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-10, atol=1e-10)}
+TOL = {np.float32: {"rtol": 2e-4, "atol": 2e-4}, np.float64: {"rtol": 1e-10, "atol": 1e-10}}
 
 CASES = [  # (input shape, weight shape, kwargs)
-    ((4, 1, 8, 8), (16, 1, 3, 3), dict(padding=1)),
-    ((3, 4, 9, 7), (6, 4, 3, 3), dict(stride=2, padding=1)),
-    ((2, 4, 9, 8), (6, 2, 3, 2), dict(stride=(2, 1), padding=(2, 1), dilation=(2, 1), groups=2)),
-    ((2, 6, 7, 7), (6, 1, 3, 3), dict(padding=1, groups=6)),  # depthwise
-    ((2, 3, 6, 6), (4, 3, 1, 1), dict()),
-    ((2, 3, 8, 7), (4, 3, 4, 3), dict(padding="same")),  # odd total: extra on the right
-    ((2, 3, 10, 10), (5, 3, 3, 3), dict(stride=3, padding=0, dilation=2)),  # uncovered tail
-    ((2, 3, 11), (4, 3, 3), dict(stride=2, padding=1)),
-    ((2, 4, 5, 6, 4), (4, 2, 3, 2, 2), dict(padding=(1, 0, 1), groups=2, stride=(1, 2, 1))),
+    ((4, 1, 8, 8), (16, 1, 3, 3), {"padding": 1}),
+    ((3, 4, 9, 7), (6, 4, 3, 3), {"stride": 2, "padding": 1}),
+    ((2, 4, 9, 8), (6, 2, 3, 2), {"stride": (2, 1), "padding": (2, 1), "dilation": (2, 1), "groups": 2}),
+    ((2, 6, 7, 7), (6, 1, 3, 3), {"padding": 1, "groups": 6}),  # depthwise
+    ((2, 3, 6, 6), (4, 3, 1, 1), {}),
+    ((2, 3, 8, 7), (4, 3, 4, 3), {"padding": "same"}),  # odd total: extra on the right
+    ((2, 3, 10, 10), (5, 3, 3, 3), {"stride": 3, "padding": 0, "dilation": 2}),  # uncovered tail
+    ((2, 3, 11), (4, 3, 3), {"stride": 2, "padding": 1}),
+    ((2, 4, 5, 6, 4), (4, 2, 3, 2, 2), {"padding": (1, 0, 1), "groups": 2, "stride": (1, 2, 1)}),
 ]
 
 
@@ -61,8 +60,8 @@ def test_conv_values_and_gradients_match_torch(xs, ws, kw, bias, dtype):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), **TOL[dtype])
 
 
-@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
-                                dict(kernel_size=3, stride=1, dilation=2, ceil_mode=True)])
+@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                {"kernel_size": 3, "stride": 1, "dilation": 2, "ceil_mode": True}])
 def test_max_pool2d_values_and_gradient_match_torch(kw):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 4, 9, 8)).astype(np.float32)

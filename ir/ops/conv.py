@@ -111,20 +111,20 @@ def _conj(F, t):
 
 
 def _conv_backward(F, g, out, x, w, stride, padding, dilation, groups):
-    a = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    a = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
     return (F._conv_nd_input_grad(g, _conj(F, w), tuple(x.shape), **a),
             F._conv_nd_weight_grad(_conj(F, x), g, tuple(w.shape), **a))
 
 
 def _input_grad_backward(F, h, out, g, w, input_size, stride, padding, dilation, groups):
     # out = A_w^H g with A_w the forward in x: linear in g and in w
-    a = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    a = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
     return (F._conv_nd(h, _conj(F, w), **a),
             _conj(F, F._conv_nd_weight_grad(_conj(F, h), g, tuple(w.shape), **a)))
 
 
 def _weight_grad_backward(F, h, out, x, g, weight_size, stride, padding, dilation, groups):
-    a = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    a = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
     return (_conj(F, F._conv_nd_input_grad(g, _conj(F, h), tuple(x.shape), **a)),
             F._conv_nd(x, h, **a))
 
@@ -159,7 +159,7 @@ def _grad_ref(which):
         (size,) = size_attr.values()
         g = a if which == "input" else b
         fixed = b if which == "input" else a
-        attrs = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+        attrs = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
         res = np.zeros(size, np.float64)
         flat = res.reshape(-1)
         for i in range(flat.size):
@@ -182,22 +182,22 @@ _CASES = [  # (input, weight, stride, padding, dilation, groups)
 
 def _samples(rng, dt):
     for xs, ws, s, p, d, g in _CASES:
-        yield (arr(rng, xs, dt), arr(rng, ws, dt)), dict(stride=s, padding=p, dilation=d,
-                                                          groups=g)
+        yield (arr(rng, xs, dt), arr(rng, ws, dt)), {"stride": s, "padding": p, "dilation": d,
+                                                          "groups": g}
 
 
 def _input_grad_samples(rng, dt):
     for xs, ws, s, p, d, g in _CASES:
         out = (xs[0], ws[0]) + _out_sizes(xs[2:], ws[2:], s, p, d)
-        yield (arr(rng, out, dt), arr(rng, ws, dt)), dict(input_size=xs, stride=s, padding=p,
-                                                           dilation=d, groups=g)
+        yield (arr(rng, out, dt), arr(rng, ws, dt)), {"input_size": xs, "stride": s, "padding": p,
+                                                           "dilation": d, "groups": g}
 
 
 def _weight_grad_samples(rng, dt):
     for xs, ws, s, p, d, g in _CASES:
         out = (xs[0], ws[0]) + _out_sizes(xs[2:], ws[2:], s, p, d)
-        yield (arr(rng, xs, dt), arr(rng, out, dt)), dict(weight_size=ws, stride=s, padding=p,
-                                                           dilation=d, groups=g)
+        yield (arr(rng, xs, dt), arr(rng, out, dt)), {"weight_size": ws, "stride": s, "padding": p,
+                                                           "dilation": d, "groups": g}
 
 
 # `_conv_nd(input, weight, stride, padding, dilation, groups)`: input (N, C, *spatial), weight
