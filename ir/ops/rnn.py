@@ -307,6 +307,81 @@ def _rnn_backward_impl(xp, grad, out, gx, h0, w_hh, nonlinearity="tanh", reverse
     return _result(xp, (dgx, dh, dw), dt)
 
 
+# ---------------------------------------------------------------- forward mode (tangents)
+
+
+def _lstm_jvp_impl(xp, out, gx, h0, c0, w, tgx, th0, tc0, tw, reverse=False):
+    (out, gx, h0, c0, w, tgx, th0, tc0, tw), dt = _work(xp, out, gx, h0, c0, w, tgx, th0,
+                                                        tc0, tw)
+    T, B, G = gx.shape
+    H = G // 4
+    hs, cs, I, Fg, O, Gg = out
+    res = xp.empty(out.shape, out.dtype)
+    dh, dc = th0, tc0
+    for t in _steps(T, reverse):
+        da = tgx[t] + dh @ w.T + _prev(hs, t, reverse, h0) @ tw.T  # i, f, g, o
+        i, f, o, g = I[t], Fg[t], O[t], Gg[t]
+        di = da[:, :H] * i * (1 - i)
+        df = da[:, H:2 * H] * f * (1 - f)
+        dg = da[:, 2 * H:3 * H] * (1 - g * g)
+        do = da[:, 3 * H:] * o * (1 - o)
+        dc = df * _prev(cs, t, reverse, c0) + f * dc + di * g + i * dg
+        tc = xp.tanh(cs[t])
+        dh = do * tc + o * (1 - tc * tc) * dc
+        for k, v in enumerate((dh, dc, di, df, do, dg)):
+            res[k, t] = v
+    return res if res.dtype == dt else res.astype(dt)
+
+
+def _gru_jvp_impl(xp, out, gx, h0, w, b, tgx, th0, tw, tb, reverse=False):
+    (out, gx, h0, w, tgx, th0, tw, tb), dt = _work(xp, out, gx, h0, w, tgx, th0, tw, tb)
+    T, B, G = gx.shape
+    H = G // 3
+    hs, R, Z, N, HN = out
+    res = xp.empty(out.shape, out.dtype)
+    dh = th0
+    for t in _steps(T, reverse):
+        hp = _prev(hs, t, reverse, h0)
+        a = dh @ w.T + hp @ tw.T + tb
+        r, z, n, hn = R[t], Z[t], N[t], HN[t]
+        dr = (tgx[t][:, :H] + a[:, :H]) * r * (1 - r)
+        dz = (tgx[t][:, H:2 * H] + a[:, H:2 * H]) * z * (1 - z)
+        dhn = a[:, 2 * H:]
+        dn = (tgx[t][:, 2 * H:] + dr * hn + r * dhn) * (1 - n * n)
+        dh = dn + dz * (hp - n) + z * (dh - dn)
+        for k, v in enumerate((dh, dr, dz, dn, dhn)):
+            res[k, t] = v
+    return res if res.dtype == dt else res.astype(dt)
+
+
+def _rnn_jvp_impl(xp, out, gx, h0, w, tgx, th0, tw, nonlinearity="tanh", reverse=False):
+    (hs, gx, h0, w, tgx, th0, tw), dt = _work(xp, out, gx, h0, w, tgx, th0, tw)
+    res = xp.empty(hs.shape, hs.dtype)
+    dh = th0
+    for t in _steps(gx.shape[0], reverse):
+        da = tgx[t] + dh @ w.T + _prev(hs, t, reverse, h0) @ tw.T
+        dh = da * (1 - hs[t] * hs[t]) if nonlinearity == "tanh" else da * (hs[t] > 0)
+        res[t] = dh
+    return res if res.dtype == dt else res.astype(dt)
+
+
+def _tangents(F, tangents, xs):
+    return [F.mul(x, 0.0) if t is None else t for t, x in zip(tangents, xs)]
+
+
+def _lstm_jvp(F, tangents, out, *xs, reverse=False):
+    return F._lstm_layer_jvp(out, *xs, *_tangents(F, tangents, xs), reverse=reverse)
+
+
+def _gru_jvp(F, tangents, out, *xs, reverse=False):
+    return F._gru_layer_jvp(out, *xs, *_tangents(F, tangents, xs), reverse=reverse)
+
+
+def _rnn_jvp(F, tangents, out, *xs, nonlinearity="tanh", reverse=False):
+    return F._rnn_layer_jvp(out, *xs, *_tangents(F, tangents, xs), nonlinearity=nonlinearity,
+                            reverse=reverse)
+
+
 # ---------------------------------------------------------------- backward rules
 
 
@@ -396,7 +471,7 @@ def _gru_ref(gx, h0, w, b, reverse=False):
 
 
 def _rnn_ref(gx, h0, w, nonlinearity="tanh", reverse=False):
-    act = np.tanh if nonlinearity == "tanh" else (lambda a: np.maximum(a, 0))
+    act = np.tanh if nonlinearity == "tanh" else (lambda a: a * (a.real > 0))
     h, rows = h0, {}
     for t in _steps(gx.shape[0], reverse):
         h = act(gx[t] + h @ w.T)
@@ -404,26 +479,36 @@ def _rnn_ref(gx, h0, w, nonlinearity="tanh", reverse=False):
     return np.stack([rows[t] for t in sorted(rows)]).astype(gx.dtype)
 
 
-def _fd_vjp(ref, nconst=0):
-    """A backward reference: the vjp of forward reference `ref` by central differences in
-    float64 (independent of the BPTT kernels), flattened like the `_backward` ops."""
+def _cstep_vjp(ref):
+    """A backward reference: the vjp of forward reference `ref` by complex-step
+    differentiation (exact to rounding; independent of the BPTT kernels), flattened like the
+    `_backward` ops."""
     def vjp(grad, out, *xs, **attrs):
-        xs64 = [x.astype(np.float64) for x in xs]
-        g64 = grad.astype(np.float64)
+        base = [x.astype(np.complex128) for x in xs]
         parts = []
-        for k, x in enumerate(xs64):
-            d = np.zeros_like(x)
+        for k, x in enumerate(base):
+            d = np.zeros(x.shape)
             for j in range(x.size):
-                hi, lo = [a.copy() for a in xs64], [a.copy() for a in xs64]
-                hi[k].reshape(-1)[j] += 1e-6
-                lo[k].reshape(-1)[j] -= 1e-6
-                d.reshape(-1)[j] = np.sum(g64 * (ref(*hi, **attrs) - ref(*lo, **attrs))) / 2e-6
+                pert = list(base)
+                pert[k] = x.copy()
+                pert[k].reshape(-1)[j] += 1e-30j
+                d.reshape(-1)[j] = np.sum(grad * ref(*pert, **attrs).imag) / 1e-30
             parts.append(d.reshape(-1))
         return np.concatenate(parts).astype(xs[0].dtype)
     return vjp
 
 
-def _samples(k, nstate, bias=False, out_rows=None, with_grad=False, attrs_list=None):
+def _cstep_jvp(ref, n):
+    """A forward-mode reference: ref(x + 1e-30j t).imag / 1e-30 (complex step)."""
+    def jvp(out, *args, **attrs):
+        xs, ts = args[:n], args[n:]
+        pert = [x.astype(np.complex128) + 1e-30j * t for x, t in zip(xs, ts)]
+        return (ref(*pert, **attrs).imag / 1e-30).astype(xs[0].dtype)
+    return jvp
+
+
+def _samples(k, nstate, bias=False, out_rows=None, with_grad=False, attrs_list=None,
+             with_jvp=False):
     def gen(rng, dt):
         T, B, H = 3, 2, 2
         for attrs in attrs_list or ({}, {"reverse": True}):
@@ -433,6 +518,10 @@ def _samples(k, nstate, bias=False, out_rows=None, with_grad=False, attrs_list=N
             if bias:
                 ops.append(rng.standard_normal((k * H,)) * 0.5)
             ops = [a.astype(dt.np) for a in ops]
+            if with_jvp:
+                ref = {4: _lstm_ref, 3: _gru_ref, 1: _rnn_ref}[k]
+                ops = [ref(*ops, **attrs)] + ops + [rng.standard_normal(a.shape).astype(dt.np)
+                                                    for a in ops]
             if with_grad:
                 shape = (out_rows, T, B, H) if out_rows else (T, B, H)
                 ref = {4: _lstm_ref, 3: _gru_ref, 1: _rnn_ref}[k]
@@ -456,24 +545,34 @@ _RNN_ATTRS = ({}, {"reverse": True}, {"nonlinearity": "relu"},
 
 _declare("_lstm_layer", "gx, h0, c0, w_hh, reverse=False", 4,
          attrs_rule=_checker("_lstm_layer", 4, 2), shape=lambda s, *r, **a: (6,) + tuple(s[:2])
-         + (s[2] // 4,), impl=_lstm_impl, backward=_lstm_backward, ref=_lstm_ref,
+         + (s[2] // 4,), impl=_lstm_impl, backward=_lstm_backward, jvp=_lstm_jvp, ref=_lstm_ref,
          sample_inputs=_samples(4, 2))
 _declare("_lstm_layer_backward", "grad, out, gx, h0, c0, w_hh, reverse=False", 6,
          shape=lambda g, o, gx, h, c, w, **a: _flat_len(gx, h, c, w), impl=_lstm_backward_impl,
-         ref=_fd_vjp(_lstm_ref), sample_inputs=_samples(4, 2, out_rows=6, with_grad=True))
+         ref=_cstep_vjp(_lstm_ref), sample_inputs=_samples(4, 2, out_rows=6, with_grad=True))
 _declare("_gru_layer", "gx, h0, w_hh, b_hh, reverse=False", 4,
          attrs_rule=_checker("_gru_layer", 3, 1, bias=True),
          shape=lambda s, *r, **a: (5,) + tuple(s[:2]) + (s[2] // 3,), impl=_gru_impl,
-         backward=_gru_backward, ref=_gru_ref, sample_inputs=_samples(3, 1, bias=True))
+         backward=_gru_backward, jvp=_gru_jvp, ref=_gru_ref, sample_inputs=_samples(3, 1, bias=True))
 _declare("_gru_layer_backward", "grad, out, gx, h0, w_hh, b_hh, reverse=False", 6,
          shape=lambda g, o, gx, h, w, b, **a: _flat_len(gx, h, w, b), impl=_gru_backward_impl,
-         ref=_fd_vjp(_gru_ref), sample_inputs=_samples(3, 1, bias=True, out_rows=5,
+         ref=_cstep_vjp(_gru_ref), sample_inputs=_samples(3, 1, bias=True, out_rows=5,
                                                         with_grad=True))
 _declare("_rnn_layer", "gx, h0, w_hh, nonlinearity='tanh', reverse=False", 3,
          attrs_rule=_checker("_rnn_layer", 1, 1), shape=lambda s, *r, **a: tuple(s),
-         impl=_rnn_impl, backward=_rnn_backward, ref=_rnn_ref,
+         impl=_rnn_impl, backward=_rnn_backward, jvp=_rnn_jvp, ref=_rnn_ref,
          sample_inputs=_samples(1, 1, attrs_list=_RNN_ATTRS))
 _declare("_rnn_layer_backward", "grad, out, gx, h0, w_hh, nonlinearity='tanh', reverse=False",
          5, shape=lambda g, o, gx, h, w, **a: _flat_len(gx, h, w), impl=_rnn_backward_impl,
-         ref=_fd_vjp(_rnn_ref), sample_inputs=_samples(1, 1, with_grad=True,
+         ref=_cstep_vjp(_rnn_ref), sample_inputs=_samples(1, 1, with_grad=True,
                                                         attrs_list=_RNN_ATTRS))
+_declare("_lstm_layer_jvp", "out, gx, h0, c0, w_hh, t_gx, t_h0, t_c0, t_w_hh, reverse=False", 9,
+         shape=lambda o, *r, **a: tuple(o), impl=_lstm_jvp_impl, ref=_cstep_jvp(_lstm_ref, 4),
+         sample_inputs=_samples(4, 2, with_jvp=True))
+_declare("_gru_layer_jvp", "out, gx, h0, w_hh, b_hh, t_gx, t_h0, t_w_hh, t_b_hh, reverse=False",
+         9, shape=lambda o, *r, **a: tuple(o), impl=_gru_jvp_impl, ref=_cstep_jvp(_gru_ref, 4),
+         sample_inputs=_samples(3, 1, bias=True, with_jvp=True))
+_declare("_rnn_layer_jvp",
+         "out, gx, h0, w_hh, t_gx, t_h0, t_w_hh, nonlinearity='tanh', reverse=False", 7,
+         shape=lambda o, *r, **a: tuple(o), impl=_rnn_jvp_impl, ref=_cstep_jvp(_rnn_ref, 3),
+         sample_inputs=_samples(1, 1, with_jvp=True, attrs_list=_RNN_ATTRS))
