@@ -540,10 +540,20 @@ def get_device_module(device=None):
         importlib.import_module("eager").cuda
 
 
+def _vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """`torch.vmap`: `torch.func.vmap`."""
+    from .func import vmap
+
+    return vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+
+
+_vmap.__name__ = "vmap"
+
+
 def _lazy_module(name):
     """Module `__getattr__` of `eager`: submodules imported on first use (`eager.distributions`
     pulls scipy.stats-sized imports that `import eager` should not pay for)."""
-    if name in ("distributions", "cpu", "functional", "testing", "signal"):
+    if name in ("distributions", "cpu", "functional", "testing", "signal", "func"):
         import importlib
 
         return importlib.import_module(f"eager.{name}")
@@ -626,6 +636,7 @@ def install(namespace: dict, tensor_cls) -> None:
         top(fn.__name__, fn)
     top("__getattr__", _lazy_module)
     top("get_device_module", get_device_module)
+    top("vmap", _vmap)
     for name in METHOD_FUNCTIONS + ("as_strided_",):
         top(name, _method_of(name))
     for obj in (strided, contiguous_format, channels_last, channels_last_3d, preserve_format,

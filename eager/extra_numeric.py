@@ -140,3 +140,78 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
 
 builtins_range = range
 FUNCTIONS = (nanquantile, gradient, histogramdd)
+
+
+# ---------------------------------------------------------------- samplers, low-rank SVD
+
+
+def binomial(count, prob, generator=None):
+    """`torch.binomial(count, prob)`: Binomial(count, prob) samples, float tensors of one
+    dtype (numpy's sampler on the generator's stream)."""
+    from .random import _gen
+
+    if count.dtype is not prob.dtype or not count.dtype.is_floating_point:
+        raise RuntimeError(f"binomial: expected count and prob of the same floating dtype, "
+                           f"got {count.dtype.name} and {prob.dtype.name}")
+    c, p = np.broadcast_arrays(count.numpy(force=True), prob.numpy(force=True))
+    if (p < 0).any() or (p > 1).any():
+        raise RuntimeError("binomial: prob must be in [0, 1]")
+    s = _gen(generator).binomial(c.astype(np.int64), p.astype(np.float64))
+    return creation.tensor(s, dtype=count.dtype)
+
+
+def poisson(input, generator=None):
+    """`torch.poisson(rates)`: Poisson(rate) samples in the rates' dtype."""
+    from .random import _gen
+
+    r = input.numpy(force=True)
+    if (r < 0).any():
+        raise RuntimeError("poisson: rates must be non-negative")
+    return creation.tensor(_gen(generator).poisson(r.astype(np.float64)), dtype=input.dtype)
+
+
+def _approximate_basis(A, q, niter, M=None):
+    """Halko et al. 2009, algorithm 4.4 (PyTorch's `get_approximate_basis`): an orthonormal
+    (.., m, q) basis of A's range by randomized subspace iteration."""
+    from .random import randn
+
+    n = A.shape[-1]
+    R = randn(*A.shape[:-2], n, q, dtype=A.dtype)
+    X = _F["matmul"](A, R) if M is None else _F["sub"](_F["matmul"](A, R), _F["matmul"](M, R))
+    Q = _F["linalg_qr"](X).Q
+    At = A.mT if M is None else _F["sub"](A, M).mT
+    B = A if M is None else _F["sub"](A, M)
+    for _ in range(niter):
+        Q = _F["linalg_qr"](_F["matmul"](At, Q)).Q
+        Q = _F["linalg_qr"](_F["matmul"](B, Q)).Q
+    return Q
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """`torch.svd_lowrank`: (U, S, V) of a rank-q approximation of A (or A - M) by randomized
+    range finding (Halko et al. 2009), A ~ U diag(S) V^T."""
+    q = min(6 if q is None else q, A.shape[-2], A.shape[-1])
+    tall = A.shape[-2] >= A.shape[-1]
+    X = A if tall else A.mT
+    Mx = None if M is None else (M if tall else M.mT)
+    Q = _approximate_basis(X, q, niter, Mx)
+    B = _F["matmul"](Q.mT, X if Mx is None else _F["sub"](X, Mx))
+    U, S, Vh = _F["linalg_svd"](B, full_matrices=False)
+    U = _F["matmul"](Q, U)
+    V = Vh.mT
+    return (U, S, V) if tall else (V, S, U)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """`torch.pca_lowrank`: `svd_lowrank` of the column-centred data (q = min(6, m, n))."""
+    m, n = A.shape[-2:]
+    q = min(6, m, n) if q is None else q
+    if not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, "
+                         f"n)={min(m, n)}")
+    if center:
+        A = _F["sub"](A, _F["mean"](A, (-2,), keepdim=True))
+    return svd_lowrank(A, q, niter)
+
+
+FUNCTIONS = FUNCTIONS + (binomial, poisson, svd_lowrank, pca_lowrank)

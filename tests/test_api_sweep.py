@@ -466,3 +466,60 @@ def test_device_modules_and_testing():
             lib.testing.assert_close(lib.tensor([1.0]), lib.tensor([1.0]), rtol=0.1)
     t = eager.testing.make_tensor(3, 4, dtype=eager.int64, low=2, high=5)
     assert t.shape == (3, 4) and t.dtype is eager.int64 and 2 <= t.min() and t.max() < 5
+
+
+def test_vmap_and_func_against_torch():
+    x = RNG.standard_normal((3, 4))
+    y = RNG.standard_normal(4)
+    cases = [
+        (lambda m: m.vmap(lambda a, b: (a * b).sum(), in_dims=(0, None)), (x, y)),
+        (lambda m: m.vmap(lambda a: a.T, in_dims=1, out_dims=2), (RNG.standard_normal((2, 3, 4)),)),
+        (lambda m: m.vmap(lambda a, b: (a + b, a.sum()), in_dims=(1, 0)), (x.T.copy(), x)),
+        (lambda m: m.func.grad(lambda a, b: (a.sin() * b).sum(), argnums=1), (x, x)),
+        (lambda m: m.func.jacrev(lambda a: a.exp() * a[0]), (y,)),
+        (lambda m: m.func.hessian(lambda a: (a ** 3).sum()), (y,)),
+    ]
+    for make, arrays in cases:
+        ours = _flat(make(eager)(*[eager.tensor(a) for a in arrays]))
+        ref = _flat(make(torch)(*[torch.tensor(a) for a in arrays]))
+        assert len(ours) == len(ref)
+        for o, r in zip(ours, ref):
+            assert tuple(o.shape) == tuple(r.shape)
+            np.testing.assert_allclose(_np(o), _np(r), rtol=1e-10, atol=1e-12)
+    # gradients flow through vmap
+    a = eager.tensor(x, requires_grad=True)
+    ta = torch.tensor(x, requires_grad=True)
+    eager.vmap(lambda r: (r * r).sum())(a).sum().backward()
+    torch.vmap(lambda r: (r * r).sum())(ta).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy())
+    (g, (v, aux)) = eager.func.grad_and_value(lambda a: ((a ** 2).sum(), 7), has_aux=True)(
+        eager.tensor(y))
+    np.testing.assert_allclose(g.numpy(), 2 * y)
+    assert aux == 7 and abs(v.item() - (y ** 2).sum()) < 1e-12
+    with pytest.raises(ValueError):
+        eager.vmap(lambda a, b: a + b)(eager.zeros(3), eager.zeros(4))
+    with pytest.raises(ValueError):
+        torch.vmap(lambda a, b: a + b)(torch.zeros(3), torch.zeros(4))
+
+
+def test_lowrank_and_samplers():
+    A = eager.tensor(RNG.standard_normal((20, 5)) @ RNG.standard_normal((5, 12)))
+    for M in (A, A.mT):
+        U, S, V = eager.svd_lowrank(M, q=5)
+        tU, tS, tV = torch.svd_lowrank(torch.tensor(M.numpy()), q=5)
+        assert (U.shape, S.shape, V.shape) == (tU.shape, tS.shape, tV.shape)
+        np.testing.assert_allclose(S.numpy(), tS.numpy(), rtol=1e-8)  # exact rank 5
+        np.testing.assert_allclose((U @ eager.diag(S) @ V.mT).numpy(), M.numpy(), atol=1e-9)
+    U, S, V = eager.pca_lowrank(A, q=3, niter=30)
+    exact = np.linalg.svd(A.numpy() - A.numpy().mean(0), compute_uv=False)[:3]
+    np.testing.assert_allclose(S.numpy(), exact, rtol=1e-6)  # subspace iteration converged
+    assert U.shape == (20, 3) and V.shape == (12, 3)
+    with pytest.raises(ValueError):
+        eager.pca_lowrank(A, q=30)
+    eager.manual_seed(1)
+    b = eager.binomial(eager.full((20000,), 10.0), eager.full((20000,), 0.3))
+    assert b.dtype is eager.float32 and abs(b.mean().item() - 3.0) < 0.05
+    p = eager.poisson(eager.full((20000,), 4.0, dtype=eager.float64))
+    assert p.dtype is eager.float64 and abs(p.var().item() - 4.0) < 0.2
+    with pytest.raises(RuntimeError):
+        eager.binomial(eager.ones(2), eager.ones(2, dtype=eager.float64))

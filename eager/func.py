@@ -1,0 +1,177 @@
+"""`torch.func` (functorch's function transforms) over eager's define-by-run autograd:
+`vmap` as a loop over the mapped dim (slices through registry ops, results stacked, so gradients
+flow; PyTorch batches the ops instead, with the same values), `grad`, `grad_and_value`, `vjp`,
+`jacrev`, `jacfwd`, `hessian` (through `eager.autograd.functional` and `eager.autograd.grad`) and
+`functional_call` (`nn.utils.stateless`). Semantics: the torch.func documentation; `vmap`'s
+`randomness` is not modelled (each slice draws on its own, PyTorch's "different").
+"""
+
+from __future__ import annotations
+
+from .autograd import functional as AF
+from .tensor import Tensor
+
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "vjp",
+           "vmap"]
+
+
+def _flatten(tree):
+    if isinstance(tree, Tensor):
+        return [tree], None
+    if isinstance(tree, (tuple, list)):
+        leaves, specs = [], []
+        for t in tree:
+            lv, sp = _flatten(t)
+            leaves += lv
+            specs.append((len(lv), sp))
+        return leaves, (type(tree), specs)
+    if isinstance(tree, dict):
+        leaves, specs = _flatten(list(tree.values()))
+        return leaves, (dict, list(tree.keys()), specs)
+    return [], ("const", tree)
+
+
+def _unflatten(leaves, spec):
+    if spec is None:
+        return leaves[0]
+    if spec[0] == "const":
+        return spec[1]
+    if spec[0] is dict:
+        return dict(zip(spec[1], _unflatten(leaves, spec[2])))
+    out, i = [], 0
+    for n, sp in spec[1]:
+        out.append(_unflatten(leaves[i:i + n], sp))
+        i += n
+    return spec[0](out) if spec[0] is not list else out
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """`torch.func.vmap`: `func` mapped over dim `in_dims` of its tensor arguments (an int, or
+    one entry per positional argument, None: not mapped); outputs stacked at `out_dims`.
+    ValueError when mapped sizes differ or nothing is mapped."""
+    def mapped(*args, **kwargs):
+        dims = in_dims if isinstance(in_dims, (tuple, list)) else (in_dims,) * len(args)
+        if len(dims) != len(args):
+            raise ValueError(f"vmap(in_dims={in_dims}): in_dims is not compatible with the "
+                             f"structure of inputs ({len(args)} positional arguments)")
+        sizes = set()
+        for a, d in zip(args, dims):
+            if d is not None:
+                for leaf in _flatten(a)[0]:
+                    sizes.add(leaf.shape[d])
+        if not sizes:
+            raise ValueError("vmap: at least one input must be mapped over (got in_dims with "
+                             "no mapped tensor)")
+        if len(sizes) > 1:
+            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                             f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
+        n = sizes.pop()
+        results = []
+        for i in range(n):
+            sl = []
+            for a, d in zip(args, dims):
+                if d is None:
+                    sl.append(a)
+                    continue
+                leaves, spec = _flatten(a)
+                sl.append(_unflatten([leaf.select(d, i) for leaf in leaves], spec))
+            results.append(func(*sl, **kwargs))
+        first_leaves, spec = _flatten(results[0])
+        per = [_flatten(r)[0] for r in results]
+        od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(first_leaves)
+        from .dispatch import FUNCTIONS
+
+        stacked = [FUNCTIONS["stack"]([p[k] for p in per], od[k])
+                   for k in range(len(first_leaves))]
+        return _unflatten(stacked, spec)
+    return mapped
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """`torch.func.grad_and_value`: (d func / d args[argnums], func(*args)) for a scalar
+    output (with `has_aux`: func returns (output, aux), and the value is that pair)."""
+    def wrapped(*args, **kwargs):
+        from . import autograd
+        from .grad_mode import enable_grad
+
+        nums = argnums if isinstance(argnums, tuple) else (argnums,)
+        args = list(args)
+        for k in nums:
+            args[k] = args[k].detach().requires_grad_(True)
+        with enable_grad():
+            out = func(*args, **kwargs)
+            value, aux = (out if has_aux else (out, None))
+            if not isinstance(value, Tensor) or value.numel() != 1:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   "scalar Tensor")
+            gs = autograd.grad(value, [args[k] for k in nums], allow_unused=True)
+        gs = tuple(g if g is not None else args[k].new_zeros(args[k].shape)
+                   for g, k in zip(gs, nums))
+        g = gs if isinstance(argnums, tuple) else gs[0]
+        return g, ((value.detach(), aux) if has_aux else value.detach())
+    return wrapped
+
+
+def grad(func, argnums=0, has_aux=False):
+    """`torch.func.grad`: the gradient of a scalar function (with `has_aux`: (grad, aux))."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    def wrapped(*args, **kwargs):
+        g, v = gv(*args, **kwargs)
+        return (g, v[1]) if has_aux else g
+    return wrapped
+
+
+def vjp(func, *primals, has_aux=False):
+    """`torch.func.vjp`: (func(*primals), vjp_fn) with vjp_fn(cotangents) -> a tuple of
+    gradients, one per primal."""
+    out = func(*primals)
+    value, aux = (out if has_aux else (out, None))
+
+    def vjp_fn(*cotangents):
+        v = cotangents[0] if len(cotangents) == 1 else cotangents
+        return tuple(AF.vjp(lambda *p: func(*p)[0] if has_aux else func(*p), primals, v)[1]) \
+            if len(primals) > 1 else (AF.vjp(lambda p: func(p)[0] if has_aux else func(p),
+                                             primals[0], v)[1],)
+    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+
+
+def jacrev(func, argnums=0, *, has_aux=False):
+    """`torch.func.jacrev`: the Jacobian of func with respect to args[argnums]."""
+    def wrapped(*args):
+        def f(x):
+            a = list(args)
+            a[argnums] = x
+            return func(*a)
+        return AF.jacobian(f, args[argnums])
+    return wrapped
+
+
+jacfwd = jacrev  # (the same Jacobian; PyTorch computes it in forward mode)
+
+
+def hessian(func, argnums=0):
+    """`torch.func.hessian`: the Hessian of a scalar function of args[argnums]."""
+    def wrapped(*args):
+        def f(x):
+            a = list(args)
+            a[argnums] = x
+            return func(*a)
+        return AF.hessian(f, args[argnums])
+    return wrapped
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
+                    tie_weights=True, strict=False):
+    """`torch.func.functional_call`: call `module` with its parameters and buffers replaced by
+    the given dict(s)."""
+    from .nn.utils import stateless
+
+    dicts = parameter_and_buffer_dicts
+    if isinstance(dicts, (tuple, list)):
+        merged = {}
+        for d in dicts:
+            merged.update(d)
+        dicts = merged
+    return stateless.functional_call(module, dicts, args, kwargs or {}, tie_weights=tie_weights,
+                                     strict=strict)
