@@ -4,7 +4,8 @@
 1. `small`: 64-32-10 MLP (ReLU), batch 64, float32, cross entropy, SGD with momentum.
 2. `mnist-sized`: 784-256-10 MLP (ReLU), batch 64, float32, cross entropy, Adam.
 3. `lstm`: 2-layer LSTM, seq 32, batch 32, input and hidden 256, a Linear(256, 10) head on the
-   last step, cross entropy, SGD with momentum (`--lstm-repeat` steps: one step is ~0.1 s).
+   last step, cross entropy, SGD with momentum (`--lstm-repeat` steps: one step is ~0.1 s);
+   `gru`: the same with `nn.GRU`.
 4. `decoder`: a 2-layer `nn.TransformerDecoder` (d_model 128, 4 heads, feed-forward 256,
    dropout 0) over target seq 32 with a causal mask and memory seq 32, batch 16, a Linear head
    to 100 classes, cross entropy, SGD with momentum.
@@ -130,13 +131,13 @@ def make_decoder_step(lib, seq=32, batch=16, d_model=128, nhead=4, ff=256, layer
 
 
 def make_lstm_step(lib, seq=32, batch=32, hidden=256, layers=2, classes=10, lr=0.05, seed=0,
-                   amp=False):
+                   amp=False, kind="LSTM"):
     """A training step of an `nn.LSTM` + `nn.Linear` head for `lib` (eager or torch), same
     numpy-drawn weights and batch; `amp`: forward under autocast bfloat16. Returns the step
     and a function giving the last loss."""
     rng = np.random.default_rng(seed)
     nn = lib.nn
-    lstm, head = nn.LSTM(hidden, hidden, layers), nn.Linear(hidden, classes)
+    lstm, head = getattr(nn, kind)(hidden, hidden, layers), nn.Linear(hidden, classes)
     bound = 1 / hidden ** 0.5
     for m in (lstm, head):  # the same weights for both peers (state_dict names are torch's)
         m.load_state_dict({k: lib.tensor(rng.uniform(-bound, bound, tuple(v.shape))
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=600)
     ap.add_argument("--lstm-repeat", type=int, default=30)
-    ap.add_argument("--only", default="", help="comma-separated: small,mnist,lstm,decoder")
+    ap.add_argument("--only", default="", help="comma-separated: small,mnist,lstm,gru,decoder")
     args = ap.parse_args(argv)
     if torch is not None:
         torch.set_num_threads(1)
@@ -177,6 +178,8 @@ def main(argv=None) -> int:
              ("lstm", "LSTM 2x256, seq 32, batch 32, SGD momentum", make_lstm_step,
               args.lstm_repeat),
              ("lstm", "  the same, autocast bf16", lstm_amp, args.lstm_repeat),
+             ("gru", "GRU 2x256, seq 32, batch 32, SGD momentum",
+              functools.partial(make_lstm_step, kind="GRU"), args.lstm_repeat),
              ("decoder", "TransformerDecoder 2x128, seq 32, batch 16", make_decoder_step,
               args.lstm_repeat),
              ("decoder", "  the same, autocast bf16", dec_amp, args.lstm_repeat)]

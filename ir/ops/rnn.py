@@ -184,12 +184,17 @@ def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
         xp.subtract(1, tc, out=tc)
         d[3] *= tc
         dh = xp.matmul(d, blocks).sum(0)
-    dgx = xp.empty((T, B, G), gx.dtype)
+    n, s = T * B * G, B * H
+    flat = xp.empty(n + 2 * s + G * H, gx.dtype)  # the result, filled in place
+    dgx = flat[:n].reshape(T, B, G)
     dv = _by_gate(dgx, 4)
     for k, src in enumerate(_IFOG):
         dv[:, src] = dG[:, k]
-    dw = dgx.reshape(T * B, G).T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
-    return _result(xp, (dgx, dh, dc, dw), dt)
+    flat[n:n + s] = dh.reshape(-1)
+    flat[n + s:n + 2 * s] = dc.reshape(-1)
+    xp.matmul(dgx.reshape(T * B, G).T, _shifted(xp, hs, h0, reverse).reshape(T * B, H),
+              out=flat[n + 2 * s:].reshape(G, H))
+    return flat if flat.dtype == dt else flat.astype(dt)
 
 
 # ---------------------------------------------------------------- GRU
