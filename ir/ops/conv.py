@@ -38,32 +38,38 @@ def _windows(kernel, stride, dilation, out):
                     for o, d, s, n in zip(off, dilation, stride, out))
 
 
-def _padded(xp, x, padding):
-    """x (N, C, *spatial) with zeros around its spatial dims (x itself without padding)."""
-    if not any(padding):
-        return x
-    out = xp.zeros(x.shape[:2] + tuple(n + 2 * p for n, p in zip(x.shape[2:], padding)),
-                   x.dtype)
-    out[(slice(None),) * 2 + tuple(slice(p, p + n) for n, p in zip(x.shape[2:], padding))] = x
+def _batch_last(xp, x, padding):
+    """x (N, C, *spatial) as a new contiguous (C, *padded spatial, N) array, zeros around.
+    With the batch innermost, a window's rows are long contiguous runs (out width * N) for
+    the slice copies and additions, however small the images."""
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    out = (xp.zeros if any(padding) else xp.empty)(
+        (c,) + tuple(s + 2 * p for s, p in zip(spatial, padding)) + (n,), x.dtype)
+    inner = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
+    out[(slice(None),) + inner] = xp.moveaxis(x, 0, -1)
     return out
 
 
+def _at(win):
+    return (slice(None),) + win + (slice(None),)
+
+
 def _cols(xp, x, kernel, stride, padding, dilation, groups):
-    """im2col of x (N, C, *spatial): (G, C/G * prod(kernel), N * L) and the output sizes."""
+    """im2col of x (N, C, *spatial): (G, C/G * prod(kernel), L * N) and the output sizes."""
     n, c = x.shape[:2]
     out = _out_sizes(x.shape[2:], kernel, stride, padding, dilation)
-    xt = _padded(xp, x, padding).swapaxes(0, 1)  # (C, N, *padded): a view
-    cols = xp.empty((c, math.prod(kernel), n) + out, x.dtype)
+    xt = _batch_last(xp, x, padding)
+    cols = xp.empty((c, math.prod(kernel)) + out + (n,), x.dtype)
     for i, win in enumerate(_windows(kernel, stride, dilation, out)):
-        cols[:, i] = xt[(slice(None), slice(None)) + win]
+        cols[:, i] = xt[_at(win)]
     return cols.reshape(groups, -1, n * math.prod(out)), out
 
 
 def _grad_rows(xp, g, groups):
-    """g (N, O, *out) as a contiguous (G, O/G, N * L) (BLAS needs real strides: g may be a
-    broadcast, as the gradient of a sum)."""
+    """g (N, O, *out) as a contiguous (G, O/G, L * N) (also makes real strides of a broadcast
+    g, as the gradient of a sum: BLAS needs them)."""
     n, o = g.shape[:2]
-    rows = xp.ascontiguousarray(g.swapaxes(0, 1))
+    rows = xp.ascontiguousarray(xp.moveaxis(g, 0, -1))
     return rows.reshape(groups, o // groups, n * math.prod(g.shape[2:]))
 
 
@@ -81,21 +87,21 @@ def _gemm(xp, a, b, out_shape):
 def _conv_impl(xp, x, w, stride, padding, dilation, groups):
     cols, out = _cols(xp, x, w.shape[2:], stride, padding, dilation, groups)
     o = w.shape[0]
-    y = _gemm(xp, w.reshape(groups, o // groups, -1), cols, (o, x.shape[0]) + out)
-    return xp.ascontiguousarray(y.swapaxes(0, 1))
+    y = _gemm(xp, w.reshape(groups, o // groups, -1), cols, (o,) + out + (x.shape[0],))
+    return xp.ascontiguousarray(xp.moveaxis(y, -1, 0))
 
 
 def _input_grad_impl(xp, g, w, input_size, stride, padding, dilation, groups):
     n, c = input_size[:2]
     kernel, out = w.shape[2:], g.shape[2:]
     wt = w.reshape(groups, w.shape[0] // groups, -1).swapaxes(1, 2)  # (G, K, O/G)
-    dcols = _gemm(xp, wt, _grad_rows(xp, g, groups), (c, math.prod(kernel), n) + out)
+    dcols = _gemm(xp, wt, _grad_rows(xp, g, groups), (c, math.prod(kernel)) + out + (n,))
     spatial = input_size[2:]
-    buf = xp.zeros((c, n) + tuple(s + 2 * p for s, p in zip(spatial, padding)), g.dtype)
+    buf = xp.zeros((c,) + tuple(s + 2 * p for s, p in zip(spatial, padding)) + (n,), g.dtype)
     for i, win in enumerate(_windows(kernel, stride, dilation, out)):
-        buf[(slice(None), slice(None)) + win] += dcols[:, i]
+        buf[_at(win)] += dcols[:, i]
     crop = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
-    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop].swapaxes(0, 1))
+    return xp.ascontiguousarray(xp.moveaxis(buf[_at(crop)], -1, 0))
 
 
 def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
