@@ -523,3 +523,23 @@ def test_lowrank_and_samplers():
     assert p.dtype is eager.float64 and abs(p.var().item() - 4.0) < 0.2
     with pytest.raises(RuntimeError):
         eager.binomial(eager.ones(2), eager.ones(2, dtype=eager.float64))
+
+
+def test_sobol_engine_matches_torch():
+    ours, ref = eager.quasirandom.SobolEngine(4), torch.quasirandom.SobolEngine(4)
+    for step in (lambda e: e.draw(3), lambda e: e.fast_forward(5) and e.draw(8),
+                 lambda e: e.reset().draw_base2(3), lambda e: e.draw(2, dtype=e_dtype(e))):
+        a, b = step(ours), step(ref)
+        assert _dtype(a) == _dtype(b)
+        np.testing.assert_array_equal(_np(a), _np(b))
+    for lib in (torch, eager):
+        with pytest.raises(ValueError):
+            lib.quasirandom.SobolEngine(0)
+        e = lib.quasirandom.SobolEngine(2)
+        e.draw(3)
+        with pytest.raises(ValueError):
+            e.draw_base2(2)
+
+
+def e_dtype(engine):
+    return torch.float64 if isinstance(engine, torch.quasirandom.SobolEngine) else eager.float64
