@@ -377,9 +377,9 @@ def _einsum_backward(F, g, out, *xs, equation):
     grads = []
     for i, x in enumerate(xs):
         si = subs[i]
-        if len(set(si)) != len(si):
-            raise NotImplementedError(f"einsum backward for a repeated subscript ({si}) is not "
-                                      f"implemented")
+        if len(set(si)) != len(si):  # a diagonal (x[..., i, i]): gradient of the unique letters
+            grads.append(_einsum_diagonal_grad(F, g, xs, subs, outs, i))
+            continue
         others = [subs[j] for j in range(len(xs)) if j != i]
         avail = set(outs).union(*others)
         keep = "".join(c for c in si if c in avail)
@@ -396,11 +396,45 @@ def _einsum_backward(F, g, out, *xs, equation):
     return tuple(grads)
 
 
+def _einsum_diagonal_grad(F, g, xs, subs, outs, i):
+    """The gradient of operand i whose subscripts repeat a letter (each at most twice, as
+    "bii->b" or "ii->i"): the gradient for its unique letters, placed on the diagonals
+    (`diag_embed`), zero elsewhere, as PyTorch's."""
+    si = subs[i]
+    u = "".join(dict.fromkeys(si))
+    if any(si.count(c) > 2 for c in u):
+        raise NotImplementedError(f"einsum backward for a subscript repeated more than twice "
+                                  f"({si}) is not implemented")
+    x = xs[i]
+    size = {c: x.shape[si.index(c)] for c in u}
+    others = [subs[j] for j in range(len(xs)) if j != i]
+    avail = set(outs).union(*others)
+    keep = "".join(c for c in u if c in avail)
+    ops = [xs[j] if not xs[j].dtype.is_complex else F.conj(xs[j])
+           for j in range(len(xs)) if j != i]
+    gu = F.einsum(",".join([outs] + others) + "->" + keep, g, *ops)
+    if keep != u:  # letters summed away inside the operand: broadcast back
+        it = iter(gu.shape)
+        gu = F.reshape(gu, tuple(next(it) if c in keep else 1 for c in u))
+        gu = F.expand(gu, tuple(size[c] for c in u))
+    labels = [si.index(c) for c in u]  # each axis named by the position it fills in si
+    for pos, c in enumerate(si):
+        if si.index(c) != pos:
+            k = labels.index(si.index(c))
+            gu = F.movedim(gu, k, -1)
+            labels.append(labels.pop(k))
+            gu = F.diag_embed(gu)
+            labels.append(pos)
+    order = sorted(range(len(labels)), key=lambda a: labels[a])
+    return F.permute(gu, tuple(order))
+
+
 def _einsum_samples(rng, dt):
     cases = [("ij,jk->ik", (3, 4), (4, 5)), ("ij->ji", (3, 4)), ("bij,bjk", (2, 3, 4), (2, 4, 2)),
              ("i,i->", (4,), (4,)), ("...ij,jk->...ik", (2, 3, 4), (4, 2)),
              ("ij,k->ijk", (2, 3), (4,)), ("ijk->i", (2, 3, 4)), ("ab,bc,cd->ad", (2, 3),
-                                                                  (3, 4), (4, 2))]
+                                                                  (3, 4), (4, 2)),
+             ("bii->b", (2, 3, 3)), ("ii->i", (3, 3)), ("iji,j->i", (3, 2, 3), (2,))]
     for eq, *shapes in cases:
         yield tuple(arr(rng, s, dt) for s in shapes), {"equation": eq}
 
