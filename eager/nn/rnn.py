@@ -5,12 +5,13 @@
 load both ways; gate order (LSTM i, f, g, o; GRU r, z, n with
 n = tanh(W_in x + b_in + r * (W_hn h + b_hn))); U(-1/sqrt(hidden), 1/sqrt(hidden)) init.
 
-The math is composed of registry ops (linear, addmm, sigmoid, tanh, chunk, stack/cat), so
-autograd needs no new backward rules. Each layer and direction first projects the whole input
-(one `linear` over all time steps, b_hh folded in where PyTorch adds it outside the gates),
-then steps through time with one `addmm` per step. The time loop is a Python loop: `compile`
-unrolls it (one graph per sequence length / batch_sizes). PackedSequence inputs
-(`eager.nn.utils.rnn`) run each step on the active (leading) batch rows only.
+Unpacked input without proj_size (the common case) runs each layer and direction as one
+input projection over all time steps (`linear`, b_hh folded in where PyTorch adds it outside
+the gates) and one whole-sequence registry op (`_lstm_layer`, `_gru_layer`, `_rnn_layer` in
+`ir/ops/rnn.py`) whose backward is one BPTT kernel: one autograd node per layer and direction,
+as PyTorch's fused CPU/cuDNN kernels. PackedSequence input and proj_size > 0 step through time
+in a Python loop of registry ops (linear, addmm, sigmoid, tanh, chunk, stack/cat), running each
+step on the active (leading) batch rows only. `compile` keeps the fused ops as library calls.
 Touches `eager` only.
 """
 
