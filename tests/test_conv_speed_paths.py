@@ -66,6 +66,8 @@ def test_max_pool2d_values_and_gradient_match_torch(kw):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 4, 9, 8)).astype(np.float32)
     x[0, 0, :2, :2] = 1.5  # ties: the gradient goes to the first maximum
+    x[1, 2, :3, :3] = -np.inf  # windows of -inf and padding: the first element inside
+    x[2, 1, 4, 4] = np.nan  # NaN wins, as ATen
     out = []
     for lib in (eager, torch):
         t = lib.tensor(x, requires_grad=True)
@@ -74,7 +76,7 @@ def test_max_pool2d_values_and_gradient_match_torch(kw):
         (y * g).sum().backward()
         out.append((y.detach().numpy(), idx.numpy(), t.grad.numpy()))
     for got, want in zip(*out):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -1,9 +1,9 @@
 """Convolution, pooling and batch norm of `torch.nn.functional`, composed of registry ops.
 
 No op here is new: a convolution is the registry's `_conv_nd` (`ir/ops/conv.py`: im2col and one
-GEMM, its gradients the two adjoint ops) plus a bias add; max
-pooling is the windows' `argmax` and a `gather` (the gradient goes to the first maximum, as in
-PyTorch); average pooling is a window `sum` divided by PyTorch's divisor; adaptive average
+GEMM, its gradients the two adjoint ops) plus a bias add; max pooling is the registry's
+`_max_pool_indices` (each window's maximum as a flat index into its input plane) and a `gather`
+of the planes (the gradient goes to that maximum, as in PyTorch); average pooling is a window `sum` divided by PyTorch's divisor; adaptive average
 pooling is a reshape-`mean` (divisible sizes) or a product with an averaging matrix; batch
 norm is `mean`, `rsqrt` and in-place updates of the running statistics under `no_grad`.
 Autograd therefore works unchanged and capture can trace every function.
@@ -12,8 +12,6 @@ max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, batch_norm). Touches `eage
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -26,6 +24,8 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool
 _pad = FUNCTIONS["pad"]
 _matmul = FUNCTIONS["matmul"]
 _conv_nd = FUNCTIONS["_conv_nd"]
+_max_pool_indices = FUNCTIONS["_max_pool_indices"]
+_gather = FUNCTIONS["gather"]
 
 
 # ---------------------------------------------------------------- argument normalisation
@@ -210,41 +210,16 @@ def _pool_input(input, nd, name):
 def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
               name):
     x, unbatched = _pool_input(input, nd, name)
-    kernel, stride, padding, dilation, out, extra = _pool_geometry(
+    kernel, stride, padding, dilation, out, _ = _pool_geometry(
         x, nd, kernel_size, stride, padding, dilation, ceil_mode)
-    pads = tuple((p, p + e) for p, e in zip(padding, extra))
-    if any(lo or hi for lo, hi in pads):
-        dt = x.dtype
-        low = float("-inf") if dt.is_floating_point else int(np.iinfo(dt.np).min)
-        x = _pad(x, _pad_list(pads), value=low)
-    win = _windows(x, kernel, stride, dilation)
-    win = win.reshape(tuple(win.shape[:2 + nd]) + (-1,))  # (N, C, *out, prod(kernel))
-    arg = win.argmax(-1, keepdim=True)  # the first maximum (NaN wins), as PyTorch picks
-    y = FUNCTIONS["gather"](win, -1, arg).squeeze(-1)
+    idx = _max_pool_indices(x.detach(), kernel_size=kernel, stride=stride, padding=padding,
+                            dilation=dilation, output_size=out)
+    n, c = x.shape[:2]
+    # the values are a gather of the input planes, so the gradient is its scatter-add
+    y = _gather(x.reshape(n, c, -1), -1, idx.reshape(n, c, -1)).reshape((n, c) + out)
     if unbatched:
-        y = y.squeeze(0)
-    if not return_indices:
-        return y
-    return y, _pool_indices(input, arg.squeeze(-1), kernel, stride, padding, dilation, out,
-                            unbatched)
-
-
-def _pool_indices(input, arg, kernel, stride, padding, dilation, out, unbatched):
-    """Flat index into each input plane of the window element `arg` (int64, like y)."""
-    from ..creation import as_tensor
-
-    nd = len(kernel)
-    flat, rest = None, arg
-    for d in range(nd):
-        inner = math.prod(kernel[d + 1:])
-        kd = FUNCTIONS["floor_divide"](rest, inner) if inner > 1 else rest
-        rest = FUNCTIONS["remainder"](rest, inner) if inner > 1 else rest
-        base = np.arange(out[d], dtype=np.int64) * stride[d] - padding[d]
-        base = as_tensor(base.reshape((out[d],) + (1,) * (nd - 1 - d)), device=arg.device)
-        pos = kd * dilation[d] + base
-        size = input.shape[input.ndim - nd + d]
-        flat = pos if flat is None else flat * size + pos
-    return flat.squeeze(0) if unbatched else flat
+        y, idx = y.squeeze(0), idx.squeeze(0)
+    return (y, idx) if return_indices else y
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

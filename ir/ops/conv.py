@@ -9,8 +9,10 @@ kernel offset is one strided slice, copied into a (G, C/G * prod(kernel), N * L)
 gradient g @ cols^T, the input gradient W^T @ g followed by col2im as prod(kernel) strided
 additions into the padded input. Dtypes are kept (no float64 temporaries); `xp` is numpy or
 cupy. Semantics: torch.nn.functional.conv1d/2d/3d (cross-correlation; symmetric zero padding;
-argument checks with PyTorch's messages live in `eager/nn/conv.py`). Imports nothing outside
-`ir`.
+argument checks with PyTorch's messages live in `eager/nn/conv.py`). Max pooling's window
+search is `_max_pool_indices` (the flat input-plane index of each window's maximum, found by
+prod(kernel) strided comparisons; the values are a `gather` of them, so the gradient is the
+gather's scatter-add). Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as D
 from .elementwise import FLOATS
 from .indexing import arr, declare
 
@@ -230,4 +233,89 @@ declare(
     scalar_ok=False, shape=lambda xs, gs, weight_size, **a: tuple(weight_size),
     impl=_weight_grad_impl, backward=_weight_grad_backward,
     ref=_grad_ref("weight"), sample_inputs=_weight_grad_samples, test_dtypes=FLOATS,
+)
+
+
+# ---------------------------------------------------------------- max pooling's window search
+
+
+def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output_size):
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    low = -xp.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    size = tuple(max(s + 2 * p, (o - 1) * st + d * (k - 1) + 1) for s, p, o, st, d, k in zip(
+        spatial, padding, output_size, stride, dilation, kernel_size))
+    xpad = xp.full((n, c) + size, low, x.dtype)
+    xpad[(slice(None),) * 2 + tuple(slice(p, p + s) for s, p in zip(spatial, padding))] = x
+    best = arg = None
+    for i, win in enumerate(_windows(kernel_size, stride, dilation, output_size)):
+        v = xpad[(slice(None),) * 2 + win]
+        if best is None:
+            best, arg = v.copy(), xp.zeros(v.shape, xp.int64)
+            continue
+        better = v > best
+        if x.dtype.kind == "f":  # ATen's rule: (val > maxval) || isnan(val)
+            better |= xp.isnan(v)
+        xp.copyto(best, v, where=better)
+        xp.copyto(arg, i, where=better)
+    # window offset -> flat displacement in the plane; window start -> flat base index
+    plane = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
+    disp = np.array([sum(o * dl * st for o, dl, st in zip(off, dilation, plane))
+                     for off in itertools.product(*map(range, kernel_size))], np.int64)
+    base = first = np.zeros(output_size, np.int64)
+    for d, (o, st, p, dl) in enumerate(zip(output_size, stride, padding, dilation)):
+        shape = [1] * len(output_size)
+        shape[d] = o
+        start = np.arange(o) * st - p
+        base = base + (start * plane[d]).reshape(shape)
+        # the window's first element inside the input (ATen's index when nothing beats low)
+        inside = start + np.maximum(-(start // dl), 0) * dl
+        first = first + (inside * plane[d]).reshape(shape)
+    idx = xp.asarray(disp)[arg] + xp.asarray(base)
+    if any(padding):
+        xp.copyto(idx, xp.broadcast_to(xp.asarray(first), idx.shape), where=best == low)
+    return idx
+
+
+def _max_pool_indices_ref(x, kernel_size, stride, padding, dilation, output_size):
+    """Each window's elements listed by brute force; first maximum, NaN as ATen (last NaN)."""
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    out = np.zeros((n, c) + tuple(output_size), np.int64)
+    for pos in itertools.product(*map(range, output_size)):
+        best = None
+        for off in itertools.product(*map(range, kernel_size)):
+            q = [o * st - p + k * dl for o, st, p, k, dl in
+                 zip(pos, stride, padding, off, dilation)]
+            if any(v < 0 or v >= s for v, s in zip(q, spatial)):
+                continue
+            val = x[(slice(None), slice(None)) + tuple(q)]
+            flat = int(np.ravel_multi_index(q, spatial))
+            if best is None:
+                best, idx = val.copy(), np.full(val.shape, flat, np.int64)
+                continue
+            better = (val > best) | np.isnan(val)
+            best = np.where(better, val, best)
+            idx = np.where(better, flat, idx)
+        out[(slice(None), slice(None)) + pos] = idx
+    return out
+
+
+def _max_pool_samples(rng, dt):
+    for xs, k, s, p, d, o in [((2, 3, 5, 6), (2, 2), (2, 2), (0, 0), (1, 1), (2, 3)),
+                              ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), (4, 4)),
+                              ((2, 2, 8), (3,), (1,), (1,), (2,), (6,))]:
+        yield (arr(rng, xs, dt),), {"kernel_size": k, "stride": s, "padding": p,
+                                     "dilation": d, "output_size": o}
+
+
+# `_max_pool_indices(input, kernel_size, stride, padding, dilation, output_size)`: input
+# (N, C, *spatial), padding counted as -inf, output_size from eager's pooling geometry (ceil
+# mode included) -> int64 (N, C, *output_size): each window's first maximum as a flat index
+# into its input plane (max_pool's return_indices)
+declare(
+    "_max_pool_indices", "indexing", "input, kernel_size, stride, padding, dilation, "
+    "output_size", method=False, fixed=D.int64,
+    shape=lambda s, kernel_size, stride, padding, dilation, output_size:
+        tuple(s[:2]) + tuple(output_size),
+    impl=_max_pool_indices_impl, ref=_max_pool_indices_ref, sample_inputs=_max_pool_samples,
+    test_dtypes=FLOATS,
 )
