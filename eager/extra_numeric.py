@@ -214,4 +214,34 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     return svd_lowrank(A, q, niter)
 
 
-FUNCTIONS = FUNCTIONS + (binomial, poisson, svd_lowrank, pca_lowrank)
+def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None,
+           method=None, tracker=None, ortho_iparams=None, ortho_fparams=None,
+           ortho_bparams=None):
+    """`torch.lobpcg`: the k largest (or smallest, `largest=False`) eigenpairs (E, X) of the
+    symmetric (generalized: A x = e B x) problem. wick solves it densely (Cholesky of B, then
+    `linalg.eigh`), which LOBPCG's iteration converges to: same values to its tolerance, exact
+    gradients through eigh; `iK`, `niter`, `tol`, `method` and the ortho parameters are
+    accepted and unused. ValueError when rows < 3k, as PyTorch."""
+    from . import linalg
+
+    k = (1 if X is None else X.shape[-1]) if k is None else k
+    m = A.shape[-1]
+    if m < 3 * k:
+        raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows "
+                           f"(={m}) is smaller than 3 x the number of requested eigenpairs "
+                           f"(={k})")
+    largest = True if largest is None else largest
+    if B is None:
+        evals, evecs = linalg.eigh(A)
+    else:
+        L = linalg.cholesky(B)
+        C = linalg.solve_triangular(L, A, upper=False)
+        C = linalg.solve_triangular(L, C.mT, upper=False)
+        evals, Y = linalg.eigh(C)
+        evecs = linalg.solve_triangular(L.mT, Y, upper=True)
+    if largest:
+        return _F["flip"](evals[..., m - k:], (-1,)), _F["flip"](evecs[..., m - k:], (-1,))
+    return evals[..., :k], evecs[..., :k]
+
+
+FUNCTIONS = FUNCTIONS + (binomial, poisson, svd_lowrank, pca_lowrank, lobpcg)

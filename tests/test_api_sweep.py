@@ -543,3 +543,26 @@ def test_sobol_engine_matches_torch():
 
 def e_dtype(engine):
     return torch.float64 if isinstance(engine, torch.quasirandom.SobolEngine) else eager.float64
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("generalized", [False, True])
+def test_lobpcg_against_torch(largest, generalized):
+    n, k = 12, 3
+    a = RNG.standard_normal((n, n))
+    a = a @ a.T + n * np.eye(n)
+    b = None
+    if generalized:
+        b = RNG.standard_normal((n, n))
+        b = b @ b.T + n * np.eye(n)
+    E, X = eager.lobpcg(eager.tensor(a), k, None if b is None else eager.tensor(b),
+                        largest=largest)
+    tE, _ = torch.lobpcg(torch.tensor(a), k, None if b is None else torch.tensor(b),
+                          largest=largest, niter=200, tol=1e-12)
+    np.testing.assert_allclose(E.numpy(), tE.numpy(), rtol=1e-6)
+    bm = np.eye(n) if b is None else b
+    np.testing.assert_allclose(a @ X.numpy(), bm @ X.numpy() * E.numpy(), atol=1e-8)
+    with pytest.raises(ValueError):
+        eager.lobpcg(eager.tensor(a), 5)
+    with pytest.raises(ValueError):
+        torch.lobpcg(torch.tensor(a), 5)
