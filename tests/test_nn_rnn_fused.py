@@ -172,6 +172,15 @@ def test_half_precision_is_computed_in_float32():
                                      for a in (gx, h0, c0, w)])
     assert got.dtype == eager.bfloat16
     np.testing.assert_allclose(got.float().numpy(), want.numpy(), atol=5e-2)
+    grads = []
+    for dt in (eager.float32, eager.bfloat16):  # the backward kernel too
+        leaves = [eager.tensor(a.astype(np.float32)).to(dt).requires_grad_()
+                  for a in (gx, h0, c0, w)]
+        FUNCTIONS["_lstm_layer"](*leaves)[0].sum().backward()
+        assert all(x.grad.dtype == dt for x in leaves)
+        grads.append([x.grad.float().numpy() for x in leaves])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(b, a, atol=1e-1, rtol=5e-2)
 
 
 def test_shape_errors():

@@ -143,7 +143,7 @@ def _lstm_impl(xp, gx, h0, c0, w_hh, reverse=False):
 
 
 def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
-    (gx, h0, c0, w, g, out), dt = _work(xp, gx, h0, c0, w_hh, grad, out)
+    (g, out, h0, c0, w), dt = _work(xp, grad, out, h0, c0, w_hh)  # gx: only its shape
     T, B, G = gx.shape
     H = G // 4
     hs, cs = out[0], out[1]
@@ -151,11 +151,11 @@ def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
     gh, gc, gates = g[0], g[1], g[2:]
     c_grad, gates_grad = bool(gc.any()), bool(gates.any())
     blocks = w.reshape(4, H, H)[_IFOG]
-    dG = xp.empty((T, 4, B, H), gx.dtype)  # d pre-activations, i, f, o, g
-    dh = xp.zeros((B, H), gx.dtype)
-    dc = xp.zeros((B, H), gx.dtype)
-    tc = xp.empty((B, H), gx.dtype)
-    s3 = xp.empty((3, B, H), gx.dtype)
+    dG = xp.empty((T, 4, B, H), g.dtype)  # d pre-activations, i, f, o, g
+    dh = xp.zeros((B, H), g.dtype)
+    dc = xp.zeros((B, H), g.dtype)
+    tc = xp.empty((B, H), g.dtype)
+    s3 = xp.empty((3, B, H), g.dtype)
     for t in _steps(T, not reverse):
         act = acts[:, t]
         i, f, o, gt = act
@@ -185,7 +185,7 @@ def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
         d[3] *= tc
         dh = xp.matmul(d, blocks).sum(0)
     n, s = T * B * G, B * H
-    flat = xp.empty(n + 2 * s + G * H, gx.dtype)  # the result, filled in place
+    flat = xp.empty(n + 2 * s + G * H, g.dtype)  # the result, filled in place
     dgx = flat[:n].reshape(T, B, G)
     dv = _by_gate(dgx, 4)
     for k, src in enumerate(_IFOG):
@@ -230,16 +230,16 @@ def _gru_impl(xp, gx, h0, w_hh, b_hh, reverse=False):
 
 
 def _gru_backward_impl(xp, grad, out, gx, h0, w_hh, b_hh, reverse=False):
-    (gx, h0, w, g, out), dt = _work(xp, gx, h0, w_hh, grad, out)
+    (g, out, h0, w), dt = _work(xp, grad, out, h0, w_hh)  # gx: only its shape
     T, B, G = gx.shape
     H = G // 3
     hs, R, Z, N, HN = out
     gh, gr, gz, gn, ghn = g
     _, blocks = _gate_major(xp, w, 3)
-    dGh = xp.empty((T, 3, B, H), gx.dtype)  # d(h W_hh^T + b_hh), gate-major
-    dN = xp.empty((T, B, H), gx.dtype)  # d of n's input pre-activation
-    dh = xp.zeros((B, H), gx.dtype)
-    tmp = xp.empty((B, H), gx.dtype)
+    dGh = xp.empty((T, 3, B, H), g.dtype)  # d(h W_hh^T + b_hh), gate-major
+    dN = xp.empty((T, B, H), g.dtype)  # d of n's input pre-activation
+    dh = xp.zeros((B, H), g.dtype)
+    tmp = xp.empty((B, H), g.dtype)
     for t in _steps(T, not reverse):
         r, z, n, hn = R[t], Z[t], N[t], HN[t]
         dar, daz, dhn = dGh[t]
@@ -296,10 +296,10 @@ def _rnn_impl(xp, gx, h0, w_hh, nonlinearity="tanh", reverse=False):
 
 
 def _rnn_backward_impl(xp, grad, out, gx, h0, w_hh, nonlinearity="tanh", reverse=False):
-    (gx, h0, w, g, hs), dt = _work(xp, gx, h0, w_hh, grad, out)
+    (g, hs, h0, w), dt = _work(xp, grad, out, h0, w_hh)  # gx: only its shape
     T, B, H = gx.shape
-    dgx = xp.empty((T, B, H), gx.dtype)
-    dh = xp.zeros((B, H), gx.dtype)
+    dgx = xp.empty((T, B, H), g.dtype)
+    dh = xp.zeros((B, H), g.dtype)
     for t in _steps(T, not reverse):
         da = dgx[t]
         xp.add(dh, g[t], out=da)
