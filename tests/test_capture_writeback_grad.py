@@ -191,3 +191,22 @@ def test_batchnorm_training_runs_on_the_aot_bridge():
     entries = cm.__wick_compiled__.entries
     assert len(entries) == 1 and entries[0].runner.aot is not None
     assert entries[0].runner.aot.plans  # (the compiled backward ran)
+
+
+def add_then_read(x, v):
+    x.add_(1)
+    return v * 2
+
+
+def test_disjointness_guard_catches_a_view_beside_its_base():
+    """Compiled on two separate tensors, then called with a view of the mutated tensor as the
+    second argument: the one-term disjointness guard (owners compared) must fail, and the call
+    gives eager's result (the view sees the write)."""
+    cf = capture.compile(add_then_read)
+    a, b = _t(np.zeros((2, 3))), _t(np.ones(3))
+    np.testing.assert_allclose(_np(cf(a, b)), [2, 2, 2])
+    for make_v in (lambda x: x[1], lambda x: x[:, 0][:2].view(2)):
+        x_r, x_c = _t(np.zeros((2, 3))), _t(np.zeros((2, 3)))
+        want, got = add_then_read(x_r, make_v(x_r)), cf(x_c, make_v(x_c))
+        np.testing.assert_allclose(_np(got), _np(want))
+        np.testing.assert_allclose(_np(x_c), _np(x_r))
