@@ -81,9 +81,17 @@ class InstructionTranslator(BuildOps):
         self.locals = dict(f_locals)
         self.stack: list[VariableTracker] = []
         self.depth = depth
-        self.instructions = [i for i in dis.get_instructions(self.code)
-                             if i.opname != "EXTENDED_ARG"]
+        every = list(dis.get_instructions(self.code))
+        self.instructions = [i for i in every if i.opname != "EXTENDED_ARG"]
         self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
+        # a jump may target the EXTENDED_ARG prefix of its instruction (a loop head past byte
+        # 255 of the body): such offsets lead to the instruction they prefix
+        nxt = len(self.instructions)
+        for inst in reversed(every):
+            if inst.opname == "EXTENDED_ARG":
+                self.index_of[inst.offset] = nxt
+            else:
+                nxt = self.index_of[inst.offset]
         self.ip = 0
         self.inst = self.instructions[0]
         self.lineno = self.code.co_firstlineno
