@@ -104,8 +104,9 @@ def _proj(x, wih_t, b):
 def _run_direction(step, xs, proj, sizes, state0, args, reverse, lstm):
     """Run `step` over the per-step inputs `xs` (each (sizes[t], F), projected by
     `_proj(x, *proj)` step by step: slicing one big projection would cost a full-size
-    zero-and-add per step in backward, each slice's adjoint); `state0` holds the full batch. Returns the outputs in time order and the final state (full batch, the
-    rows in `state0`'s order). With shrinking `sizes` (a PackedSequence) a row's final state is
+    zero-and-add per step in backward, each slice's adjoint); `state0` holds the full batch.
+    Returns the outputs in time order and the final state (full batch, the rows in
+    `state0`'s order). With shrinking `sizes` (a PackedSequence) a row's final state is
     the state after its last active step."""
     T = len(xs)
     outs = [None] * T

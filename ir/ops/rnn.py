@@ -32,10 +32,6 @@ import numpy as np
 from ..opdef import OpDef, register
 from .elementwise import FLOATS
 
-try:
-    from scipy.special import expit as _np_expit
-except ImportError:  # pragma: no cover - scipy is a dependency; the formula is the fallback
-    _np_expit = None
 
 
 # ---------------------------------------------------------------- kernels' helpers
@@ -558,7 +554,8 @@ _declare("_lstm_layer_backward", "grad, out, gx, h0, c0, w_hh, reverse=False", 6
 _declare("_gru_layer", "gx, h0, w_hh, b_hh, reverse=False", 4,
          attrs_rule=_checker("_gru_layer", 3, 1, bias=True),
          shape=lambda s, *r, **a: (5,) + tuple(s[:2]) + (s[2] // 3,), impl=_gru_impl,
-         backward=_gru_backward, jvp=_gru_jvp, ref=_gru_ref, sample_inputs=_samples(3, 1, bias=True))
+         backward=_gru_backward, jvp=_gru_jvp, ref=_gru_ref,
+         sample_inputs=_samples(3, 1, bias=True))
 _declare("_gru_layer_backward", "grad, out, gx, h0, w_hh, b_hh, reverse=False", 6,
          shape=lambda g, o, gx, h, w, b, **a: _flat_len(gx, h, w, b), impl=_gru_backward_impl,
          ref=_cstep_vjp(_gru_ref), sample_inputs=_samples(3, 1, bias=True, out_rows=5,
