@@ -2,9 +2,9 @@
 
 No op here is new: a convolution is the registry's `_conv_nd` (`ir/ops/conv.py`: im2col and one
 GEMM, its gradients the two adjoint ops) plus a bias add; max pooling is the registry's
-`_max_pool_indices` (each window's maximum as a flat index into its input plane) and a `gather`
-of the planes (the gradient goes to that maximum, as in PyTorch); average pooling is a window `sum` divided by PyTorch's divisor; adaptive average
-pooling is a reshape-`mean` (divisible sizes) or a product with an averaging matrix; batch
+`_max_pool_indices` (each window's maximum as a flat index into its input plane) and a
+`_plane_gather` (the gradient goes to that maximum, as in PyTorch); average pooling is a
+window `sum` divided by PyTorch's divisor; adaptive average pooling is a reshape-`mean` (divisible sizes) or a product with an averaging matrix; batch
 norm is `mean`, `rsqrt` and in-place updates of the running statistics under `no_grad`.
 Autograd therefore works unchanged and capture can trace every function.
 Semantics, argument names, defaults and error messages: torch.nn.functional (conv1d, conv2d,
@@ -25,7 +25,7 @@ _pad = FUNCTIONS["pad"]
 _matmul = FUNCTIONS["matmul"]
 _conv_nd = FUNCTIONS["_conv_nd"]
 _max_pool_indices = FUNCTIONS["_max_pool_indices"]
-_gather = FUNCTIONS["gather"]
+_plane_gather = FUNCTIONS["_plane_gather"]
 
 
 # ---------------------------------------------------------------- argument normalisation
@@ -214,9 +214,7 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
         x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     idx = _max_pool_indices(x.detach(), kernel_size=kernel, stride=stride, padding=padding,
                             dilation=dilation, output_size=out)
-    n, c = x.shape[:2]
-    # the values are a gather of the input planes, so the gradient is its scatter-add
-    y = _gather(x.reshape(n, c, -1), -1, idx.reshape(n, c, -1)).reshape((n, c) + out)
+    y = _plane_gather(x, idx)  # the gradient: a scatter-add into the input planes
     if unbatched:
         y, idx = y.squeeze(0), idx.squeeze(0)
     return (y, idx) if return_indices else y

@@ -240,23 +240,26 @@ declare(
 
 
 def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output_size):
-    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    spatial = x.shape[2:]
     low = -xp.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     size = tuple(max(s + 2 * p, (o - 1) * st + d * (k - 1) + 1) for s, p, o, st, d, k in zip(
         spatial, padding, output_size, stride, dilation, kernel_size))
-    xpad = xp.full((n, c) + size, low, x.dtype)
-    xpad[(slice(None),) * 2 + tuple(slice(p, p + s) for s, p in zip(spatial, padding))] = x
-    best = arg = None
-    for i, win in enumerate(_windows(kernel_size, stride, dilation, output_size)):
-        v = xpad[(slice(None),) * 2 + win]
-        if best is None:
-            best, arg = v.copy(), xp.zeros(v.shape, xp.int64)
-            continue
-        better = v > best
-        if x.dtype.kind == "f":  # ATen's rule: (val > maxval) || isnan(val)
-            better |= xp.isnan(v)
-        xp.copyto(best, v, where=better)
-        xp.copyto(arg, i, where=better)
+    # batch innermost (C, *size, N), as the conv kernels: long runs for the comparisons
+    xt = xp.full((x.shape[1],) + size + (x.shape[0],), low, x.dtype)
+    xt[(slice(None),) + tuple(slice(p, p + s) for s, p in zip(spatial, padding))] = \
+        xp.moveaxis(x, 0, -1)
+    views = [xt[_at(win)] for win in _windows(kernel_size, stride, dilation, output_size)]
+    best = views[0].copy()
+    for v in views[1:]:  # the maximum (NaN propagates)
+        xp.maximum(best, v, out=best)
+    # the first offset reaching it: offsets last to first, each overwriting (ATen's strict >)
+    arg = xp.zeros(best.shape, xp.int64)
+    for i in range(len(views) - 1, -1, -1):
+        arg = xp.where(views[i] == best, i, arg)
+    if x.dtype.kind == "f" and xp.isnan(best).any():  # ATen's isnan(val): the last NaN
+        for i, v in enumerate(views):
+            xp.copyto(arg, i, where=xp.isnan(v))
+    best, arg = xp.moveaxis(best, -1, 0), xp.moveaxis(arg, -1, 0)
     # window offset -> flat displacement in the plane; window start -> flat base index
     plane = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
     disp = np.array([sum(o * dl * st for o, dl, st in zip(off, dilation, plane))
@@ -317,5 +320,68 @@ declare(
     shape=lambda s, kernel_size, stride, padding, dilation, output_size:
         tuple(s[:2]) + tuple(output_size),
     impl=_max_pool_indices_impl, ref=_max_pool_indices_ref, sample_inputs=_max_pool_samples,
+    test_dtypes=FLOATS,
+)
+
+
+# ---------------------------------------------------------------- reading and writing planes
+
+
+def _plane_gather_impl(xp, x, index):
+    n, c = index.shape[:2]
+    flat = xp.take_along_axis(x.reshape(n, c, -1), index.reshape(n, c, -1), -1)
+    return flat.reshape(index.shape)
+
+
+def _plane_scatter_add_impl(xp, g, index, input_size):
+    n, c = input_size[:2]
+    plane = math.prod(input_size[2:])
+    pos = (index.reshape(n * c, -1) + (xp.arange(n * c) * plane)[:, None]).reshape(-1)
+    if g.dtype.kind == "f":  # one bincount (np.add.at is ~10x slower)
+        out = xp.bincount(pos, weights=g.reshape(-1), minlength=n * c * plane)
+        return out.astype(g.dtype, copy=False).reshape(input_size)
+    out = xp.zeros(n * c * plane, g.dtype)
+    xp.add.at(out, pos, g.reshape(-1))
+    return out.reshape(input_size)
+
+
+def _plane_ref(x, index):
+    n, c = index.shape[:2]
+    return np.stack([np.stack([x[i, j].reshape(-1)[index[i, j]] for j in range(c)])
+                     for i in range(n)])
+
+
+def _plane_scatter_ref(g, index, input_size):
+    out = np.zeros(input_size, g.dtype)
+    for i, j in itertools.product(range(input_size[0]), range(input_size[1])):
+        np.add.at(out[i, j].reshape(-1), index[i, j].reshape(-1), g[i, j].reshape(-1))
+    return out
+
+
+def _plane_index(rng, shape, plane):
+    return rng.integers(0, plane, size=shape).astype(np.int64)
+
+
+# `_plane_gather(input, index)`: input (N, C, *spatial), index int64 (N, C, *out) of flat
+# positions in each input plane -> (N, C, *out) (max pooling's values)
+declare(
+    "_plane_gather", "indexing", "input, index", 2, data=(0,), method=False, scalar_ok=False,
+    shape=lambda s, i: tuple(i), impl=_plane_gather_impl, ref=_plane_ref,
+    backward=lambda F, g, out, x, index: (F._plane_scatter_add(g, index, tuple(x.shape)), None),
+    sample_inputs=lambda rng, dt: iter([((arr(rng, (2, 3, 4, 5), dt),
+                                          _plane_index(rng, (2, 3, 2, 3), 20)), {})]),
+    test_dtypes=FLOATS,
+)
+
+# `_plane_scatter_add(grad, index, input_size)`: the adjoint of `_plane_gather` (repeated
+# positions add up)
+declare(
+    "_plane_scatter_add", "indexing", "grad, index, input_size", 2, data=(0,), method=False,
+    scalar_ok=False, shape=lambda s, i, input_size: tuple(input_size),
+    impl=_plane_scatter_add_impl, ref=_plane_scatter_ref,
+    backward=lambda F, h, out, g, index, input_size: (F._plane_gather(h, index), None),
+    sample_inputs=lambda rng, dt: iter([((arr(rng, (2, 3, 2, 3), dt),
+                                          _plane_index(rng, (2, 3, 2, 3), 4)),
+                                         {"input_size": (2, 3, 2, 2)})]),
     test_dtypes=FLOATS,
 )
