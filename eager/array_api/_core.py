@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import operator
 
 import numpy as np
 
@@ -39,14 +38,6 @@ __all__ = [
     "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
     # searching
     "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
-    # sets
-    "unique_all", "unique_counts", "unique_inverse", "unique_values",
-    # sorting
-    "argsort", "sort",
-    # statistics
-    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
-    # utilities
-    "all", "any", "diff",
 ]
 
 _DTYPES = (_e.bool, _e.int8, _e.int16, _e.int32, _e.int64, _e.uint8, _e.float32, _e.float64,
@@ -211,19 +202,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
 def meshgrid(*arrays, indexing="xy"):
     if indexing not in ("xy", "ij"):
         raise ValueError("indexing must be 'xy' or 'ij'")
-    n = len(arrays)
-    sizes = [a.shape[0] if a.ndim else 1 for a in arrays]
-    if indexing == "xy" and n >= 2:
-        sizes[0], sizes[1] = sizes[1], sizes[0]
-    out = []
-    for i, a in enumerate(arrays):
-        pos = i
-        if indexing == "xy" and n >= 2 and i < 2:
-            pos = 1 - i
-        shape = [1] * n
-        shape[pos] = -1
-        out.append(a.reshape(tuple(shape)).expand(tuple(sizes)))
-    return out
+    return list(_e.meshgrid(*arrays, indexing=indexing))
 
 
 def tril(x, /, *, k=0):
@@ -342,26 +321,67 @@ def _binary(fn):
     return f
 
 
-_same = {"abs": _e.abs, "acos": _e.acos, "acosh": _e.acosh, "asin": _e.asin,
-         "asinh": _e.asinh, "atan": _e.atan, "atanh": _e.atanh, "cos": _e.cos,
-         "cosh": _e.cosh, "exp": _e.exp, "expm1": _e.expm1, "isfinite": _e.isfinite,
-         "isinf": _e.isinf, "isnan": _e.isnan, "log": _e.log, "log1p": _e.log1p,
-         "log2": _e.log2, "log10": _e.log10, "logical_not": _e.logical_not,
-         "negative": _e.neg, "sin": _e.sin, "sinh": _e.sinh, "sqrt": _e.sqrt, "tan": _e.tan,
-         "tanh": _e.tanh, "bitwise_invert": _e.bitwise_not}
-globals().update({k: (lambda fn: lambda x, /: fn(x))(v) for k, v in _same.items()})
+def _unary(fn):
+    def f(x, /):
+        return fn(x)
+    f.__name__ = fn.__name__
+    return f
 
-_bin = {"add": _e.add, "atan2": _e.atan2, "bitwise_and": _e.bitwise_and,
-        "bitwise_or": _e.bitwise_or, "bitwise_xor": _e.bitwise_xor,
-        "bitwise_left_shift": _e.bitwise_left_shift,
-        "bitwise_right_shift": _e.bitwise_right_shift, "divide": _e.div, "equal": _e.eq,
-        "floor_divide": _e.floor_divide, "greater": _e.gt, "greater_equal": _e.ge,
-        "hypot": _e.hypot, "less": _e.lt, "less_equal": _e.le, "logaddexp": _e.logaddexp,
-        "logical_and": _e.logical_and, "logical_or": _e.logical_or,
-        "logical_xor": _e.logical_xor, "maximum": _e.maximum, "minimum": _e.minimum,
-        "multiply": _e.mul, "not_equal": _e.ne, "pow": _e.pow, "remainder": _e.remainder,
-        "subtract": _e.sub}
-globals().update({k: _binary(v) for k, v in _bin.items()})
+
+abs = _unary(_e.abs)  # noqa: A001
+acos = _unary(_e.acos)
+acosh = _unary(_e.acosh)
+asin = _unary(_e.asin)
+asinh = _unary(_e.asinh)
+atan = _unary(_e.atan)
+atanh = _unary(_e.atanh)
+cos = _unary(_e.cos)
+cosh = _unary(_e.cosh)
+exp = _unary(_e.exp)
+expm1 = _unary(_e.expm1)
+isfinite = _unary(_e.isfinite)
+isinf = _unary(_e.isinf)
+isnan = _unary(_e.isnan)
+log = _unary(_e.log)
+log1p = _unary(_e.log1p)
+log2 = _unary(_e.log2)
+log10 = _unary(_e.log10)
+logical_not = _unary(_e.logical_not)
+negative = _unary(_e.neg)
+sin = _unary(_e.sin)
+sinh = _unary(_e.sinh)
+sqrt = _unary(_e.sqrt)
+tan = _unary(_e.tan)
+tanh = _unary(_e.tanh)
+bitwise_invert = _unary(_e.bitwise_not)
+
+
+add = _binary(_e.add)
+atan2 = _binary(_e.atan2)
+bitwise_and = _binary(_e.bitwise_and)
+bitwise_or = _binary(_e.bitwise_or)
+bitwise_xor = _binary(_e.bitwise_xor)
+bitwise_left_shift = _binary(_e.bitwise_left_shift)
+bitwise_right_shift = _binary(_e.bitwise_right_shift)
+divide = _binary(_e.div)
+equal = _binary(_e.eq)
+floor_divide = _binary(_e.floor_divide)
+greater = _binary(_e.gt)
+greater_equal = _binary(_e.ge)
+hypot = _binary(_e.hypot)
+less = _binary(_e.lt)
+less_equal = _binary(_e.le)
+logaddexp = _binary(_e.logaddexp)
+logical_and = _binary(_e.logical_and)
+logical_or = _binary(_e.logical_or)
+logical_xor = _binary(_e.logical_xor)
+maximum = _binary(_e.maximum)
+minimum = _binary(_e.minimum)
+multiply = _binary(_e.mul)
+not_equal = _binary(_e.ne)
+pow = _binary(_e.pow)  # noqa: A001
+remainder = _binary(_e.remainder)
+subtract = _binary(_e.sub)
 
 
 def _int_keep(fn):
@@ -400,17 +420,11 @@ def sign(x, /):
 
 
 def signbit(x, /):
-    return _wrap(np.signbit(x.numpy()))
+    return _e.signbit(x)
 
 
-def copysign(x1, x2, /):
-    return _binary(lambda a, b: _wrap(np.copysign(a.numpy(), b.numpy()).astype(
-        _e.promote_types(a.dtype, b.dtype).np)))(x1, x2)
-
-
-def nextafter(x1, x2, /):
-    return _binary(lambda a, b: _wrap(np.nextafter(a.numpy(), b.numpy()).astype(
-        _e.promote_types(a.dtype, b.dtype).np)))(x1, x2)
+copysign = _binary(_e.copysign)
+nextafter = _binary(_e.nextafter)
 
 
 def real(x, /):
@@ -580,8 +594,9 @@ def argmin(x, /, *, axis=None, keepdims=False):
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):
-    out = (x != 0).to(_e.int64)
-    return sum(out, axis=axis, keepdims=keepdims)
+    from ._stats import sum as _sum
+
+    return _sum((x != 0).to(_e.int64), axis=axis, keepdims=keepdims)
 
 
 def nonzero(x, /):
@@ -600,173 +615,3 @@ def where(condition, x1, x2, /):
     if not isinstance(x2, _T) and isinstance(x1, _T):
         x2 = _e.tensor(x2, dtype=_scalar_dtype(x2, x1.dtype))
     return _e.where(condition, x1, x2)
-
-
-# ---------------------------------------------------------------------------- sets
-
-
-def _unique(x):
-    a = x.numpy().reshape(-1)
-    vals, idx, inv, counts = np.unique(a, return_index=True, return_inverse=True,
-                                       return_counts=True, equal_nan=False)
-    return vals, idx, inv.reshape(tuple(x.shape)), counts
-
-
-def unique_all(x, /):
-    v, i, inv, c = _unique(x)
-    from collections import namedtuple
-
-    return namedtuple("UniqueAllResult", "values indices inverse_indices counts")(
-        _wrap(v), _wrap(i.astype(np.int64)), _wrap(inv.astype(np.int64)),
-        _wrap(c.astype(np.int64)))
-
-
-def unique_counts(x, /):
-    v, _, _, c = _unique(x)
-    from collections import namedtuple
-
-    return namedtuple("UniqueCountsResult", "values counts")(_wrap(v), _wrap(c.astype(np.int64)))
-
-
-def unique_inverse(x, /):
-    v, _, inv, _ = _unique(x)
-    from collections import namedtuple
-
-    return namedtuple("UniqueInverseResult", "values inverse_indices")(
-        _wrap(v), _wrap(inv.astype(np.int64)))
-
-
-def unique_values(x, /):
-    return _wrap(_unique(x)[0])
-
-
-# ---------------------------------------------------------------------------- sorting
-
-
-def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    if x.ndim == 0:
-        return _e.zeros((), dtype=_e.int64)
-    a = x.numpy()
-    key = -a if descending and a.dtype.kind in "iuf" else a
-    if descending and a.dtype.kind not in "iuf":
-        idx = np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
-        idx = a.shape[axis] - 1 - idx
-    else:
-        idx = np.argsort(key, axis=axis, kind="stable")
-    return _wrap(idx.astype(np.int64))
-
-
-def sort(x, /, *, axis=-1, descending=False, stable=True):
-    return _e.sort(x, dim=axis, descending=descending, stable=True).values
-
-
-# ---------------------------------------------------------------------------- statistics
-
-
-def _axes(axis):
-    if axis is None:
-        return None
-    return axis if isinstance(axis, int) else tuple(axis)
-
-
-def _reduce(fn, x, axis, keepdims, **kw):
-    ax = _axes(axis)
-    if ax is None or ax == ():
-        if ax == ():
-            return x.clone() if not kw.get("dtype") else x.to(kw["dtype"])
-        out = fn(x, **kw)
-        return out.reshape((1,) * x.ndim) if keepdims else out
-    return fn(x, dim=ax, keepdim=keepdims, **kw)
-
-
-def _sum_dtype(x, dtype):
-    if dtype is not None:
-        return dtype
-    if x.dtype in (_e.bool, _e.int8, _e.int16, _e.int32, _e.uint8):
-        return _e.int64
-    return x.dtype
-
-
-def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # noqa: A001
-    return _reduce(_e.sum, x, axis, keepdims, dtype=_sum_dtype(x, dtype))
-
-
-def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    dt = _sum_dtype(x, dtype)
-    ax = _axes(axis)
-    if isinstance(ax, tuple) and ax:
-        out = x.to(dt)
-        for a in sorted((a % x.ndim for a in ax), reverse=True):
-            out = _e.prod(out, dim=a, keepdim=keepdims).to(dt)
-        return out
-    return _reduce(lambda t, **kw: _e.prod(t.to(dt), **{k: v for k, v in kw.items()
-                                                        if k != "dtype"}).to(dt),
-                   x, axis, keepdims, dtype=dt)
-
-
-def max(x, /, *, axis=None, keepdims=False):  # noqa: A001
-    return _reduce(_e.amax, x, axis, keepdims)
-
-
-def min(x, /, *, axis=None, keepdims=False):  # noqa: A001
-    return _reduce(_e.amin, x, axis, keepdims)
-
-
-def mean(x, /, *, axis=None, keepdims=False):
-    return _reduce(_e.mean, x, axis, keepdims)
-
-
-def var(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return _reduce(_e.var, x, axis, keepdims, correction=correction)
-
-
-def std(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return _reduce(_e.std, x, axis, keepdims, correction=correction)
-
-
-def _cumulative(fn, x, axis, dtype, include_initial, initial):
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError("axis is required for arrays of more than one dimension")
-        axis = 0
-    dt = _sum_dtype(x, dtype)
-    out = fn(x.to(dt), dim=axis).to(dt)
-    if include_initial:
-        shape = list(x.shape)
-        shape[axis] = 1
-        out = _e.cat([_e.full(tuple(shape), initial, dtype=dt), out], dim=axis)
-    return out
-
-
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    return _cumulative(_e.cumsum, x, axis, dtype, include_initial, 0)
-
-
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    return _cumulative(_e.cumprod, x, axis, dtype, include_initial, 1)
-
-
-# ---------------------------------------------------------------------------- utilities
-
-
-def all(x, /, *, axis=None, keepdims=False):  # noqa: A001
-    return _reduce(lambda t, **kw: _e.all(t.to(_e.bool), **kw) if kw else _e.all(t), x,
-                   axis, keepdims)
-
-
-def any(x, /, *, axis=None, keepdims=False):  # noqa: A001
-    return _reduce(lambda t, **kw: _e.any(t.to(_e.bool), **kw) if kw else _e.any(t), x,
-                   axis, keepdims)
-
-
-def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
-    parts = [p for p in (prepend, x, append) if p is not None]
-    y = _e.cat(parts, dim=axis) if len(parts) > 1 else x
-    for _ in range(n):
-        k = y.shape[axis]
-        y = y.narrow(axis, 1, k - 1) - y.narrow(axis, 0, k - 1) if y.dtype is not _e.bool \
-            else y.narrow(axis, 1, k - 1) ^ y.narrow(axis, 0, k - 1)
-    return y
-
-
-_ = operator

@@ -106,7 +106,9 @@ def svdvals(x, /):
 
 def trace(x, /, *, offset=0, dtype=None):
     d = _e.diagonal(x, offset=offset, dim1=-2, dim2=-1)
-    return _core.sum(d, axis=-1, dtype=dtype)
+    from ._stats import sum as _sum
+
+    return _sum(d, axis=-1, dtype=dtype)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):

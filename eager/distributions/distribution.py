@@ -162,7 +162,8 @@ class Distribution:
 
     def __repr__(self) -> str:
         names = [k for k, _ in self.arg_constraints.items() if k in self.__dict__]
-        args = ", ".join(
-            f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else tuple(self.__dict__[p].shape)}"
-            for p in names)
+
+        def show(v):
+            return v if v.numel() == 1 else tuple(v.shape)
+        args = ", ".join(f"{p}: {show(self.__dict__[p])}" for p in names)
         return self.__class__.__name__ + "(" + args + ")"
