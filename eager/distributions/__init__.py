@@ -7,10 +7,8 @@ from eager's generator (reproducible under `eager.manual_seed`, other streams th
 
 from . import constraints, kl, transforms
 from .composite import Independent, MixtureSameFamily
-from .continuous import (
-    Beta, Cauchy, Chi2, Dirichlet, Exponential, Gamma, HalfNormal, Laplace, Normal, StudentT,
-    Uniform,
-)
+from .continuous import Cauchy, Exponential, HalfNormal, Laplace, Normal, Uniform
+from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .discrete import (
     Bernoulli, Binomial, Categorical, Geometric, Multinomial, OneHotCategorical, Poisson,
 )

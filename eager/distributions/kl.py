@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 
 from ..dispatch import FUNCTIONS as F
-from .continuous import Beta, Dirichlet, Exponential, Gamma, Laplace, Normal, Uniform
+from .continuous import Exponential, Laplace, Normal, Uniform
+from .gamma import Beta, Dirichlet, Gamma
 from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
 from .composite import Independent
 from .multivariate import MultivariateNormal, _batch_mahalanobis
