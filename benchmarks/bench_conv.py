@@ -1,11 +1,14 @@
-"""Speed of eager.nn's conv2d (eager/nn/conv.py: im2col as a strided view + one matmul per
-group) against a hand-written numpy im2col (forward: sliding_window_view + matmul; backward:
-the two matmuls and a col2im of kH * kW slice additions) and PyTorch eager, float32, on the
-brief's workload: input 64x32x28x28, 64 filters 3x3, padding 1. Also 2x2 max pooling and batch
-norm of the conv's output. PyTorch runs on one thread (as bench_nn.py). Prints a markdown
-table of medians and ratios (wick / peer: below 1 means wick is faster). torch is optional.
+"""Speed of eager.nn's conv2d (the registry's `_conv_nd`, ir/ops/conv.py: im2col by strided
+slice copies + one BLAS GEMM per group, col2im by strided additions) against a hand-written
+numpy im2col (forward: sliding_window_view + matmul; backward: the two matmuls and a col2im of
+kH * kW slice additions) and PyTorch eager, float32, 3x3 filters with padding 1: small-CNN
+shapes (batch 64, 1 -> 16 -> 32 channels, 8x8 and 28x28), 64x32x28x28 -> 64 and 32x64x32x32 ->
+64; also 2x2 max pooling and training batch norm at 8x8 and 28x28. PyTorch runs on one thread
+(as bench_nn.py) and so does numpy's BLAS (threadpoolctl, when installed), for a like-for-like
+comparison. Prints a markdown table of medians and ratios (wick / peer: below 1 means wick is
+faster). torch is optional.
 
-    python benchmarks/bench_conv.py [--repeat 7]
+    python benchmarks/bench_conv.py [--repeat 7] [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -68,27 +71,39 @@ def np_batch_norm(y):
     return d / np.sqrt((d * d).mean((0, 2, 3), keepdims=True) + 1e-5)
 
 
+CONVS = [((64, 1, 8, 8), 16), ((64, 16, 8, 8), 32), ((64, 1, 28, 28), 16),
+         ((64, 16, 28, 28), 32), ((64, 32, 28, 28), 64), ((32, 64, 32, 32), 64)]
+MAPS = [(64, 32, 8, 8), (64, 32, 28, 28)]
+
+
 def workloads(rng):
     """(name, numpy forward, numpy forward+backward or None, eager fn, torch fn, arrays)."""
-    x = rng.standard_normal((64, 32, 28, 28)).astype(np.float32)
-    w = (rng.standard_normal((64, 32, 3, 3)) * 0.1).astype(np.float32)
-    b = rng.standard_normal(64).astype(np.float32)
-    yield ("conv2d 64x32x28x28, 64 3x3 pad 1", lambda: np_conv_fwd(x, w, b)[0],
-           lambda: np_conv_fwd_bwd(x, w, b),
-           lambda x, w, b: F.conv2d(x, w, b, padding=1),
-           (lambda x, w, b: TF.conv2d(x, w, b, padding=1)) if torch else None, (x, w, b))
-    y = rng.standard_normal((64, 64, 28, 28)).astype(np.float32)
-    yield ("max_pool2d 2 of 64x64x28x28", lambda: np_max_pool(y), None,
-           lambda y: F.max_pool2d(y, 2), (lambda y: TF.max_pool2d(y, 2)) if torch else None,
-           (y,))
-    yield ("batch_norm (training) 64x64x28x28", lambda: np_batch_norm(y), None,
-           lambda y: F.batch_norm(y, None, None, training=True),
-           (lambda y: TF.batch_norm(y, None, None, training=True)) if torch else None, (y,))
+    for shape, out in CONVS:
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = (rng.standard_normal((out, shape[1], 3, 3)) * 0.1).astype(np.float32)
+        b = rng.standard_normal(out).astype(np.float32)
+        yield (f"conv2d {'x'.join(map(str, shape))}, {out} 3x3 pad 1",
+               lambda x=x, w=w, b=b: np_conv_fwd(x, w, b)[0],
+               lambda x=x, w=w, b=b: np_conv_fwd_bwd(x, w, b),
+               lambda x, w, b: F.conv2d(x, w, b, padding=1),
+               (lambda x, w, b: TF.conv2d(x, w, b, padding=1)) if torch else None, (x, w, b))
+    for shape in MAPS:
+        y = rng.standard_normal(shape).astype(np.float32)
+        name = "x".join(map(str, shape))
+        yield (f"max_pool2d 2 of {name}", lambda y=y: np_max_pool(y), None,
+               lambda y: F.max_pool2d(y, 2),
+               (lambda y: TF.max_pool2d(y, 2)) if torch else None, (y,))
+        yield (f"batch_norm (training) {name}", lambda y=y: np_batch_norm(y), None,
+               lambda y: F.batch_norm(y, None, None, training=True),
+               (lambda y: TF.batch_norm(y, None, None, training=True)) if torch else None,
+               (y,))
 
 
-def bench(repeat):
+def bench(repeat, only=""):
     rows = []
     for name, np_f, np_fb, e_fn, t_fn, arrays in workloads(np.random.default_rng(0)):
+        if only not in name:
+            continue
         e_in = [eager.tensor(a, requires_grad=True) for a in arrays]
         np_ms = median_ms(np_f, repeat)
         np_fb_ms = median_ms(np_fb, repeat) if np_fb else None
@@ -114,9 +129,15 @@ def bench(repeat):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--only", default="", help="run the workloads whose name contains this")
     args = ap.parse_args(argv)
     if torch is not None:
         torch.set_num_threads(1)
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1, "blas")
+    except ImportError:  # numpy's BLAS keeps its threads
+        pass
 
     def f(v):
         return "-" if v is None else f"{v:.2f}"
@@ -128,7 +149,7 @@ def main(argv=None):
           "wick/torch fwd | numpy fwd+bwd ms | wick fwd+bwd ms | torch fwd+bwd ms | "
           "wick/numpy fwd+bwd | wick/torch fwd+bwd |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, np_ms, e_fwd, t_fwd, np_fb, e_bwd, t_bwd in bench(args.repeat):
+    for name, np_ms, e_fwd, t_fwd, np_fb, e_bwd, t_bwd in bench(args.repeat, args.only):
         print(f"| {name} | {f(np_ms)} | {f(e_fwd)} | {f(t_fwd)} | {r(e_fwd, np_ms)} | "
               f"{r(e_fwd, t_fwd)} | {f(np_fb)} | {f(e_bwd)} | {f(t_bwd)} | {r(e_bwd, np_fb)} | "
               f"{r(e_bwd, t_bwd)} |")

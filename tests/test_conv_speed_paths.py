@@ -24,6 +24,9 @@ CASES = [  # (input shape, weight shape, kwargs)
     ((2, 3, 8, 7), (4, 3, 4, 3), {"padding": "same"}),  # odd total: extra on the right
     ((2, 3, 10, 10), (5, 3, 3, 3), {"stride": 3, "padding": 0, "dilation": 2}),  # uncovered tail
     ((2, 3, 11), (4, 3, 3), {"stride": 2, "padding": 1}),
+    ((2, 3, 17, 16), (4, 3, 3, 3), {"padding": 1}),  # long output rows: per-sample GEMMs
+    ((2, 2, 40, 20), (3, 2, 3, 3), {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2)}),
+    ((2, 2, 300), (3, 2, 5), {"padding": 2}),
     ((2, 4, 5, 6, 4), (4, 2, 3, 2, 2), {"padding": (1, 0, 1), "groups": 2, "stride": (1, 2, 1)}),
 ]
 

@@ -87,7 +87,28 @@ def _gemm(xp, a, b, out_shape):
     return out.reshape(out_shape)
 
 
+def _conv_sample_major(xp, x, w, stride, padding, dilation, out):
+    """groups = 1 with long output rows: per-sample columns (N, K, L) and N GEMMs writing
+    (N, O, L) in place (no transposing copies of the input and output)."""
+    n, c = x.shape[:2]
+    size = tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
+    xpad = x
+    if any(padding):
+        xpad = xp.zeros((n, c) + size, x.dtype)
+        xpad[(slice(None),) * 2 + tuple(slice(p, p + s) for s, p in
+                                        zip(x.shape[2:], padding))] = x
+    kernel = w.shape[2:]
+    cols = xp.empty((n, c, math.prod(kernel)) + out, x.dtype)
+    for i, win in enumerate(_windows(kernel, stride, dilation, out)):
+        cols[:, :, i] = xpad[(slice(None),) * 2 + win]
+    y = xp.matmul(w.reshape(w.shape[0], -1), cols.reshape(n, -1, math.prod(out)))
+    return y.reshape((n, w.shape[0]) + out)
+
+
 def _conv_impl(xp, x, w, stride, padding, dilation, groups):
+    out = _out_sizes(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    if groups == 1 and math.prod(out) >= 256:
+        return _conv_sample_major(xp, x, w, stride, padding, dilation, out)
     cols, out = _cols(xp, x, w.shape[2:], stride, padding, dilation, groups)
     o = w.shape[0]
     y = _gemm(xp, w.reshape(groups, o // groups, -1), cols, (o,) + out + (x.shape[0],))
