@@ -269,7 +269,6 @@ _COMPLEX = "complex operands or results: complex gradcheck is in test_autograd_g
 # differentiable ops (a backward or a decomposition) that gradcheck leaves out, and why; every
 # other one must give a float64 result that requires grad on each float64 sample
 NOT_GRADCHECKED = {
-    "_igamma_da": "the numerical derivative of igamma in `a`: not differentiable itself",
     **{name: "differentiable only where the entries are distinct, and its samples have ties "
              "(gradchecked with ties broken in test_autograd_gradcheck.py)"
        for name in ("_unique", "unique")},
