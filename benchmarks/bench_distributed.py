@@ -110,11 +110,11 @@ def worker_ddp(quick: bool) -> None:
 
 
 def _launch(n: int, what: str, quick: bool):
-    from eager.distributed.run import find_mpiexec
+    from eager.distributed.run import find_mpiexec, thread_env
 
     cmd = [find_mpiexec(), "-n", str(n), sys.executable, __file__, "--worker", what]
     out = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, env=thread_env(n))
     for ln in out.stdout.splitlines():
         if ln.startswith("RESULT "):
             return json.loads(ln[7:])
