@@ -387,3 +387,17 @@ def test_special_against_torch():
     eager.sinc(s).sum().backward()
     torch.sinc(ts).sum().backward()
     close(s.grad, ts.grad.numpy())
+
+
+@pytest.mark.parametrize("name", KL_PAIRS)
+def test_expand_keeps_the_distribution(name):
+    """expand(batch) gives the batch shape asked for, and log_prob/entropy equal to the
+    unexpanded distribution's broadcast (every family's expand goes through one helper)."""
+    p = _pair(name)[0](D)
+    batch = (4,) + tuple(p.batch_shape)
+    e = p.expand(batch)
+    assert tuple(e.batch_shape) == batch and tuple(e.event_shape) == tuple(p.event_shape)
+    x = p.sample((4,))
+    close(e.log_prob(x), p.log_prob(x), rtol=1e-12)
+    close(e.entropy(), np.broadcast_to(p.entropy().numpy(), batch), rtol=1e-12)
+    assert tuple(e.sample().shape) == batch + tuple(p.event_shape)

@@ -27,9 +27,23 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
+def _set_probs_or_logits(self, probs, logits):
+    """Store exactly one of `probs`/`logits` (broadcast to a tensor) as given; the other is
+    computed lazily. Returns it (also kept as `_param`)."""
+    _one_of(probs, logits)
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    (param,) = broadcast_all(value)
+    setattr(self, name, param)
+    self._param = param
+    return param
+
+
 def _bce_with_logits(logits, value):
     """Elementwise binary cross entropy of `value` under sigmoid(`logits`), stably."""
     return logits.clamp(min=0) - logits * value + F["log1p"]((-logits.abs()).exp())
+
+
+Distribution._set_probs_or_logits = _set_probs_or_logits
 
 
 class Bernoulli(Distribution):
@@ -40,28 +54,11 @@ class Bernoulli(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            param = self.probs
-        else:
-            (self.logits,) = broadcast_all(logits)
-            param = self.logits
-        self._param = param
+        param = self._set_probs_or_logits(probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Bernoulli, _instance)
-        b = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(b)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(b)
-            new._param = new.logits
-        Distribution.__init__(new, b, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Bernoulli, batch_shape, _instance, "probs", "logits")
 
     @lazy_property
     def logits(self):
@@ -298,16 +295,8 @@ class Binomial(Distribution):
         super().__init__(param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Binomial, _instance)
-        b = Size(batch_shape)
-        new.total_count = self.total_count.expand(b)
-        for k in ("probs", "logits"):
-            if k in self.__dict__:
-                setattr(new, k, getattr(self, k).expand(b))
-                new._param = getattr(new, k)
-        Distribution.__init__(new, b, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Binomial, batch_shape, _instance, "total_count", "probs",
+                                   "logits")
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -385,11 +374,7 @@ class Poisson(Distribution):
         super().__init__(self.rate.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Poisson, _instance)
-        new.rate = self.rate.expand(Size(batch_shape))
-        Distribution.__init__(new, Size(batch_shape), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Poisson, batch_shape, _instance, "rate")
 
     @property
     def mean(self):
@@ -433,14 +418,7 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            param = self.probs
-        else:
-            (self.logits,) = broadcast_all(logits)
-            param = self.logits
-        self._param = param
+        param = self._set_probs_or_logits(probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
 
     @lazy_property

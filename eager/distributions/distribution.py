@@ -153,6 +153,22 @@ class Distribution:
                 f"to be within the support ({support!r}) of the distribution {self!r}, "
                 f"but found invalid values:\n{value}")
 
+    def _expand_params(self, cls, batch_shape, _instance, *names):
+        """The `expand` of a distribution whose parameters `names` have the batch shape (plus
+        the event shape): a new instance (or `_instance`) of `cls` with each parameter that is
+        set expanded to batch_shape + event_shape, without validation."""
+        new = self._get_checked_instance(cls, _instance)
+        b = Size(batch_shape)
+        shape = tuple(b) + tuple(self._event_shape)
+        for name in names:
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(shape))
+        if "_param" in self.__dict__:  # the parameter the user gave: probs or logits
+            new._param = new.__dict__.get("probs", new.__dict__.get("logits"))
+        Distribution.__init__(new, b, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(

@@ -68,12 +68,7 @@ class Gamma(Distribution):
         super().__init__(self.concentration.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gamma, _instance)
-        b = Size(batch_shape)
-        new.concentration, new.rate = self.concentration.expand(b), self.rate.expand(b)
-        Distribution.__init__(new, b, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Gamma, batch_shape, _instance, "concentration", "rate")
 
     @property
     def mean(self):
@@ -147,12 +142,7 @@ class Dirichlet(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Dirichlet, _instance)
-        b = Size(batch_shape)
-        new.concentration = self.concentration.expand(b + self.event_shape)
-        Distribution.__init__(new, b, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Dirichlet, batch_shape, _instance, "concentration")
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
@@ -256,13 +246,8 @@ class StudentT(Distribution):
         super().__init__(self.df.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(StudentT, _instance)
-        b = Size(batch_shape)
-        new.df, new.loc, new.scale = (self.df.expand(b), self.loc.expand(b),
-                                      self.scale.expand(b))
-        new._chi2 = self._chi2.expand(b)
-        Distribution.__init__(new, b, validate_args=False)
-        new._validate_args = self._validate_args
+        new = self._expand_params(StudentT, batch_shape, _instance, "df", "loc", "scale")
+        new._chi2 = self._chi2.expand(Size(batch_shape))
         return new
 
     @property
