@@ -25,6 +25,8 @@ from ir import dtypes as _D
 from . import fft, linalg  # noqa: F401  (extensions)
 from ._core import *  # noqa: F401,F403
 from ._core import __all__ as _core_all
+from ._shape import *  # noqa: F401,F403
+from ._shape import __all__ as _shape_all
 from ._stats import *  # noqa: F401,F403
 from ._stats import __all__ as _stats_all
 from ._info import __array_namespace_info__
@@ -38,7 +40,8 @@ e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
 
 __all__ = ["__array_api_version__", "__array_namespace_info__", "bool", "complex128",
            "complex64", "e", "fft", "float32", "float64", "inf", "int16", "int32", "int64",
-           "int8", "linalg", "nan", "newaxis", "pi", "uint8"] + list(_core_all) + list(_stats_all)
+           "int8", "linalg", "nan", "newaxis", "pi", "uint8"]
+__all__ += list(_core_all) + list(_shape_all) + list(_stats_all)
 
 _ = (builtins, np, _D)
 
