@@ -24,6 +24,7 @@ NAMESPACES = {
     "nn.utils": ("eager.nn.utils", "torch.nn.utils"),
     "nn.init": ("eager.nn.init", "torch.nn.init"),
     "amp": ("eager.amp", "torch.amp"),
+    "distributions": ("eager.distributions", "torch.distributions"),
 }
 
 # Out of scope for wick in every namespace: quantization, sparse, single-process multi-device

@@ -401,3 +401,42 @@ def test_expand_keeps_the_distribution(name):
     close(e.log_prob(x), p.log_prob(x), rtol=1e-12)
     close(e.entropy(), np.broadcast_to(p.entropy().numpy(), batch), rtol=1e-12)
     assert tuple(e.sample().shape) == batch + tuple(p.event_shape)
+
+
+@pytest.mark.parametrize("name", ["Gumbel", "HalfCauchy", "Weibull", "InverseGamma", "Pareto"])
+def test_more_families_against_scipy(name):
+    s3 = [1.0, 0.5, 2.0]
+    k3 = [3.0, 4.0, 5.0]
+    make, ref, v = {
+        "Gumbel": (lambda: D.Gumbel(T([0.0, 1.0, -1.0]), T(s3)),
+                   st.gumbel_r([0, 1, -1], s3), [0.3, 1.0, 2.5]),
+        "HalfCauchy": (lambda: D.HalfCauchy(T(s3)), st.halfcauchy(scale=s3), [0.3, 1.0, 2.5]),
+        "Weibull": (lambda: D.Weibull(T(s3), T([1.5, 2.0, 0.8])),
+                    st.weibull_min([1.5, 2.0, 0.8], scale=s3), [0.3, 1.0, 2.5]),
+        "InverseGamma": (lambda: D.InverseGamma(T(k3), T(s3)), st.invgamma(k3, scale=s3),
+                         [0.3, 1.0, 2.5]),
+        "Pareto": (lambda: D.Pareto(T(s3), T(k3)), st.pareto(k3, scale=s3), [1.5, 1.0, 2.5]),
+    }[name]
+    d = make()
+    close(d.log_prob(T(v)), ref.logpdf(v), rtol=1e-10)
+    close(d.entropy(), ref.entropy(), rtol=1e-10)
+    if name != "HalfCauchy":
+        close(d.mean, ref.mean(), rtol=1e-10)
+        close(d.variance, ref.var(), rtol=1e-10)
+    eager.manual_seed(0)
+    s = d.sample((20000,)).numpy()
+    np.testing.assert_allclose(np.median(s, 0), ref.median(), rtol=0.05, atol=0.08)
+
+
+def test_negative_binomial_against_scipy():
+    probs = np.array([0.3, 0.6, 0.5])
+    nb = D.NegativeBinomial(T([3.0, 5.0, 2.0]), probs=T(probs))
+    ref = st.nbinom([3, 5, 2], 1 - probs)  # scipy counts failures before n successes
+    k = np.array([0.0, 4.0, 2.0])
+    close(nb.log_prob(T(k)), ref.logpmf(k), rtol=1e-10)
+    close(nb.mean, ref.mean(), rtol=1e-10)
+    close(nb.variance, ref.var(), rtol=1e-10)
+    eager.manual_seed(0)
+    np.testing.assert_allclose(nb.sample((20000,)).numpy().mean(0), ref.mean(), rtol=0.05)
+    nbl = D.NegativeBinomial(T([3.0, 5.0, 2.0]), logits=T(sp.logit(probs)))
+    close(nbl.log_prob(T(k)), ref.logpmf(k), rtol=1e-10)

@@ -14,6 +14,7 @@ from .discrete import (
 )
 from .distribution import Distribution
 from .kl import kl_divergence, register_kl
+from .more import Gumbel, HalfCauchy, InverseGamma, NegativeBinomial, Pareto, Weibull
 from .multivariate import LowRankMultivariateNormal, MultivariateNormal
 from .transforms import (
     AbsTransform, AffineTransform, ComposeTransform, ExpTransform, LogNormal, PowerTransform,
@@ -24,10 +25,10 @@ from .transforms import (
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
     "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
-    "Gamma", "Geometric", "HalfNormal", "Independent", "Laplace", "LogNormal",
-    "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
-    "Normal", "OneHotCategorical", "Poisson", "PowerTransform", "SigmoidTransform",
-    "SoftmaxTransform", "SoftplusTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "constraints", "kl", "kl_divergence", "register_kl",
-    "transforms",
+    "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
+    "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto", "Poisson",
+    "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StudentT",
+    "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull", "constraints",
+    "kl", "kl_divergence", "register_kl", "transforms",
 ]
