@@ -46,7 +46,31 @@ def _bce_with_logits(logits, value):
 Distribution._set_probs_or_logits = _set_probs_or_logits
 
 
-class Bernoulli(Distribution):
+class BinaryTrials(Distribution):
+    """The base of distributions over Bernoulli trials (Bernoulli, Binomial, Geometric,
+    NegativeBinomial): exactly one of `probs`/`logits` is given, the other computed lazily."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    def _set_trials(self, total_count, probs, logits):
+        """Store the trial count and the one parameter given, broadcast together (the count
+        in the parameter's dtype); returns the parameter."""
+        _one_of(probs, logits)
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        count, param = broadcast_all(total_count, value)
+        setattr(self, name, param)
+        self._param = param
+        self.total_count = count.type_as(param)
+        return param
+
+
+class Bernoulli(BinaryTrials):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -59,14 +83,6 @@ class Bernoulli(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Bernoulli, batch_shape, _instance, "probs", "logits")
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):
@@ -274,7 +290,7 @@ def _one_hot(idx, n, dtype):
     return one_hot(idx, n).to(dtype)
 
 
-class Binomial(Distribution):
+class Binomial(BinaryTrials):
     """The number of successes in `total_count` Bernoulli(probs) trials."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer,
@@ -282,16 +298,7 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-            param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-            param = self.logits
-        self._param = param
+        param = self._set_trials(total_count, probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
@@ -301,14 +308,6 @@ class Binomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):
@@ -411,7 +410,7 @@ class Poisson(Distribution):
         return -(lp.exp() * lp).sum(0)
 
 
-class Geometric(Distribution):
+class Geometric(BinaryTrials):
     """The number of failures before the first success of Bernoulli(probs) trials."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -420,14 +419,6 @@ class Geometric(Distribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
         param = self._set_probs_or_logits(probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):

@@ -12,10 +12,11 @@ from ..dispatch import FUNCTIONS as F
 from ..tensor import Size
 from . import constraints
 from .continuous import Cauchy, Exponential, Uniform
+from .discrete import BinaryTrials
 from .distribution import Distribution
 from .gamma import Gamma
 from .transforms import AffineTransform, ExpTransform, PowerTransform, TransformedDistribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all
 
 __all__ = ["Gumbel", "HalfCauchy", "InverseGamma", "NegativeBinomial", "Pareto", "Weibull"]
 
@@ -210,7 +211,7 @@ class InverseGamma(TransformedDistribution):
         return c + r.log() + F["lgamma"](c) - (1 + c) * F["digamma"](c)
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryTrials):
     """The number of successes before `total_count` failures of Bernoulli(probs) trials."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -219,25 +220,8 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-            self._param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-            self._param = self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        param = self._set_trials(total_count, probs, logits)
+        super().__init__(param.shape, validate_args=validate_args)
 
     @property
     def mean(self):
