@@ -102,13 +102,32 @@ def _env_int(name: str):
     return int(v) if v not in (None, "") else None
 
 
+def abort_world(code: int, report: str = "") -> None:
+    """Write `report` to stderr in one write, give `mpiexec` time to forward it, then stop
+    every rank (MPI_Abort). Hydra kills the ranks' output forwarding on abort, so text still in a
+    pipe (a traceback printed line by line) would be lost without the pause."""
+    import time
+
+    try:
+        sys.stderr.flush()
+        if report:
+            os.write(2, report.encode("utf-8", "replace"))
+        time.sleep(0.5)
+    finally:
+        _be.mpi().COMM_WORLD.Abort(code)
+
+
 def _abort_on_uncaught(exc_type, exc, tb) -> None:
     """Print the traceback, then stop every rank (MPI_Abort): the others never hang."""
-    prev = _World.excepthook or sys.__excepthook__
-    prev(exc_type, exc, tb)
-    if _World.default is not None and exc_type is not KeyboardInterrupt:
-        sys.stderr.flush()
-        _be.mpi().COMM_WORLD.Abort(1)
+    prev = _World.excepthook
+    if _World.default is None or exc_type is KeyboardInterrupt or prev not in (None, sys.__excepthook__):
+        (prev or sys.__excepthook__)(exc_type, exc, tb)
+        if _World.default is not None and exc_type is not KeyboardInterrupt:
+            abort_world(1)
+        return
+    import traceback
+
+    abort_world(1, "".join(traceback.format_exception(exc_type, exc, tb)))
 
 
 def init_process_group(backend_name=None, init_method=None, timeout=None, world_size=-1,

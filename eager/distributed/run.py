@@ -80,13 +80,16 @@ def _worker(script: str, script_args: list) -> int:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code and world.Get_size() > 1:
-            world.Abort(code)
+            from .process_group import abort_world
+
+            abort_world(code, "" if isinstance(e.code, int) or e.code is None else f"{e.code}\n")
         return code
     except BaseException:  # noqa: BLE001  (any failure stops every rank)
-        traceback.print_exc()
-        sys.stderr.flush()
         if world.Get_size() > 1:
-            world.Abort(1)
+            from .process_group import abort_world
+
+            abort_world(1, traceback.format_exc())
+        traceback.print_exc()
         return 1
     return 0
 
