@@ -106,6 +106,10 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
     return result
 
 
+def _is_none(v) -> bool:
+    return isinstance(v, ConstantVariable) and v.value is None
+
+
 def as_constant(tx, v):
     """The Python value of an attribute argument (constants, tuples/lists of constants)."""
     if isinstance(v, (tuple, list)):  # *varargs attributes (`x.reshape(2, 3)`)
@@ -135,6 +139,10 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
         kwargs = {k: list(v.items) if isinstance(v, SequenceVariable) and
                   k == op.input_names[0] else v for k, v in kwargs.items()}
     kwargs = {k: v if k in op.input_names else as_constant(tx, v) for k, v in kwargs.items()}
+    # an optional operand given as None (`F.linear(x, w, None)`, Linear(bias=False)): eager's
+    # bind drops it, so it must reach bind as None, not as its tracker
+    args = [None if _is_none(a) else a for a in args]
+    kwargs = {k: None if _is_none(v) else v for k, v in kwargs.items()}
     inputs, attrs = op.bind(tuple(args), kwargs)
     attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
     result = record(tx, op, inputs, attrs)
