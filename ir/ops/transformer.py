@@ -1,0 +1,194 @@
+"""The transformer's two composites that eager runs whole: `_layer_norm` (the body of
+`torch.nn.functional.layer_norm`) and `_attention_weights` (softmax(q k^T * scale + mask), the
+first half of `torch.nn.functional.scaled_dot_product_attention`).
+
+Each is declared by its decomposition (the registry ops that capture, codegen and compiled
+autograd see), plus eager's kernel (`eager_impl`: the decomposition's numpy kernels in one call,
+its exact results) and one backward rule for the whole (`eager_backward`, PyTorch's fused
+formulas: `native_layer_norm_backward`, `_softmax_backward_data` followed by the two matmuls'
+adjoints), so that eager records one autograd node instead of eight to ten. The attention's
+`@ value` stays a plain matmul (dropout goes between the two). Imports nothing outside `ir`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as D
+from .indexing import arr, declare
+
+_NEG_INF = float("-inf")
+
+# ---------------------------------------------------------------- layer norm
+
+
+def _ln_dims(x, k: int) -> tuple:
+    return tuple(range(x.ndim - k, x.ndim))
+
+
+def _layer_norm_decomp(F, x, weight=None, bias=None, k=1, eps=1e-5):
+    dims = _ln_dims(x, k)
+    centered = F.sub(x, F.mean(x, dims, True))
+    var = F.mean(F.mul(centered, centered), dims, True)
+    out = F.mul(centered, F.rsqrt(F.add(var, eps)))
+    if weight is not None:
+        out = F.mul(out, weight)
+    return out if bias is None else F.add(out, bias)
+
+
+def _layer_norm_whole(dts, x, k) -> bool:
+    """Where eager runs `_layer_norm` whole: every operand float32, or every one float64
+    (`dts`: their numpy dtypes), and something to normalize."""
+    return (dts[0].type in (np.float32, np.float64) and all(d == dts[0] for d in dts)
+            and 0 < k <= len(x.shape) and math.prod(x.shape[len(x.shape) - k:]) != 0)
+
+
+def _layer_norm_eager(xp, x, weight=None, bias=None, k=1, eps=1e-5):
+    """The decomposition's kernels (mean as add.reduce / n, rsqrt as 1 / sqrt) in one call on
+    float32/float64 numpy arrays of one dtype; None otherwise."""
+    dts = (x.dtype,) + tuple(t.dtype for t in (weight, bias) if t is not None)
+    if xp is not np or not _layer_norm_whole(dts, x, k):
+        return None
+    dims = _ln_dims(x, k)
+    n = math.prod(x.shape[d] for d in dims)
+    with np.errstate(all="ignore"):
+        centered = x - np.add.reduce(x, axis=dims, keepdims=True) / n
+        var = np.add.reduce(centered * centered, axis=dims, keepdims=True) / n
+        out = centered * (1 / np.sqrt(var + eps))
+        if weight is not None:
+            out = out * weight
+        return out if bias is None else out + bias
+
+
+def _layer_norm_backward(F, g, out, x, weight=None, bias=None, k=1, eps=1e-5):
+    """PyTorch's `native_layer_norm_backward`: with xhat = (x - mean) * rstd and
+    gx = g * weight, dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)); dweight =
+    sum(g * xhat) and dbias = sum(g) over the leading (not normalized) dims."""
+    dims = _ln_dims(x, k)
+    lead = tuple(range(x.ndim - k))
+    centered = F.sub(x, F.mean(x, dims, True))
+    rstd = F.rsqrt(F.add(F.mean(F.mul(centered, centered), dims, True), eps))
+    xhat = F.mul(centered, rstd)
+    gx = g if weight is None else F.mul(g, weight)
+    dx = F.mul(rstd, F.sub(F.sub(gx, F.mean(gx, dims, True)),
+                           F.mul(xhat, F.mean(F.mul(gx, xhat), dims, True))))
+    dw = None if weight is None else F.sum(F.mul(g, xhat), lead)
+    db = None if bias is None else F.sum(g, lead)
+    return dx, dw, db
+
+
+def _layer_norm_ref(x, weight=None, bias=None, k=1, eps=1e-5):
+    dims = tuple(range(x.ndim - k, x.ndim))
+    x64 = x.astype(np.float64)
+    mu = x64.mean(axis=dims, keepdims=True)
+    out = (x64 - mu) / np.sqrt(x64.var(axis=dims, keepdims=True) + eps)
+    out = out if weight is None else out * weight
+    return (out if bias is None else out + bias).astype(x.dtype)
+
+
+def _layer_norm_samples(rng, dt):
+    yield (arr(rng, (3, 5), dt), arr(rng, (5,), dt), arr(rng, (5,), dt)), {}
+    yield (arr(rng, (2, 3, 4), dt), arr(rng, (3, 4), dt)), {"k": 2, "eps": 1e-3}
+    yield (arr(rng, (4, 6), dt),), {}
+
+
+declare(
+    "_layer_norm", "composite", "input, weight=None, bias=None, k=1, eps=1e-05", 3,
+    scalar_ok=False, method=False, decomp=_layer_norm_decomp, eager_impl=_layer_norm_eager,
+    eager_backward=_layer_norm_backward,
+    eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
+    and _layer_norm_whole(tuple(m.dtype.np for m in metas), metas[0], attrs["k"]),
+    ref=_layer_norm_ref, sample_inputs=_layer_norm_samples, test_dtypes=(D.float32, D.float64),
+)
+
+# ---------------------------------------------------------------- attention weights
+
+
+def _attention_weights_decomp(F, q, k, attn_mask=None, scale=1.0):
+    scores = F.mul(F.matmul(q, F.transpose(k, -2, -1)), scale)
+    if attn_mask is None:
+        return F.softmax(scores, -1)
+    if attn_mask.dtype is D.bool_:
+        scores = F.masked_fill(scores, F.logical_not(attn_mask), _NEG_INF)
+    else:
+        scores = F.add(scores, attn_mask)
+    # safe softmax: a row all at -inf gives zeros (and no NaN gradients), as PyTorch's
+    dead = F.all(F.eq(scores, _NEG_INF), -1, True)
+    return F.where(dead, 0.0, F.softmax(F.where(dead, 0.0, scores), -1))
+
+
+def _attention_whole(dts, q, k, mask=None) -> bool:
+    """Where eager runs `_attention_weights` whole: query and key (and a floating mask) all
+    float32 or all float64 (`dts`: the operands' numpy dtypes; a mask may be bool), at least
+    2-D, with one embedding size and a nonempty key sequence."""
+    qd = dts[0]
+    return (qd.type in (np.float32, np.float64) and dts[1] == qd
+            and (mask is None or dts[2] == qd or dts[2].type is np.bool_)
+            and len(q.shape) >= 2 and len(k.shape) >= 2 and q.shape[-1] == k.shape[-1]
+            and k.shape[-2] != 0)
+
+
+def _attention_weights_eager(xp, q, k, attn_mask=None, scale=1.0):
+    """The decomposition's kernels (matmul, mul, the mask, softmax's amax/sub/exp/sum/div; a
+    row left all -inf by the mask gives zeros) in one call; None where `_attention_whole`
+    is False."""
+    dts = (q.dtype, k.dtype) + (() if attn_mask is None else (attn_mask.dtype,))
+    if xp is not np or not _attention_whole(dts, q, k, attn_mask):
+        return None
+    with np.errstate(all="ignore"):
+        s = np.matmul(q, np.swapaxes(k, -2, -1)) * scale
+        if attn_mask is not None:
+            s = np.where(attn_mask, s, _NEG_INF) if attn_mask.dtype == np.bool_ \
+                else s + attn_mask
+        m = np.maximum.reduce(s, axis=-1, keepdims=True)
+        e = np.exp(s - m)
+        w = e / np.add.reduce(e, axis=-1, keepdims=True)
+        if attn_mask is not None:
+            dead = m == _NEG_INF
+            if dead.any():
+                w = np.where(dead, w.dtype.type(0), w)
+    return w
+
+
+def _attention_weights_backward(F, g, out, q, k, attn_mask=None, scale=1.0):
+    """softmax's `_softmax_backward_data` (dS = P * (g - sum(g * P))) then the adjoints of
+    q k^T * scale; a floating mask gets dS (summed to its shape), a bool mask nothing."""
+    ds = F.mul(out, F.sub(g, F.sum(F.mul(g, out), -1, True)))
+    ds_scaled = F.mul(ds, scale)
+    dq = F.matmul(ds_scaled, k)
+    dk = F.matmul(F.transpose(ds_scaled, -2, -1), q)
+    dm = None if attn_mask is None or attn_mask.dtype is D.bool_ else ds
+    return dq, dk, dm
+
+
+def _attention_weights_ref(q, k, attn_mask=None, scale=1.0):
+    s = np.matmul(q.astype(np.float64), np.swapaxes(k, -2, -1)) * scale
+    if attn_mask is not None:
+        s = np.where(attn_mask, s, -np.inf) if attn_mask.dtype == np.bool_ else s + attn_mask
+    m = s.max(-1, keepdims=True)
+    dead = np.isneginf(m)
+    e = np.exp(s - np.where(dead, 0, m))
+    w = e / np.where(dead, 1, e.sum(-1, keepdims=True))
+    return w.astype(q.dtype)
+
+
+def _attention_weights_samples(rng, dt):
+    q, k = arr(rng, (2, 3, 4, 5), dt), arr(rng, (2, 3, 6, 5), dt)
+    yield (q, k), {"scale": 0.5}
+    causal = np.tril(np.ones((4, 6), bool))
+    causal[2] = False  # a row with nothing to attend to: zeros
+    yield (q, k, causal), {"scale": 0.3}
+    yield (q, k, arr(rng, (1, 3, 4, 6), dt)), {}
+
+
+declare(
+    "_attention_weights", "composite", "query, key, attn_mask=None, scale=1.0", 3,
+    scalar_ok=False, method=False, decomp=_attention_weights_decomp,
+    eager_impl=_attention_weights_eager, eager_backward=_attention_weights_backward,
+    eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
+    and _attention_whole(tuple(m.dtype.np for m in metas), *metas),
+    ref=_attention_weights_ref, sample_inputs=_attention_weights_samples,
+    test_dtypes=(D.float32, D.float64),
+)
