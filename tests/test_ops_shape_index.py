@@ -1,8 +1,8 @@
 """Shape, indexing, sorting and linear-algebra ops (issue 3, part C).
 
-Every op declared in ir/ops/{shape,join,indexing,scatter,sorting,linalg,matrix,norms}.py runs its
-`sample_inputs` against its numpy `ref`, against PyTorch when installed, and through gradcheck
-(float64 central differences); then views vs copies (shared memory, `_base`, `_version`),
+Every op declared in ir/ops/{shape,join,indexing,scatter,masked,sorting,linalg,matrix,norms}.py
+runs its `sample_inputs` against its numpy `ref`, against PyTorch when installed, and through
+gradcheck (float64 central differences); then views vs copies (shared memory, `_base`, `_version`),
 `__getitem__`/`__setitem__` against numpy and torch, in-place variants, autograd through
 indexing, and the errors PyTorch raises.
 """
@@ -28,8 +28,8 @@ except ImportError:  # PyTorch is an optional reference
 
 needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch (optional reference) missing")
 
-MODULES = {f"ir.ops.{m}" for m in ("shape", "join", "indexing", "scatter", "sorting", "linalg",
-                                   "matrix", "norms")}
+MODULES = {f"ir.ops.{m}" for m in ("shape", "join", "indexing", "scatter", "masked", "sorting",
+                                   "linalg", "matrix", "norms")}
 OPS = [op for op in ir.REGISTRY.values()
        if getattr(op.impl or op.decomp, "__module__", None) in MODULES]
 CASES = [(op, dt) for op in OPS for dt in dtypes_of(op)]

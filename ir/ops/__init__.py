@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     elementwise, unary, activations, reductions, statistics, linalg, shape, indexing, complex,
 )
 from . import join, matrix, norms, scatter, sorting  # noqa: F401  (part C's families)
+from . import masked  # noqa: F401  (masked_fill/scatter, take, put: split from scatter)
 from . import device  # noqa: F401
 from . import random  # noqa: F401  (samplers: the generator state as a value)
 from . import fft  # noqa: F401  (torch.fft: library-call transforms)
@@ -17,3 +18,4 @@ from . import special  # noqa: F401  (torch.special: scipy.special library calls
 from . import extra_math  # noqa: F401  (issue 16 sweep: copysign, heaviside, gcd, logcumsumexp...)
 from . import rnn  # noqa: F401  (whole-sequence LSTM/GRU/RNN layers with BPTT backward)
 from . import conv  # noqa: F401
+from . import transformer  # noqa: F401  (layer norm and attention weights run whole)
