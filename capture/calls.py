@@ -19,13 +19,12 @@ import operator
 import types
 
 from eager import Tensor, device, grad_mode
-from eager.amp.policy import active as autocast_active
 from ir import OpNamespace
 from ir.autodiff import mark_composite
 from ir.dtypes import DType, to_dtype
 from ir.opdef import is_number
 
-from . import config, dynamic, vocabulary
+from . import autocast, config, dynamic, vocabulary
 from .variables import (
     BuiltinVariable,
     ConstantMethodVariable,
@@ -58,8 +57,10 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
     `top` marks a user-level call (not a step of a decomposition): it goes on the op tape that
     dynamic-shape entries replay per concrete shape (`dynamic.py`).
     """
-    if autocast_active():  # (eager.amp casts are not graph nodes yet: the op runs eagerly)
-        raise tx.unsupported(f"{op.name}() inside an autocast region")
+    if getattr(tx.out, "autocast", None) is not None:  # an autocast region: casts as nodes
+        hit = autocast.record(tx, op, inputs, attrs, top)
+        if hit is not None:
+            return hit
     if op.dynamic_shape:
         raise tx.unsupported(f"{op.name}() has a data-dependent output shape")
     if getattr(tx.out, "mutated", None):
@@ -106,6 +107,16 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
     return result
 
 
+def _plain(v):
+    """A prebind argument as the Python value an op's prebind expects: strings as str, lists
+    and tuples of trackers as lists/tuples (their items stay trackers)."""
+    if isinstance(v, ConstantVariable) and isinstance(v.value, str):
+        return v.value
+    if isinstance(v, SequenceVariable):
+        return v.kind(v.items)
+    return v
+
+
 def _is_none(v) -> bool:
     return isinstance(v, ConstantVariable) and v.value is None
 
@@ -133,6 +144,8 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
     if fn.inplace:
         return inplace(tx, args[0], lambda: call_op(tx, OpFunctionVariable(
             getattr(Tensor, op.name) if op.method else _function_of(op)), args, kwargs))
+    if getattr(op, "prebind", None) is not None:  # einsum("ij,jk", a, b): prebind reads the
+        args = [_plain(a) for a in args]          # Python values (str equation, operand list)
     if getattr(op, "variadic", False):  # cat([a, b], dim): the tensors' tracker is a list
         args = [list(a.items) if i == 0 and isinstance(a, SequenceVariable) else a
                 for i, a in enumerate(args)]
@@ -222,6 +235,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
     if isinstance(fn, GradModeExitVariable):
         tx.out.grad_enabled = fn.prev
         return ConstantVariable(None)
+    if isinstance(fn, autocast.AutocastExitVariable):
+        return autocast.leave(tx, fn)
     if getattr(fn, "value", None) is super and not isinstance(fn, ConstantVariable):
         from .supers import make_super
 
@@ -238,6 +253,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return var
         if value is functools.partial and args:
             return PartialVariable(args[0], args[1:], kwargs)
+        if isinstance(value, type) and issubclass(value, autocast.REGION):
+            return autocast.make_region(tx, args, kwargs, value)
         call = next((c.__dict__["__call__"] for c in type(value).__mro__
                      if "__call__" in c.__dict__), None)
         if not isinstance(value, type) and isinstance(call, types.FunctionType):
@@ -562,6 +579,15 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
         fn = getattr(operator, ("i" if inplace else "") + (name if name not in
                                                             ("and", "or") else name + "_"))
         return ConstantVariable(fn(a.value, b.value))
+    if base == "*" and not (inplace and isinstance(a, ListVariable)):
+        rep = _repeat(a, b)
+        if rep is not None:
+            return rep
+    if base == "+" and (isinstance(a, SequenceVariable) or isinstance(b, SequenceVariable)):
+        sa, sb = _as_sequence(a), _as_sequence(b)  # `() + (t,)`: a constant side as items
+        if sa is not None and sb is not None and sa.kind is sb.kind and \
+                (isinstance(a, SequenceVariable) or not inplace):
+            a, b = sa, sb
     if isinstance(a, SequenceVariable) and isinstance(b, SequenceVariable) and base == "+":
         items = a.items + b.items
         if inplace and isinstance(a, ListVariable):
@@ -572,6 +598,25 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
     if inplace and isinstance(a, TensorVariable) and hasattr(Tensor, f"__i{name}__"):
         return inplace_op(tx, a, name, b)
     return _dunder(tx, f"__{name}__", f"__r{name}__", a, b, base)
+
+
+def _as_sequence(v):
+    """A constant tuple/list as a sequence tracker of constants (None for anything else)."""
+    if isinstance(v, SequenceVariable):
+        return v
+    if v.is_constant() and type(v.value) in (tuple, list):
+        return (TupleVariable if type(v.value) is tuple else ListVariable)(
+            [ConstantVariable(x) for x in v.value])
+    return None
+
+
+def _repeat(a, b):
+    """`seq * n` / `n * seq` on a sequence tracker (`(k,) * 2` of a built tuple), or None."""
+    s, n = (a, b) if isinstance(a, SequenceVariable) else (b, a)
+    if isinstance(s, SequenceVariable) and n.is_constant() and isinstance(n.value, int) \
+            and not isinstance(n.value, bool):
+        return type(s)(s.items * n.value)
+    return None
 
 
 def inplace_op(tx, a, name, b):

@@ -128,6 +128,11 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
             typ = obj.python_type() if not isinstance(obj, ObjectVariable) else \
                 type(obj.value)
             return ConstantVariable(issubclass(typ, classes))
+    if f is type and len(args) == 1 and not kwargs:  # `type(self).__name__`, `type(x) is T`
+        try:
+            return ConstantVariable(args[0].python_type())
+        except NotImplementedError:
+            pass
     if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
         return calls.unary_op(tx, "__abs__", abs, args[0])
     if f is getattr and len(args) in (2, 3) and args[1].is_constant():
