@@ -271,7 +271,7 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
     value = fn.value
     if fn.self_var is not None:
         args = [fn.self_var] + args
-    rule = vocabulary.rule_for(value)
+    rule = vocabulary.rule_for(value) or _TENSOR_INTERNALS.get(value)
     if rule is not None:
         return rule(tx, value, args, kwargs)
     if getattr(value, "__wick_value_check__", False):
@@ -284,6 +284,31 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
         return inline(tx, FunctionVariable(value), args, kwargs)
     except GraphBreak as gb:
         raise vocabulary.no_graph_form(tx, value, gb.reason.reason) from None
+
+
+def _check_inplace_rule(tx, fn, args, kwargs):
+    """`Tensor._check_inplace` (the first step of `F.relu(x, inplace=True)` and kin): eager's
+    check, on what capture knows; a graph input that requires grad under grad mode breaks (it
+    may be a leaf: eager raises there or writes through autograd)."""
+    (t,) = args
+    if not isinstance(t, TensorVariable):
+        raise tx.unsupported(f"in-place check of {t.describe()}")
+    if t.requires_grad and tx.out.grad_enabled and t.node.op == "placeholder":
+        raise tx.unsupported("in-place op on a graph input that requires grad")
+    return ConstantVariable(None)
+
+
+def _inplace_update_rule(tx, fn, args, kwargs):
+    """`Tensor._inplace_update(result)` (an `inplace=True` functional's last step): `self`
+    rebound to `result` as `inplace` does for `t.add_(y)`."""
+    target, result = args[0], args[1] if len(args) > 1 else kwargs.get("result")
+    if not isinstance(result, TensorVariable):
+        raise tx.unsupported(f"in-place update from {result.describe()}")
+    return inplace(tx, target, lambda: result)
+
+
+_TENSOR_INTERNALS = {Tensor._check_inplace: _check_inplace_rule,
+                     Tensor._inplace_update: _inplace_update_rule}
 
 
 def _signature_function(fn):
@@ -310,7 +335,7 @@ def inline(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     self_var = getattr(fn, "self_var", None)
     if self_var is not None:
         args = [self_var] + args
-    sig = inspect.signature(value)
+    sig = inspect.signature(value, follow_wrapped=False)  # (its code's, not a __wrapped__'s)
     bound = sig.bind(*args, **kwargs)  # a TypeError here is the user's, as eagerly
     f_locals = {}
     nested = isinstance(fn, NestedFunctionVariable)
@@ -511,6 +536,8 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         value = getattr(obj.value, name)
         if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
             return ConstantMethodVariable(value)
+        if isinstance(value, types.FunctionType):  # `type(self)._fn(x)`: a class's function
+            return FunctionVariable(value, None)
         return ConstantVariable(value)
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()}")
 
