@@ -1,12 +1,13 @@
 """The rest of PyTorch's Tensor/top-level surface that is naming, not new semantics (issue 16's
 sweep): in-place variants derived from the registry the way `eager.dispatch` derives them
 (`Tensor.cumsum_`, `torch.abs_`...), in-place shape changes (`t_`, `transpose_`, `squeeze_`,
-`unsqueeze_`, `swapaxes_`), `*_copy` functions (a view op's result as a new tensor), the
-top-level aliases of `torch.nn.functional` (with the top-level argument orders where they differ:
-`torch.embedding(weight, input)`, `torch.batch_norm(input, weight, bias, running_mean, ...)`),
-`new_*` factories, window functions, layouts and memory formats, constants and process settings
-(threads, determinism, matmul precision), Tensor introspection (`layout`, `get_device`, `H`,
-`mH`...). Semantics: the PyTorch documentation of each name. Imports eager's modules only.
+`unsqueeze_`, `swapaxes_`), `*_copy` functions (a view op's result as a new tensor), small
+factories (`scalar_tensor`, `range`, `empty_strided`, `frombuffer`...), Tensor introspection
+(`layout`, `get_device`, `H`, `mH`...), and `install`, which puts these and the names of
+`extra_functional.py` (top-level nn.functional aliases, window functions) and
+`extra_settings.py` (layouts, memory formats, constants, process settings) on the `eager`
+module and on Tensor. Semantics: the PyTorch documentation of each name. Imports eager's
+modules only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,53 @@ from ir import dtypes as D
 from . import creation, extra, extra_numeric, extra_spectral
 from . import dispatch as _dispatch
 from .dispatch import FUNCTIONS as _F
+from .extra_functional import (
+    _SAME_ORDER,
+    _alias,
+    _dropout_inplace,
+    _functional,
+    adaptive_max_pool1d,
+    alpha_dropout,
+    bartlett_window,
+    batch_norm,
+    blackman_window,
+    dropout,
+    embedding,
+    feature_alpha_dropout,
+    feature_dropout,
+    hamming_window,
+    hann_window,
+    instance_norm,
+    kaiser_window,
+    max_pool1d_with_indices,
+)
+from .extra_settings import (
+    CONSTANTS,
+    are_deterministic_algorithms_enabled,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    get_default_device,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    get_num_threads,
+    init_num_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    is_warn_always_enabled,
+    layout,
+    legacy_contiguous_format,
+    memory_format,
+    preserve_format,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_flush_denormal,
+    set_num_interop_threads,
+    set_num_threads,
+    set_warn_always,
+    strided,
+    use_deterministic_algorithms,
+)
 from .extra_tensor import (
     _H,
     apply_,
@@ -140,270 +188,6 @@ def _copy_fn(name):
     fn.__name__ = name + "_copy"
     fn.__doc__ = f"`torch.{name}_copy`: `{name}`'s result as a new tensor (no shared memory)."
     return fn
-
-
-# ---------------------------------------------------------------- nn.functional aliases
-
-
-def _functional():
-    from .nn import functional as F
-
-    return F
-
-
-_SAME_ORDER = ("adaptive_avg_pool1d", "avg_pool1d", "bilinear", "channel_shuffle", "conv1d",
-               "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-               "group_norm", "hardshrink", "layer_norm", "max_pool1d", "max_pool2d",
-               "max_pool3d", "pixel_shuffle", "pixel_unshuffle", "prelu", "rms_norm", "rrelu",
-               "native_channel_shuffle")
-
-
-def _alias(name):
-    def fn(*args, **kwargs):
-        return getattr(_functional(), name)(*args, **kwargs)
-    fn.__name__ = name
-    fn.__doc__ = f"`torch.{name}`: `torch.nn.functional.{name}`."
-    return fn
-
-
-def dropout(input, p, train):
-    """`torch.dropout(input, p, train)` (nn.functional.dropout with `training=train`)."""
-    return _functional().dropout(input, p, train)
-
-
-def alpha_dropout(input, p, train):
-    """`torch.alpha_dropout(input, p, train)`."""
-    return _functional().alpha_dropout(input, p, train)
-
-
-def feature_dropout(input, p, train):
-    """`torch.feature_dropout(input, p, train)`: whole channels (dim 1) dropped."""
-    return _functional().dropout2d(input, p, train) if input.ndim != 3 else \
-        _functional().dropout1d(input, p, train)
-
-
-def feature_alpha_dropout(input, p, train):
-    """`torch.feature_alpha_dropout(input, p, train)`."""
-    return _functional().feature_alpha_dropout(input, p, train)
-
-
-def _dropout_inplace(fn):
-    def inplace(input, p, train):
-        out = fn(input, p, train)
-        input._check_inplace()
-        return input._inplace_update(out)
-    inplace.__name__ = fn.__name__ + "_"
-    inplace.__doc__ = f"In-place `torch.{fn.__name__}`."
-    return inplace
-
-
-def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    """`torch.embedding(weight, indices, ...)` (aten's order: weight first; padding_idx -1
-    means none)."""
-    return _functional().embedding(indices, weight,
-                                   padding_idx=None if padding_idx < 0 else padding_idx,
-                                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
-
-
-def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
-               cudnn_enabled=True):
-    """`torch.batch_norm` (aten's order: weight and bias before the running statistics)."""
-    return _functional().batch_norm(input, running_mean, running_var, weight, bias, training,
-                                    momentum, eps)
-
-
-def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
-                  eps, cudnn_enabled=True):
-    """`torch.instance_norm` (aten's order)."""
-    return _functional().instance_norm(input, running_mean, running_var, weight, bias,
-                                       use_input_stats, momentum, eps)
-
-
-def adaptive_max_pool1d(input, output_size):
-    """`torch.adaptive_max_pool1d`: (values, indices), always."""
-    return _functional().adaptive_max_pool1d(input, output_size, return_indices=True)
-
-
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False):
-    """`torch.max_pool1d_with_indices`: (values, indices)."""
-    return _functional().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                                    return_indices=True)
-
-
-# ---------------------------------------------------------------- windows
-
-
-def _window(name, formula):
-    def fn(window_length, periodic=True, *, dtype=None, layout=None, device=None,
-           requires_grad=False, **params):
-        if window_length < 0:
-            raise RuntimeError(f"{name} requires non-negative window_length, got "
-                               f"window_length={window_length}")
-        dtype = D.get_default_dtype() if dtype is None else dtype
-        if not dtype.is_floating_point:
-            raise RuntimeError(f"{name} expects floating point dtypes, got: {dtype.name}")
-        if window_length <= 1:
-            w = np.ones(window_length)
-        else:
-            n = window_length + 1 if periodic else window_length
-            w = formula(np.arange(n, dtype=np.float64), n, **params)[:window_length]
-        return creation.tensor(w, dtype=dtype, device=device, requires_grad=requires_grad)
-    fn.__name__ = name
-    fn.__doc__ = (f"`torch.{name}(window_length, periodic=True, *, dtype=None, ...)`: the "
-                  "window as PyTorch defines it (periodic: the first N of N + 1 points).")
-    return fn
-
-
-def _cosine(*coefs):
-    return lambda k, n: builtins.sum((-1) ** i * c * np.cos(2 * math.pi * i * k / (n - 1))
-                                     for i, c in enumerate(coefs))
-
-
-hann_window = _window("hann_window", _cosine(0.5, 0.5))
-blackman_window = _window("blackman_window", _cosine(0.42, 0.5, 0.08))
-bartlett_window = _window("bartlett_window",
-                          lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1))
-
-
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
-                   layout=None, device=None, requires_grad=False):
-    """`torch.hamming_window`: alpha - beta cos(2 pi k / (N - 1))."""
-    return _window("hamming_window", lambda k, n: alpha - beta * np.cos(2 * math.pi * k / (n - 1)))(
-        window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
-                  device=None, requires_grad=False):
-    """`torch.kaiser_window`: I0(beta sqrt(1 - (2k/(N-1) - 1)^2)) / I0(beta)."""
-    return _window("kaiser_window", lambda k, n: np.i0(
-        beta * np.sqrt(np.clip(1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta))(
-        window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-# ---------------------------------------------------------------- layouts, formats, constants
-
-
-class layout:
-    """`torch.layout`: wick has the strided (dense) layout only."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"torch.{self.name}"
-
-
-class memory_format:
-    """`torch.memory_format`: accepted and ignored by wick's (C-contiguous) tensors."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"torch.{self.name}"
-
-
-strided = layout("strided")
-contiguous_format = memory_format("contiguous_format")
-channels_last = memory_format("channels_last")
-channels_last_3d = memory_format("channels_last_3d")
-preserve_format = memory_format("preserve_format")
-legacy_contiguous_format = memory_format("legacy_contiguous_format")
-
-CONSTANTS = {"e": math.e, "pi": math.pi, "inf": math.inf, "nan": math.nan, "newaxis": None}
-
-# ---------------------------------------------------------------- process settings
-
-_SETTINGS = {"threads": 1, "interop": 1, "deterministic": False, "warn_only": False,
-             "precision": "highest", "warn_always": False}
-
-
-def get_num_threads() -> int:
-    """`torch.get_num_threads` (wick's kernels are numpy's; this records the request)."""
-    return _SETTINGS["threads"]
-
-
-def set_num_threads(n: int) -> None:
-    """`torch.set_num_threads(n)`: recorded; RuntimeError for n <= 0."""
-    if int(n) <= 0:
-        raise RuntimeError("set_num_threads expects a positive integer")
-    _SETTINGS["threads"] = int(n)
-
-
-def get_num_interop_threads() -> int:
-    return _SETTINGS["interop"]
-
-
-def set_num_interop_threads(n: int) -> None:
-    if int(n) <= 0:
-        raise RuntimeError("Expected positive number of threads")
-    _SETTINGS["interop"] = int(n)
-
-
-def init_num_threads() -> None:
-    """`torch.init_num_threads`: nothing to initialise."""
-
-
-def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """`torch.use_deterministic_algorithms`: recorded (wick's kernels are deterministic)."""
-    _SETTINGS["deterministic"], _SETTINGS["warn_only"] = bool(mode), bool(warn_only)
-
-
-def are_deterministic_algorithms_enabled() -> bool:
-    return _SETTINGS["deterministic"]
-
-
-def is_deterministic_algorithms_warn_only_enabled() -> bool:
-    return _SETTINGS["warn_only"]
-
-
-def set_deterministic_debug_mode(debug_mode) -> None:
-    """`torch.set_deterministic_debug_mode`: 0/"default", 1/"warn", 2/"error"."""
-    names = {"default": 0, "warn": 1, "error": 2}
-    mode = names.get(debug_mode, debug_mode)
-    if mode not in (0, 1, 2):
-        raise RuntimeError("invalid value of debug_mode, expected one of `default`, `warn`, "
-                           f"`error`, but got {debug_mode}")
-    use_deterministic_algorithms(mode > 0, warn_only=mode == 1)
-
-
-def get_deterministic_debug_mode() -> int:
-    return 0 if not _SETTINGS["deterministic"] else 1 if _SETTINGS["warn_only"] else 2
-
-
-def set_float32_matmul_precision(precision: str) -> None:
-    """`torch.set_float32_matmul_precision`: "highest", "high" or "medium" (recorded)."""
-    if precision not in ("highest", "high", "medium"):
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
-                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
-        return
-    _SETTINGS["precision"] = precision
-
-
-def get_float32_matmul_precision() -> str:
-    return _SETTINGS["precision"]
-
-
-def set_warn_always(b: bool) -> None:
-    _SETTINGS["warn_always"] = bool(b)
-
-
-def is_warn_always_enabled() -> bool:
-    return _SETTINGS["warn_always"]
-
-
-def set_flush_denormal(mode: bool) -> bool:
-    """`torch.set_flush_denormal`: False (not supported on numpy's kernels), as PyTorch on a
-    CPU without the feature."""
-    return False
-
-
-def get_default_device():
-    """`torch.get_default_device`: where factories put tensors (the CPU)."""
-    from .device import device
-
-    return device("cpu")
 
 
 def typename(obj) -> str:
@@ -577,6 +361,15 @@ def install(namespace: dict, tensor_cls) -> None:
     def top(name, fn):
         namespace.setdefault(name, fn)
 
+    _install_inplace(T, meth)
+    _install_functions(top)
+    _install_functional(meth, top)
+    _install_namespace(top)
+    _install_tensor(T, meth, namespace)
+
+
+def _install_inplace(T, meth) -> None:
+    """Tensor's in-place variants: registry ops', compositions', shape changes'."""
     for name in INPLACE_OPS:
         if name in REGISTRY:
             meth(name + "_", _dispatch._make_inplace(REGISTRY[name]))
@@ -595,6 +388,11 @@ def install(namespace: dict, tensor_cls) -> None:
                        ("unsqueeze", _F["unsqueeze"]), ("swapaxes", extra.swapaxes),
                        ("swapdims", extra.swapdims), ("as_strided", _F["as_strided"])):
         meth(name + "_", _shape_inplace(name, view))
+
+
+def _install_functions(top) -> None:
+    """Top-level in-place forms, `*_copy` functions, nn.functional aliases, windows, settings
+    and factories."""
     for name in TOPLEVEL_INPLACE:
         top(name + "_", _toplevel_inplace(name))
     for name in COPY_OF:
@@ -615,6 +413,10 @@ def install(namespace: dict, tensor_cls) -> None:
                set_flush_denormal, get_default_device, typename, scalar_tensor, rsub, fill,
                range, empty_strided, empty_permuted):
         top(fn.__name__, fn)
+
+
+def _install_functional(meth, top) -> None:
+    """Tensor methods over nn.functional, and the numeric and spectral helpers."""
     for name in ("relu", "selu", "celu", "threshold", "rrelu", "hardshrink", "prelu"):
         meth_fn = getattr(_functional(), name + "_", None)
         if meth_fn is not None and name in ("relu", "selu", "celu", "threshold", "rrelu"):
@@ -630,6 +432,11 @@ def install(namespace: dict, tensor_cls) -> None:
     meth("resize_as", resize_as_)
     meth("storage", lambda self: self.untyped_storage())
     meth("nonzero_static", nonzero_static)
+
+
+def _install_namespace(top) -> None:
+    """Module-level names: storage/DLPack/anomaly helpers, lazy submodules, methods as
+    functions, layouts, memory formats and constants."""
     from .autograd import anomaly
 
     for fn in (is_storage, to_dlpack, frombuffer, from_file, set_anomaly_enabled,
@@ -647,6 +454,11 @@ def install(namespace: dict, tensor_cls) -> None:
     top("memory_format", memory_format)
     for k, v in CONSTANTS.items():
         top(k, v)
+
+
+def _install_tensor(T, meth, namespace) -> None:
+    """Tensor introspection (`H`, `mH`, `layout`, `is_meta`...), `new_*` factories and the
+    in-place samplers."""
     T.H = property(_H)
     if not hasattr(T, "mH"):
         T.mH = property(extra.adjoint)
