@@ -4,13 +4,12 @@ metadata.
 Ops on tensors are generated from the registry by `eager/dispatch.py` (functions, methods,
 dunders, in-place variants); this file holds what is not an op: construction, properties, the
 storage/view model (strides, storage offset, `_base`, the `_version` counter shared by a base
-and its views), dtype and device conversion, `backward`, and the in-place update protocol.
+and its views), dtype and device conversion, `backward`, and the in-place update protocol
+(pickling and deepcopy: `eager/tensor_copy.py`).
 Semantics follow `torch.Tensor`. Imports only `ir` and eager's small helper modules.
 """
 
 from __future__ import annotations
-
-import copy
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from . import grad_mode
 from .device import CPU, device, device_of_array, resolve, to_device
 from .printing import tensor_repr
 from .storage import Size, UntypedStorage, _ptr, _root
+from .tensor_copy import TensorCopyMixin
 
 __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
@@ -40,7 +40,7 @@ def bump_version(t) -> None:
     MUTATIONS[0] += 1
 
 
-class Tensor:
+class Tensor(TensorCopyMixin):
     """A tensor. `_data` is its array; `grad_fn` the autograd node that produced it (None for a
     leaf); `_vc` the version counter cell shared with its views (`_version` reads it); `_base`
     the tensor a view was made from (None for a tensor owning its memory)."""
@@ -489,48 +489,6 @@ class Tensor:
             t = Tensor._make(self._data[i, ...])
             t._vc, t._base = self._vc, self._base if self._base is not None else self
             yield t
-
-    # ---------------------------------------------------------------- pickling and deepcopy
-
-    def __reduce_ex__(self, protocol):
-        """Pickle as (class, host data, view geometry, requires_grad, version cell, device).
-
-        A view pickles the array owning its memory plus its byte offset, shape and strides,
-        so tensors sharing memory in one pickle share it after loading; CUDA data is copied to
-        the host and back. `.grad`, `grad_fn` and hooks are not kept: the loaded tensor is a
-        leaf (as `torch.Tensor.__reduce_ex__`)."""
-        from .serialization import _host_and_geometry, _rebuild_tensor
-
-        data, geometry = _host_and_geometry(self._data)
-        return _rebuild_tensor, (type(self), data, geometry, self.requires_grad, self._vc,
-                                 str(self.device))
-
-    def __deepcopy__(self, memo):
-        """A copy with its own memory (tensors sharing memory in one `deepcopy` call share the
-        copy), the same `requires_grad`, and a deep-copied `.grad`. RuntimeError for a tensor
-        made by autograd-recorded ops (as `torch.Tensor.__deepcopy__`)."""
-        return self._deepcopy_tensor(memo, with_grad=True)
-
-    def _deepcopy_tensor(self, memo, with_grad: bool) -> Tensor:
-        if self.grad_fn is not None:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.  If you were "
-                               "attempting to deepcopy a module, this may be because of a "
-                               "torch.nn.utils.weight_norm usage, see "
-                               "https://github.com/pytorch/pytorch/pull/103001")
-        found = memo.get(id(self))
-        if found is not None:
-            return found
-        t = Tensor.__new__(type(self))
-        from .serialization import _deepcopy_array
-
-        t._init(_deepcopy_array(self._data, memo))
-        t.requires_grad = self.requires_grad
-        t._vc = copy.deepcopy(self._vc, memo)
-        memo[id(self)] = t
-        if with_grad and self.grad is not None:
-            t.grad = self.grad._deepcopy_tensor(memo, True)
-        return t
 
 
 _Device = device
