@@ -260,6 +260,9 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if not isinstance(value, type) and isinstance(call, types.FunctionType):
             tx.out.guards.identity(f"type({fn.source}).__call__", call, "__call__")
             return inline(tx, FunctionVariable(call, None, self_var=fn), args, kwargs)
+        folded = fold_constant_helper(tx, value, args, kwargs)  # np.dtype(...) inside eager
+        if folded is not None:
+            return folded
     raise tx.unsupported(f"call to {fn.describe()}")
 
 
@@ -276,6 +279,9 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
         return rule(tx, value, args, kwargs)
     if getattr(value, "__wick_value_check__", False):
         return ConstantVariable(None)  # (the kernels check their indices: see vocabulary)
+    folded = fold_constant_helper(tx, value, args, kwargs)
+    if folded is not None:
+        return folded
     if not vocabulary.is_composition(value):
         raise vocabulary.no_graph_form(tx, value)
     if vocabulary.is_internal_frame(tx):  # a composition calling another: the outer one names it
@@ -284,6 +290,40 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
         return inline(tx, FunctionVariable(value), args, kwargs)
     except GraphBreak as gb:
         raise vocabulary.no_graph_form(tx, value, gb.reason.reason) from None
+
+
+def _constant_data(v):
+    """(True, value) for a tracker of constant data (constants, built tuples/lists of them)."""
+    from .pycalls import _const_data, _is_const_data
+
+    if isinstance(v, VariableTracker):
+        return (True, _const_data(v)) if _is_const_data(v) else (False, None)
+    return True, v
+
+
+def fold_constant_helper(tx, value, args, kwargs):
+    """Inside an inlined `eager` composition, a call that computes constants from constants
+    (`interpolate`'s numpy index and weight matrices from the sizes, `np.arange(n)`,
+    `np.dtype(t.dtype.np)`) runs at capture time: its result is a constant of the graph, as
+    the shapes it came from are (guarded). Only private `eager.nn` helpers and numpy (never
+    numpy.random) fold; a helper returning a tensor is inlined instead. None: not folded."""
+    if not vocabulary.is_internal_frame(tx):
+        return None
+    module = vocabulary._module_of(value)
+    helper = isinstance(value, types.FunctionType) and module.startswith("eager.nn") and \
+        value.__name__.startswith("_") and value not in _TENSOR_INTERNALS
+    if not (helper or module == "numpy" or isinstance(value, type) and
+            getattr(value, "__module__", "") == "numpy"):
+        return None
+    plain = [_constant_data(a) for a in args]
+    named = {k: _constant_data(v) for k, v in kwargs.items()}
+    if not all(ok for ok, _ in plain + list(named.values())):
+        return None
+    result = value(*[v for _, v in plain], **{k: v for k, (_, v) in named.items()})
+    if isinstance(result, Tensor) or (isinstance(result, (tuple, list)) and
+                                      any(isinstance(r, Tensor) for r in result)):
+        return None
+    return ConstantVariable(result)
 
 
 def _check_inplace_rule(tx, fn, args, kwargs):

@@ -32,7 +32,7 @@ from .variables import (
 PURE_BUILTINS = {
     abs, all, any, bool, chr, complex, divmod, float, int, isinstance, issubclass, len, max,
     min, ord, pow, range, repr, round, str, sum, tuple, list, type, hash, sorted, enumerate,
-    zip, reversed, dict, set, frozenset, slice, callable, format,
+    zip, reversed, dict, set, frozenset, slice, callable, format, map,
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
 CONTAINER_METHODS = {"append", "extend", "insert", "pop", "get", "items", "keys", "values",
@@ -90,8 +90,13 @@ def unpack(tx, v: VariableTracker) -> list:
         if hasattr(type(v.value), "keys"):  # a dict container iterates its keys
             return [ConstantVariable(k) for k, _ in entries]
         return [x for _, x in entries]
-    if isinstance(v, TensorVariable):
-        raise tx.unsupported("iterating over a tensor")
+    if isinstance(v, TensorVariable):  # `src, dst = edge_index`: one select per row, as
+        if not v.meta.shape:              # torch's unpacking (the first size specialised)
+            raise TypeError("iteration over a 0-d tensor")
+        from . import dynamic
+
+        dynamic.check_read(tx, v, (0,))
+        return [subscripts.getitem(tx, v, ConstantVariable(i)) for i in range(v.meta.shape[0])]
     raise tx.unsupported(f"iterating over {v.describe()}")
 
 
@@ -160,6 +165,9 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
     if f is zip and not kwargs and not _const(args):
         return ListVariable([TupleVariable(list(t))
                              for t in zip(*(unpack(tx, a) for a in args))])
+    if f is map and len(args) >= 2 and not kwargs and not _const(args):
+        rows = zip(*(unpack(tx, a) for a in args[1:]))  # (called eagerly, not lazily)
+        return IteratorVariable([calls.call_function(tx, args[0], list(r), {}) for r in rows])
     if f is reversed and len(args) == 1 and not args[0].is_constant():
         return ListVariable(list(reversed(unpack(tx, args[0]))))
     if f in (sum, any, all, min, max) and len(args) in (1, 2) and not _const(args):
@@ -181,6 +189,9 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
         if hasattr(result, "__next__"):  # reversed(), zip()...: a fresh iterator each call
             result = tuple(result)
         return ConstantVariable(result)
+    folded = calls.fold_constant_helper(tx, f, args, kwargs)  # np.arange(n) inside eager
+    if folded is not None:
+        return folded
     if f is print:
         raise tx.unsupported("call to builtin print")
     if f is builtins.breakpoint:
