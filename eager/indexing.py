@@ -54,15 +54,11 @@ def _as_index_tensor(k):
     return t
 
 
-def parse_key(x, key, F=EAGER_F, as_index=_as_index_tensor, tensor_type=Tensor):
-    """Split `key` into (basic index tuple, [index tensors], [view dims they index]).
-
-    Bool masks become integer index tensors (one per masked dim, via `argwhere`). Raises
-    IndexError for too many indices, a second Ellipsis, a mask of the wrong shape, and
-    ValueError for a negative slice step, as PyTorch does. `F` (an `OpNamespace`), `as_index`
-    (list / array / tensor -> an int64 or bool index tensor) and `tensor_type` let capture
-    run the same parse on its trackers (`x` and tensors need only `shape`, `ndim`, `dtype`).
-    """
+def _key_entries(x, key, as_index, tensor_type):
+    """`parse_key`'s first pass: (entries, used) with each key item checked and normalised
+    (None, Ellipsis, a slice, an int, ("bool", b) for a Python bool, or an index tensor) and
+    `used`, the number of x's dims the entries consume; IndexError for an invalid item, a
+    second Ellipsis or too many indices."""
     if not isinstance(key, tuple):
         key = (key,)
     entries = []
@@ -85,6 +81,19 @@ def parse_key(x, key, F=EAGER_F, as_index=_as_index_tensor, tensor_type=Tensor):
         raise IndexError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    return entries, used
+
+
+def parse_key(x, key, F=EAGER_F, as_index=_as_index_tensor, tensor_type=Tensor):
+    """Split `key` into (basic index tuple, [index tensors], [view dims they index]).
+
+    Bool masks become integer index tensors (one per masked dim, via `argwhere`). Raises
+    IndexError for too many indices, a second Ellipsis, a mask of the wrong shape, and
+    ValueError for a negative slice step, as PyTorch does. `F` (an `OpNamespace`), `as_index`
+    (list / array / tensor -> an int64 or bool index tensor) and `tensor_type` let capture
+    run the same parse on its trackers (`x` and tensors need only `shape`, `ndim`, `dtype`).
+    """
+    entries, used = _key_entries(x, key, as_index, tensor_type)
     basic, idx, dims = [], [], []
     src = out = 0  # the next dim of x, and of the basic view
     for e in entries:
