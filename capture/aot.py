@@ -21,7 +21,7 @@ from eager.autograd import Function, engine, forward_ad
 from eager.autograd.function import FunctionNode
 from eager.autograd.hooks import meta_of
 from eager.autograd.nodes import NO_EDGE, edge_of
-from eager.tensor import Tensor
+from eager.tensor import Tensor, wrap_array
 from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
 
@@ -143,11 +143,12 @@ class AOTGraph:
             if found:
                 if engine._CHECKS or forward_ad._LEVEL:
                     return self(*inputs)
-                return _apply_direct(found[0], inputs)
+                return found[0](*inputs)
             out = self(*inputs)
             wrt = tuple(isinstance(t, Tensor) and t.requires_grad for t in inputs)
-            if any(wrt) and wrt in self.plans:
-                found.append(self.plans[wrt])
+            plan = self.plans.get(wrt) if any(wrt) else None
+            if plan is not None and plan.in_meta is not None:
+                found.append(direct_function(plan))
             return out
 
         return call
@@ -218,6 +219,55 @@ def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
     ctx._saved = saved
     ctx._to_save = ()
     return outs
+
+
+def direct_function(plan: _Plan):
+    """`_apply_direct` specialised for one plan whose first call fixed its input and output
+    metadata, as one generated function of the input Tensors (a cache entry's guards fix
+    their shapes, dtypes and requires_grad): the node is an instance of a per-plan subclass
+    of `FunctionNode` whose class attributes hold what every call shares (`_cls`, `plan`,
+    `needs_input_grad`, input/output metadata), outputs are made in line, saved entries are
+    one list display. The same node state as `_apply_direct` (the parity tests compare)."""
+    node_cls = type("_AOTNode", (FunctionNode,), {
+        "_cls": _AOT, "plan": plan, "needs_input_grad": plan.needs_input_grad,
+        "_in_meta": plan.in_meta, "_outs": plan.outs_meta, "num_outputs": plan.n_out,
+        "materialize_grads": False, "_released": False, "_to_save": ()})
+    m, n = len(plan.wrt), plan.n_out
+    ins = [f"i{k}" for k in range(m)]
+    edges = "".join(f"edge_of(i{k}), " if w else "NO_EDGE, " for k, w in enumerate(plan.wrt))
+    lines = [f"def direct({', '.join(ins)}):",
+             f"    res = fwd({''.join(f'i{k}._data, ' for k in range(m))})",
+             "    ctx = new(Node)", "    ctx._hk = None",
+             f"    ctx.next_functions = (NO_EDGE, {edges})"]
+    for i in range(n):
+        diff = plan.differentiable[i]
+        lines += [f"    a = res[{i}]", f"    o{i} = new(Tensor)",
+                  f"    o{i}._data = a if type(a) is ndarray else asarray(a)",
+                  f"    o{i}.requires_grad = {diff}", f"    o{i}.grad_fn = "
+                  f"{'ctx' if diff else 'None'}", f"    o{i}._retains_grad = False",
+                  f"    o{i}.grad = o{i}._base = o{i}._fw_grad = o{i}._backward_hooks = None",
+                  f"    o{i}._vc = [0]"]
+        if diff and i:
+            lines.append(f"    meta_of(o{i}).output_nr = {i}")
+    lines.append(f"    ctx.out_version = {0 if n else None}")
+    saved = []
+    for kind, i in plan.saved_from:
+        if kind == "input":
+            saved.append(f"('t', i{i}, i{i}._vc[0], 0)")
+        elif kind == "output" and plan.differentiable[i]:
+            saved.append(f"('o', (o{i}._data, o{i}._vc, True), 0, {i})")
+        elif kind == "output":
+            saved.append(f"('t', o{i}, 0, 0)")
+        else:
+            saved.append(f"('t', wrap(asarray(res[{n + i}])), 0, 0)")
+    lines.append(f"    ctx._saved = [{', '.join(saved)}]")
+    lines.append(f"    return ({''.join(f'o{i}, ' for i in range(n))})")
+    ns = {"fwd": getattr(plan.fwd, "run_unchecked", plan.fwd), "new": object.__new__,
+          "Node": node_cls, "Tensor": Tensor, "NO_EDGE": NO_EDGE, "edge_of": edge_of,
+          "ndarray": np.ndarray, "asarray": np.asarray, "meta_of": meta_of,
+          "wrap": wrap_array}
+    exec(compile("\n".join(lines) + "\n", "<aot direct>", "exec"), ns)  # noqa: S102
+    return ns["direct"]
 
 
 def supported(graph) -> bool:

@@ -11,13 +11,16 @@ Split from `compiler.py`. Touches `eager`, numpy.
 
 from __future__ import annotations
 
+import keyword
 import sys
 import types
 
 import numpy as np
 
-from eager import Tensor, grad_mode
+from eager import grad_mode
+from eager.tensor import wrap_array
 
+from . import writeback
 from .guards import read_through
 
 
@@ -87,6 +90,13 @@ def _template_expr(t: tuple, ns: dict) -> str | None:
         name = f"___k{len(ns)}"
         ns[name] = t[1]
         return name
+    if kind == "num":  # a dynamic number computed in the graph: `int`/`float` of its 0-d array
+        inner = _template_expr(t[2], ns)
+        if inner is None:
+            return None
+        name = f"___k{len(ns)}"
+        ns[name] = t[1]
+        return f"{name}({inner}._data)"
     if len(t) > 2 and kind in ("list", "dict"):  # one object however often referenced
         seen = ns.setdefault("___seen", set())
         if t[2] in seen:
@@ -145,13 +155,14 @@ def build_hit(cf, entry) -> types.FunctionType:
 def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     runner = entry.runner
     if (entry.mode != "graph" or runner is None or runner.specs is not None
-            or entry.template is None or entry.writebacks or entry.effects):
-        return None  # (a write-back of mutated inputs or Python side effects: general path)
+            or entry.template is None or entry.writebacks_grad):
+        return None  # (a write-back with grad `protect`s its inputs: the general path)
     aot = runner.aot is not None and not runner.empty
     if not runner.empty and not aot and (runner.autograd or runner.compiled is None):
         return None
     expr = _template_expr(entry.template, ns)
-    if expr is None:
+    effects = _effects_lines(entry.effects, ns)
+    if expr is None or effects is None:
         return None
     # (sources read through the locals the guard condition left: `guards.share_reads`)
     lines = [f"    ___i{k} = {read_through(src, shared)}"
@@ -170,21 +181,68 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
         outs = "".join(f"___o{k}, " for k in range(n))
         args = ", ".join(f"___i{k}._data" for k in range(len(entry.input_sources)))
         lines += ["    try:", f"        {outs + '= ' if n else ''}___graph({args})"]
-        lines += [f"        ___o{k} = ___make(___o{k} if ___isinstance(___o{k}, ___ndarray) "
-                  f"else ___asarray(___o{k}))" for k in range(n)]
+        lines += [f"        ___o{k} = ___wrap(___o{k} if ___type(___o{k}) is ___ndarray else "
+                  f"___asarray(___o{k}))" for k in range(n)]
         lines += ["    except Exception as ___e:", "        return ___failed(___e)"]
-        ns.update(___graph=_fast_call(runner.compiled), ___make=Tensor._make,
-                  ___isinstance=isinstance, ___ndarray=_array_types(), ___asarray=np.asarray,
-                  ___failed=cf.graph_failed)
+        ns.update(___graph=_fast_call(runner.compiled), ___wrap=wrap_array, ___type=type,
+                  ___ndarray=np.ndarray, ___asarray=_asarray, ___failed=cf.graph_failed)
     ns["___cf"] = cf
     lines.append("    ___cf.graph_runs += 1")
+    if entry.writebacks:  # mutated inputs first (`CompiledFunction.run`'s order)
+        ns["___write"] = writeback.write_one
+        lines += [f"    ___write(___i{i}, ___o{k})" for i, k, _ in entry.writebacks]
     lines += [f"    ___s{k} = {read_through(src, shared)}"
               for k, src in enumerate(entry.obj_sources)]
+    lines += effects
     if entry.final_grad is not None:
         ns["___set_grad"] = grad_mode._set
         lines.append(f"    ___set_grad({entry.final_grad!r})")
     lines.append(f"    return {expr}")
     return "\n".join(lines) + "\n"
+
+
+def _effects_lines(effects, ns: dict) -> list | None:
+    """Source lines replaying Python side effects as `sideeffects.apply` does (every target
+    and value first, then the containers and stores in order), or None when a template needs
+    `transform.rebuild`."""
+    first, then = [], []
+    for j, e in enumerate(effects):
+        kind = e[0]
+        if kind == "global":
+            target = f"___k{len(ns)}"
+            ns[target] = e[1]
+            value = _template_expr(e[3], ns)
+        else:
+            target = _template_expr(e[1], ns)
+            if kind == "list":
+                items = [_template_expr(x, ns) for x in e[2]]
+                value = None if None in items else "[" + "".join(i + ", " for i in items) + "]"
+            elif kind == "dict":
+                value = _template_expr(("dict", e[2]), ns)
+            else:
+                value = _template_expr(e[3], ns)
+        if target is None or value is None:
+            return None
+        first += [f"    ___et{j} = {target}", f"    ___ev{j} = {value}"]
+        if kind == "list":
+            then.append(f"    ___et{j}[:] = ___ev{j}")
+        elif kind == "dict":
+            then += [f"    ___et{j}.clear()", f"    ___et{j}.update(___ev{j})"]
+        elif kind == "global" or not (e[2].isidentifier() and not keyword.iskeyword(e[2])):
+            name = f"___k{len(ns)}"
+            ns[name] = e[2]
+            then.append(f"    ___et{j}[{name}] = ___ev{j}" if kind == "global" else
+                        f"    ___setattr(___et{j}, {name}, ___ev{j})")
+            ns["___setattr"] = setattr
+        else:
+            then.append(f"    ___et{j}.{e[2]} = ___ev{j}")
+    return first + then
+
+
+def _asarray(a):
+    """A backend's output that is not a numpy array: as it is when it is a device (cupy)
+    array, else a numpy array (a numpy scalar becomes 0-d)."""
+    return a if isinstance(a, _array_types()) else np.asarray(a)
 
 
 def _array_types() -> tuple:

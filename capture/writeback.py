@@ -173,6 +173,17 @@ def protect(pairs, inputs: list) -> list:
     return inputs
 
 
+def write_one(dst, new) -> None:
+    """Write tensor `new`'s value into input `dst`'s own array and bump `dst`'s version (a
+    cache hit's write-back without grad, and the first step of `apply`)."""
+    a, b = dst._data, new._data
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        np.copyto(a, b)
+    else:
+        a[...] = b
+    bump_version(dst)
+
+
 def apply(pairs, inputs, outs, originals=None) -> None:
     """Write each mutated input's final value into its own array, bumping its version; an
     input whose final value requires grad takes that value's history (`grad_fn`, output
@@ -180,11 +191,7 @@ def apply(pairs, inputs, outs, originals=None) -> None:
     `originals`: the caller's tensors when `inputs` are `protect`ed copies."""
     for i, k, grad in pairs:
         dst, new = (originals or inputs)[i], outs[k]
-        if isinstance(dst._data, np.ndarray) and isinstance(new._data, np.ndarray):
-            np.copyto(dst._data, new._data)
-        else:
-            dst._data[...] = new._data
-        bump_version(dst)
+        write_one(dst, new)
         if grad and new.requires_grad:
             old_fn = dst.grad_fn
             dst.requires_grad, dst.grad_fn = True, new.grad_fn

@@ -28,17 +28,23 @@ def _inputs(seed=0):
     return x, w, idx
 
 
-def _both_paths(monkeypatch):
-    """(direct results, general results) of one compiled call on equal inputs."""
+def _both_paths(monkeypatch, calls=1):
+    """(direct results, general results) of the `calls`-th compiled call on equal inputs (the
+    first call builds the node with `_apply_direct`, later hits with the entry's generated
+    `direct_function`)."""
     out = []
     for direct in (True, False):
         capture.reset()
         if not direct:
             monkeypatch.setattr(aot, "_apply_direct", lambda plan, inputs:
                                 aot._AOT.apply(plan, *inputs))
+            monkeypatch.setattr(aot, "direct_function", lambda plan:
+                                lambda *inputs: aot._AOT.apply(plan, *inputs))
         c = capture.compile(_two_outputs)
-        ins = _inputs()
-        out.append((c(*ins), ins))
+        for _ in range(calls):
+            ins = _inputs()
+            res = c(*ins)
+        out.append((res, ins))
         assert c.__wick_compiled__.entries[0].runner.aot.plans  # the bridge served the call
     return out
 
@@ -53,8 +59,11 @@ def _node_state(res, ins):
              for r in res])
 
 
-def test_direct_node_equals_function_apply(monkeypatch):
-    (rd, ind), (rg, ing) = _both_paths(monkeypatch)
+@pytest.mark.parametrize("calls", [1, 3])
+def test_direct_node_equals_function_apply(monkeypatch, calls):
+    (rd, ind), (rg, ing) = _both_paths(monkeypatch, calls)
+    if calls > 1:  # (the hit's generated node builder served the call)
+        assert type(rd[0].grad_fn).__name__ == "_AOTNode"
     assert _node_state(rd, ind) == _node_state(rg, ing)
     for a, b in zip(rd, rg):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy())
