@@ -1,4 +1,5 @@
-"""The convolution kernels (`ir/ops/conv.py`: im2col + GEMM, col2im by strided additions) and
+"""The convolution kernels (`ir/ops/conv.py`: channels-last im2col + GEMM, the stride-1 input
+gradient as a flipped-weight convolution, col2im by strided additions otherwise) and
 the pooling / batch norm paths against PyTorch: values and every gradient (input, weight, bias,
 and the double backward) over stride, padding, dilation, groups, with and without bias, in
 float32 and float64, for conv1d/2d/3d."""
@@ -24,7 +25,13 @@ CASES = [  # (input shape, weight shape, kwargs)
     ((2, 3, 8, 7), (4, 3, 4, 3), {"padding": "same"}),  # odd total: extra on the right
     ((2, 3, 10, 10), (5, 3, 3, 3), {"stride": 3, "padding": 0, "dilation": 2}),  # uncovered tail
     ((2, 3, 11), (4, 3, 3), {"stride": 2, "padding": 1}),
-    ((2, 3, 17, 16), (4, 3, 3, 3), {"padding": 1}),  # long output rows: per-sample GEMMs
+    ((2, 3, 17, 16), (4, 3, 3, 3), {"padding": 1}),
+    # stride 1: the input gradient is a convolution of the padded gradient with the flipped
+    # weight; padding beyond the kernel's reach crops the gradient instead
+    ((2, 3, 6, 5), (4, 3, 1, 2), {"padding": (2, 1)}),
+    ((2, 4, 9, 8), (6, 2, 3, 2), {"padding": (3, 0), "dilation": (2, 3), "groups": 2}),
+    # strided: per-offset GEMMs added into the channels-last input gradient, per group
+    ((2, 4, 7, 9), (4, 2, 2, 3), {"stride": (3, 2), "padding": (1, 2), "groups": 2}),
     ((2, 2, 40, 20), (3, 2, 3, 3), {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2)}),
     ((2, 2, 300), (3, 2, 5), {"padding": 2}),
     ((2, 4, 5, 6, 4), (4, 2, 3, 2, 2), {"padding": (1, 0, 1), "groups": 2, "stride": (1, 2, 1)}),

@@ -3,16 +3,19 @@
 the weight), each differentiable by the other two (PyTorch's `convolution` /
 `convolution_backward` and `_convolution_double_backward`).
 
-The kernels are im2col + one batched GEMM (BLAS) per call: the padded input's window at each
-kernel offset is one strided slice, copied into a (G, C/G * prod(kernel), N * L) column matrix
-(prod(kernel) slice copies, no index arrays); the forward is W (G, O/G, K) @ cols, the weight
-gradient g @ cols^T, the input gradient W^T @ g followed by col2im as prod(kernel) strided
-additions into the padded input. Dtypes are kept (no float64 temporaries); `xp` is numpy or
-cupy. Semantics: torch.nn.functional.conv1d/2d/3d (cross-correlation; symmetric zero padding;
-argument checks with PyTorch's messages live in `eager/nn/conv.py`). Max pooling's window
-search is `_max_pool_indices` (the flat input-plane index of each window's maximum, found by
-prod(kernel) strided comparisons; the values are a `gather` of them, so the gradient is the
-gather's scatter-add). Imports nothing outside `ir`.
+The kernels work channels last: the padded input is copied as (N, *padded, C) (a copy inside
+each sample; a batch-last layout costs a strided pass over the whole batch), so its windows
+are one strided view (N, *out, G, *kernel, C/G) and im2col is one copy into a
+(N * L, G, K) matrix with runs of kernel width * C/G. The forward is one 2-D BLAS GEMM per
+group (cols @ W^T), the weight gradient g^T @ cols with g channels last, the input gradient
+at stride 1 the convolution of the padded g with the flipped weight (no col2im), otherwise
+per-offset GEMMs added into strided windows of a channels-last buffer. Dtypes are kept (no
+float64 temporaries); `xp` is numpy or cupy. Semantics: torch.nn.functional.conv1d/2d/3d
+(cross-correlation; symmetric zero padding; argument checks with PyTorch's messages live in
+`eager/nn/conv.py`). Max pooling's window search is `_max_pool_indices` (the flat
+input-plane index of each window's maximum, found by prod(kernel) strided comparisons on the
+channels-last copy; the values are a gather of them, so the gradient is the gather's
+scatter-add). Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
@@ -41,99 +44,135 @@ def _windows(kernel, stride, dilation, out):
                     for o, d, s, n in zip(off, dilation, stride, out))
 
 
-def _batch_last(xp, x, padding):
-    """x (N, C, *spatial) as a new contiguous (C, *padded spatial, N) array, zeros around.
-    With the batch innermost, a window's rows are long contiguous runs (out width * N) for
-    the slice copies and additions, however small the images."""
+def _channels_last(xp, x, pads, size=None, fill=0):
+    """x (N, C, *spatial) as a new contiguous (N, *padded, C) array: `pads` per dim (lo, hi)
+    (negative: cropped), `size` the padded extent where windows reach further (pooling's ceil
+    mode), `fill` around. Moving the channels inside each sample is a cheap copy (a batch-last
+    layout costs a strided pass over the whole batch), and it makes a window's row one
+    contiguous run of kernel width * channels."""
     n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
-    out = (xp.zeros if any(padding) else xp.empty)(
-        (c,) + tuple(s + 2 * p for s, p in zip(spatial, padding)) + (n,), x.dtype)
-    inner = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
-    out[(slice(None),) + inner] = xp.moveaxis(x, 0, -1)
+    if size is None:
+        size = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
+    dst, src = [], []
+    for s, (lo, hi), m in zip(spatial, pads, size):
+        a, b = max(-lo, 0), s - max(-hi, 0)
+        dst.append(slice(max(lo, 0), max(lo, 0) + max(b - a, 0)))
+        src.append(slice(a, max(b, a)))
+    inner = all(d.start == 0 and d.stop == m for d, m in zip(dst, size))
+    out = xp.empty((n,) + tuple(size) + (c,), x.dtype) if inner else \
+        xp.full((n,) + tuple(size) + (c,), fill, x.dtype)
+    out[(slice(None),) + tuple(dst)] = xp.moveaxis(x[(slice(None),) * 2 + tuple(src)], 1, -1)
     return out
 
 
-def _at(win):
-    return (slice(None),) + win + (slice(None),)
+def _window_view(xp, xh, kernel, stride, dilation, out, groups=1):
+    """The windows of a channels-last xh (N, *padded, C) as one strided view
+    (N, *out, G, *kernel, C/G) (no copy)."""
+    st, item = xh.strides, xh.strides[-1]
+    cg = xh.shape[-1] // groups
+    shape = (xh.shape[0],) + tuple(out) + (groups,) + tuple(kernel) + (cg,)
+    strides = ((st[0],) + tuple(s * q for s, q in zip(st[1:-1], stride)) + (cg * item,)
+               + tuple(s * d for s, d in zip(st[1:-1], dilation)) + (item,))
+    return xp.lib.stride_tricks.as_strided(xh, shape, strides)
 
 
-def _cols(xp, x, kernel, stride, padding, dilation, groups):
-    """im2col of x (N, C, *spatial): (G, C/G * prod(kernel), L * N) and the output sizes."""
-    n, c = x.shape[:2]
-    out = _out_sizes(x.shape[2:], kernel, stride, padding, dilation)
-    xt = _batch_last(xp, x, padding)
-    cols = xp.empty((c, math.prod(kernel)) + out + (n,), x.dtype)
-    for i, win in enumerate(_windows(kernel, stride, dilation, out)):
-        cols[:, i] = xt[_at(win)]
-    return cols.reshape(groups, -1, n * math.prod(out)), out
+def _cols(xp, xh, kernel, stride, dilation, out, groups):
+    """im2col of a channels-last xh: a contiguous (N * L, G, prod(kernel) * C/G) matrix, each
+    group's columns ordered (kernel offset, channel). One strided copy whose inner runs are
+    kernel width * C/G long (dilation 1)."""
+    view = _window_view(xp, xh, kernel, stride, dilation, out, groups)
+    return xp.ascontiguousarray(view).reshape(xh.shape[0] * math.prod(out), groups, -1)
 
 
-def _grad_rows(xp, g, groups):
-    """g (N, O, *out) as a contiguous (G, O/G, L * N) (also makes real strides of a broadcast
-    g, as the gradient of a sum: BLAS needs them)."""
+def _weight_rows(xp, w, groups):
+    """w (O, C/G, *kernel) as (G, O/G, prod(kernel) * C/G), columns in `_cols`' order."""
+    return xp.moveaxis(w, 1, -1).reshape(groups, w.shape[0] // groups, -1)
+
+
+def _rows_last(xp, g, groups):
+    """g (N, O, *out) as a contiguous (N * L, G, O/G) (channels last: a copy inside each
+    sample; also gives a broadcast g, as the gradient of a sum, the real strides BLAS needs)."""
     n, o = g.shape[:2]
-    rows = xp.ascontiguousarray(xp.moveaxis(g, 0, -1))
-    return rows.reshape(groups, o // groups, n * math.prod(g.shape[2:]))
+    rows = xp.ascontiguousarray(xp.moveaxis(g.reshape(n, o, -1), 1, -1))
+    return rows.reshape(-1, groups, o // groups)
 
 
-def _gemm(xp, a, b, out_shape):
-    """a (G, m, k) @ b (G, k, n) as G two-dimensional BLAS calls (numpy's stacked matmul
-    leaves BLAS for transposed operands) into a new (G, m, n) array."""
-    if a.shape[0] == 1:
-        return xp.matmul(a[0], b[0]).reshape(out_shape)
-    out = xp.empty((a.shape[0], a.shape[1], b.shape[2]), xp.result_type(a, b))
-    for i in range(a.shape[0]):
-        xp.matmul(a[i], b[i], out=out[i])
-    return out.reshape(out_shape)
-
-
-def _conv_sample_major(xp, x, w, stride, padding, dilation, out):
-    """groups = 1 with long output rows: per-sample columns (N, K, L) and N GEMMs writing
-    (N, O, L) in place (no transposing copies of the input and output)."""
-    n, c = x.shape[:2]
-    size = tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
-    xpad = x
-    if any(padding):
-        xpad = xp.zeros((n, c) + size, x.dtype)
-        xpad[(slice(None),) * 2 + tuple(slice(p, p + s) for s, p in
-                                        zip(x.shape[2:], padding))] = x
-    kernel = w.shape[2:]
-    cols = xp.empty((n, c, math.prod(kernel)) + out, x.dtype)
-    for i, win in enumerate(_windows(kernel, stride, dilation, out)):
-        cols[:, :, i] = xpad[(slice(None),) * 2 + win]
-    y = xp.matmul(w.reshape(w.shape[0], -1), cols.reshape(n, -1, math.prod(out)))
-    return y.reshape((n, w.shape[0]) + out)
+def _conv_cl(xp, xh, w, stride, dilation, out, groups):
+    """The convolution of a channels-last padded xh (N, *padded, C) with w (O, C/G, *kernel):
+    per group one 2-D BLAS GEMM (N * L, K) @ (K, O/G), then (G, N, L, O/G) -> (N, O, *out)."""
+    cols = _cols(xp, xh, w.shape[2:], stride, dilation, out, groups)
+    wr = _weight_rows(xp, w, groups)
+    n, o = xh.shape[0], w.shape[0]
+    y = xp.empty((groups, cols.shape[0], o // groups), xp.result_type(xh, w))
+    for i in range(groups):
+        xp.matmul(cols[:, i], wr[i].T, out=y[i])
+    y = y.reshape(groups, n, -1, o // groups).transpose(1, 0, 3, 2)
+    return xp.ascontiguousarray(y).reshape((n, o) + tuple(out))
 
 
 def _conv_impl(xp, x, w, stride, padding, dilation, groups):
     out = _out_sizes(x.shape[2:], w.shape[2:], stride, padding, dilation)
-    if groups == 1 and math.prod(out) >= 256:
-        return _conv_sample_major(xp, x, w, stride, padding, dilation, out)
-    cols, out = _cols(xp, x, w.shape[2:], stride, padding, dilation, groups)
-    o = w.shape[0]
-    y = _gemm(xp, w.reshape(groups, o // groups, -1), cols, (o,) + out + (x.shape[0],))
-    return xp.ascontiguousarray(xp.moveaxis(y, -1, 0))
+    xh = _channels_last(xp, x, tuple((p, p) for p in padding))
+    return _conv_cl(xp, xh, w, stride, dilation, out, groups)
+
+
+def _flipped(xp, w, groups):
+    """The weight of the transposed convolution: (O, C/G, *k) -> (C, O/G, *k) reversed in
+    every kernel dim (per group: channels in and out swapped)."""
+    o, cg, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    wt = w.reshape((groups, o // groups, cg) + kernel).swapaxes(1, 2)
+    wt = wt[(Ellipsis,) + (slice(None, None, -1),) * len(kernel)]
+    return xp.ascontiguousarray(wt).reshape((groups * cg, o // groups) + kernel)
 
 
 def _input_grad_impl(xp, g, w, input_size, stride, padding, dilation, groups):
+    if any(s != 1 for s in stride):
+        return _input_grad_col2im(xp, g, w, input_size, stride, padding, dilation, groups)
+    # stride 1: the adjoint is the convolution of g, padded by d (k - 1) - p (negative: a
+    # crop), with the flipped weight; no col2im additions
+    spatial = tuple(input_size[2:])
+    pads = tuple((d * (k - 1) - p,) * 2 for k, p, d in zip(w.shape[2:], padding, dilation))
+    gh = _channels_last(xp, g, pads)
+    return _conv_cl(xp, gh, _flipped(xp, w, groups), stride, dilation, spatial, groups)
+
+
+def _input_grad_col2im(xp, g, w, input_size, stride, padding, dilation, groups):
+    """Strided adjoint: per group and kernel offset one GEMM (N * L, O/G) @ (O/G, C/G) added
+    into that offset's strided window of a channels-last padded buffer (runs of C/G * out
+    width on both sides), then cropped back to (N, C, *spatial)."""
     n, c = input_size[:2]
-    kernel, out = w.shape[2:], g.shape[2:]
-    wt = w.reshape(groups, w.shape[0] // groups, -1).swapaxes(1, 2)  # (G, K, O/G)
-    dcols = _gemm(xp, wt, _grad_rows(xp, g, groups), (c, math.prod(kernel)) + out + (n,))
-    spatial = input_size[2:]
-    buf = xp.zeros((c,) + tuple(s + 2 * p for s, p in zip(spatial, padding)) + (n,), g.dtype)
-    for i, win in enumerate(_windows(kernel, stride, dilation, out)):
-        buf[_at(win)] += dcols[:, i]
+    spatial, kernel, out = tuple(input_size[2:]), w.shape[2:], g.shape[2:]
+    rows = _rows_last(xp, g, groups)  # (N * L, G, O/G)
+    cg, og = c // groups, w.shape[0] // groups
+    wk = xp.ascontiguousarray(xp.moveaxis(w.reshape((groups, og, cg, -1)), -1, 1))
+    # wk: (G, prod(kernel), O/G, C/G)
+    buf = xp.zeros((n,) + tuple(s + 2 * p for s, p in zip(spatial, padding)) + (c,),
+                   xp.result_type(g, w))
+    part = xp.empty((rows.shape[0], cg), buf.dtype)
+    for i in range(groups):
+        for k, win in enumerate(_windows(kernel, stride, dilation, out)):
+            xp.matmul(rows[:, i], wk[i, k], out=part)
+            buf[(slice(None),) + win + (slice(i * cg, (i + 1) * cg),)] += \
+                part.reshape((n,) + tuple(out) + (cg,))
     crop = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
-    return xp.ascontiguousarray(xp.moveaxis(buf[_at(crop)], -1, 0))
+    return xp.ascontiguousarray(xp.moveaxis(buf[(slice(None),) + crop], -1, 1))
 
 
 def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
-    cols, _ = _cols(xp, x, weight_size[2:], stride, padding, dilation, groups)
-    # (cols g^T)^T: the (K, N * L) @ (N * L, O/G) product is the one BLAS runs fast
-    gwt = _gemm(xp, cols, _grad_rows(xp, g, groups).swapaxes(1, 2),
-                (groups, cols.shape[1], weight_size[0] // groups))
-    return xp.ascontiguousarray(gwt.swapaxes(1, 2)).reshape(weight_size)
+    out = _out_sizes(x.shape[2:], weight_size[2:], stride, padding, dilation)
+    xh = _channels_last(xp, x, tuple((p, p) for p in padding))
+    cols = _cols(xp, xh, weight_size[2:], stride, dilation, out, groups)
+    rows = _rows_last(xp, g, groups)  # (N * L, G, O/G)
+    o, cg, kernel = weight_size[0], weight_size[1], tuple(weight_size[2:])
+    gw = xp.empty((groups, o // groups, cols.shape[2]), xp.result_type(x, g))
+    for i in range(groups):
+        xp.matmul(rows[:, i].T, cols[:, i], out=gw[i])
+    gw = gw.reshape((o,) + kernel + (cg,))
+    return xp.ascontiguousarray(xp.moveaxis(gw, -1, 1))
+
+
+def _at(win):
+    return (slice(None),) + win + (slice(None),)
 
 
 def _conj(F, t):
@@ -265,22 +304,24 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
     low = -xp.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     size = tuple(max(s + 2 * p, (o - 1) * st + d * (k - 1) + 1) for s, p, o, st, d, k in zip(
         spatial, padding, output_size, stride, dilation, kernel_size))
-    # batch innermost (C, *size, N), as the conv kernels: long runs for the comparisons
-    xt = xp.full((x.shape[1],) + size + (x.shape[0],), low, x.dtype)
-    xt[(slice(None),) + tuple(slice(p, p + s) for s, p in zip(spatial, padding))] = \
-        xp.moveaxis(x, 0, -1)
-    views = [xt[_at(win)] for win in _windows(kernel_size, stride, dilation, output_size)]
+    # channels last (N, *size, C), as the conv kernels: the comparisons run over C-long rows
+    xh = _channels_last(xp, x, tuple((p, m - s - p) for s, p, m in zip(spatial, padding, size)),
+                        size, low)
+    views = [xh[_at(win)] for win in _windows(kernel_size, stride, dilation, output_size)]
     best = views[0].copy()
     for v in views[1:]:  # the maximum (NaN propagates)
         xp.maximum(best, v, out=best)
-    # the first offset reaching it: offsets last to first, each overwriting (ATen's strict >)
-    arg = xp.zeros(best.shape, xp.int64)
-    for i in range(len(views) - 1, -1, -1):
-        arg = xp.where(views[i] == best, i, arg)
+    # the first offset reaching it (ATen's strict >): the count of offsets before the first
+    # equal one (masked copies are ~10x slower than these additions)
+    arg = xp.zeros(best.shape, xp.uint8 if len(views) < 256 else xp.int64)
+    found = views[0] == best
+    for v in views[1:]:
+        arg += ~found
+        found |= v == best
     if x.dtype.kind == "f" and xp.isnan(best).any():  # ATen's isnan(val): the last NaN
         for i, v in enumerate(views):
             xp.copyto(arg, i, where=xp.isnan(v))
-    best, arg = xp.moveaxis(best, -1, 0), xp.moveaxis(arg, -1, 0)
+    best, arg = xp.moveaxis(best, -1, 1), xp.moveaxis(arg, -1, 1)
     # window offset -> flat displacement in the plane; window start -> flat base index
     plane = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
     disp = np.array([sum(o * dl * st for o, dl, st in zip(off, dilation, plane))
@@ -294,7 +335,8 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
         # the window's first element inside the input (ATen's index when nothing beats low)
         inside = start + np.maximum(-(start // dl), 0) * dl
         first = first + (inside * plane[d]).reshape(shape)
-    idx = xp.asarray(disp)[arg] + xp.asarray(base)
+    idx = xp.take(xp.asarray(disp), arg)
+    idx += xp.asarray(base)
     if any(padding):
         xp.copyto(idx, xp.broadcast_to(xp.asarray(first), idx.shape), where=best == low)
     return idx
