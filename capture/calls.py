@@ -179,13 +179,17 @@ def inplace(tx, target, compute) -> VariableTracker:
     if not isinstance(target, TensorVariable):
         raise tx.unsupported("in-place op on a value that is not a tensor")
     node = target.node
-    if node.op == "placeholder" or any(
+    if node.op == "placeholder" and _made_by_the_code(tx, target):
+        pass  # `pe = zeros(n, d); pe[:, 0::2] = ...`: made fresh each call, nothing aliases it
+    elif node.op == "placeholder" or any(
             w is target for w in getattr(tx.out, "writebacks", {}).values()):
         from .writeback import inplace_input
 
         return inplace_input(tx, target, compute)  # a graph input: written back after
-    if node.op != "call_function" or node.target.kind == "view" or \
+    if node.op == "call_function" and node.target.kind == "view" or \
             any(u.target.kind == "view" for u in node.users if u.op == "call_function"):
+        raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
+    if node.op not in ("call_function", "placeholder"):
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
     result = compute()
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
@@ -324,6 +328,15 @@ def fold_constant_helper(tx, value, args, kwargs):
                                       any(isinstance(r, Tensor) for r in result)):
         return None
     return ConstantVariable(result)
+
+
+def _made_by_the_code(tx, t: TensorVariable) -> bool:
+    """A graph input that a constant factory of the code makes fresh on every call
+    (`vocabulary._constant_factory`: its source is the call, no caller's tensor is behind it),
+    unless it requires grad (eager's leaf check)."""
+    out = tx.out
+    return (not t.requires_grad and t.source is not None and t.source in out.input_sources
+            and t.source not in out.values and out.by_source.get(t.source) is t)
 
 
 def _check_inplace_rule(tx, fn, args, kwargs):
