@@ -502,7 +502,7 @@ class CompiledFunction:
     def _translate(self, out: OutputGraph, args, kwargs):
         """Bind the arguments as trackers, interpret the bytecode; (templater, template)."""
         fn = self.fn
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)  # (a functools.wraps wrapper's own)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         f_locals = {name: out.wrap(bound.arguments[name], name) for name in sig.parameters}

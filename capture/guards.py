@@ -18,7 +18,7 @@ import inspect
 import math
 
 from eager import Tensor
-from eager.amp.policy import active as autocast_active
+from eager.amp.policy import state_key as autocast_key
 from eager.grad_mode import is_grad_enabled
 from ir import dtypes as D
 
@@ -198,8 +198,9 @@ class GuardSet:
         self.B = self.name_for(builtins.__dict__, "B")
         self.Tensor = self.name_for(Tensor, "Tensor")
         self.add(f"{self.name_for(is_grad_enabled, 'grad_enabled')}() is {is_grad_enabled()}")
-        self.add(f"{self.name_for(autocast_active, 'autocast_active')}() is "
-                 f"{autocast_active()}")
+        key = autocast_key()  # (the autocast state: capture/autocast.py)
+        self.add(f"{self.name_for(autocast_key, 'autocast_key')}() "
+                 f"{'is None' if key is None else '== ' + repr(key)}")
         dt = D.get_default_dtype()
         self.add(f"{self.name_for(D.get_default_dtype, 'get_default_dtype')}() is "
                  f"{self.name_for(dt, dt.name)}")

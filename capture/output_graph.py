@@ -20,7 +20,7 @@ from eager.grad_mode import is_grad_enabled
 from ir import Graph
 from ir.dtypes import DType
 
-from . import dynamic, pycalls
+from . import autocast, dynamic, pycalls
 from .guards import GuardSet, is_literal
 from .sideeffects import SideEffects
 from .transform import GradRestore, ResumeIter
@@ -52,6 +52,7 @@ class OutputGraph:
         self.input_sources: list[str] = []
         self.by_source: dict[str, VariableTracker] = {}
         self.grad_enabled = self.initial_grad_enabled = is_grad_enabled()
+        autocast.init(self)  # the autocast state (`capture/autocast.py`)
         self.instructions = 0
         self.resumable = resumable
         self.tape: list = []  # user-level op calls, replayed per shape by dynamic entries
@@ -152,6 +153,8 @@ class OutputGraph:
             g.add(f"{source}.pos == {value.pos} and len({source}.items) == {len(value.items)}")
             return IteratorVariable([self.wrap(v, f"{source}.items[{i}]")
                                      for i, v in enumerate(value.items)], value.pos)
+        if type(value) is autocast.AutocastRestore:
+            return autocast.wrap_restore(self, value, source)
         if type(value) is GradRestore:
             g.type_is(source, value)
             g.add(f"{source}.prev is {value.prev}")

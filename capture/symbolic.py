@@ -21,7 +21,7 @@ import operator
 import os
 from typing import TYPE_CHECKING
 
-from . import calls, config, sideeffects, vocabulary
+from . import autocast, calls, config, sideeffects, vocabulary
 from .breaks import BreakReason, GraphBreak, Snapshot, Unsupported
 from .builders import PY, TABLE, BuildOps, handler
 from .variables import (
@@ -152,6 +152,7 @@ class InstructionTranslator(BuildOps):
             if top:
                 snap = Snapshot(self)
                 snap.effects = self.out.side_effects.checkpoint()
+                snap.autocast = tuple(self.out.autocast_enters)
                 if index in self.loop_heads and index not in self.loop_snaps:
                     self.loop_snaps[index] = snap
             try:
@@ -632,6 +633,11 @@ class InstructionTranslator(BuildOps):
     @handler("BEFORE_WITH")
     def BEFORE_WITH(self, inst):
         ctx = self.stack[-1]
+        region = autocast.region_of(self, ctx)
+        if region is not None:  # with eager.autocast(...): see capture/autocast.py
+            self.pop()
+            self.stack.extend(autocast.enter(self, region))
+            return
         if not isinstance(ctx, GradModeVariable):
             raise self.unsupported(f"`with` on {ctx.describe()}")
         self.pop()

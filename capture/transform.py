@@ -44,7 +44,7 @@ import types
 
 from eager import grad_mode
 
-from . import aliases, resume, writeback
+from . import aliases, autocast, resume, writeback
 from .resume import LOOP_EXIT, CannotResume
 from .variables import (
     CellVariable,
@@ -132,6 +132,9 @@ class Templater:
             return ("bool", self.t(v.tensor), v.negate)
         if isinstance(v, GradModeExitVariable):
             return ("const", _restore_grad(v.prev))
+        region = autocast.runtime_value(v)
+        if region is not None:
+            return self.source(v.source) if v.source is not None else ("const", region)
         if isinstance(v, GradModeVariable) and v.prev is None:
             return ("const", grad_mode.no_grad() if not v.mode else grad_mode.enable_grad())
         if isinstance(v, (FunctionVariable, OpFunctionVariable)) and v.self_var is not None:
@@ -345,6 +348,7 @@ class Continuation:
         self.cf, self.tx, self.kind = cf, tx, kind
         self.fn = tx.fn
         self.grad_enabled = snap.grad_enabled
+        self.autocast_regions = getattr(snap, "autocast", ())
         self.stack_t, self.local_names, self.locals_t = stack_t, local_names, locals_t
         self.templater = templater
         self.layout = _layout(snap.stack)
@@ -369,6 +373,7 @@ class Continuation:
         locs = [rebuild(t, outs, inputs, objs, cells) for t in self.locals_t]
         if grad_mode.is_grad_enabled() != self.grad_enabled:
             grad_mode._set(self.grad_enabled)
+        autocast.enter_pending(self.autocast_regions)  # the regions the graph entered
         return stack, locs
 
 
@@ -474,7 +479,7 @@ def _unwind(stack, exc) -> None:
     """Run the `with eager.no_grad()` exits on `stack` innermost first, as CPython's handlers
     do for an exception raised inside the blocks (none of them suppresses it)."""
     for v in reversed(stack):
-        if isinstance(v, GradRestore):
+        if isinstance(v, (GradRestore, autocast.AutocastRestore)):
             v(type(exc), exc, exc.__traceback__)
 
 

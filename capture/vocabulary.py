@@ -39,7 +39,7 @@ import types
 
 from ir import dtypes as D
 
-from . import randomness
+from . import autocast, randomness
 from .variables import ConstantVariable, SequenceVariable, TensorVariable, VariableTracker
 
 INTERNAL_ROOTS = ("eager", "ir", "numpy", "capture")
@@ -125,6 +125,8 @@ def _rule(prefix: str, name: str):
         return _like_rule(name)
     if prefix == "eager" and name in randomness.SAMPLERS:
         return randomness.sampler_rule
+    if prefix == "eager" and name in autocast.QUERIES:
+        return autocast.query_rule
     return None
 
 
@@ -132,7 +134,8 @@ def rule_for(fn):
     """The capture rule of eager function/method `fn` (call as rule(tx, fn, args, kwargs)),
     or None."""
     hit = _table().get(id(fn))
-    return hit[1] if hit is not None else None
+    rule = hit[1] if hit is not None else None
+    return rule if rule is not None else autocast.rule_for(fn)  # eager.amp's wrappers
 
 
 def no_graph_form(tx, fn, why: str = ""):

@@ -173,6 +173,7 @@ class autocast:
             with self:
                 return func(*args, **kwargs)
 
+        decorate_autocast.__wick_autocast_region__ = True  # (capture inlines it)
         return decorate_autocast
 
     def __repr__(self) -> str:

@@ -2,7 +2,8 @@
 at the widest input dtype, per device type (PyTorch's lists, aten/src/ATen/autocast_mode.cpp,
 checked op by op against torch on the CPU), and the hook that applies it.
 
-The policy is applied where an op is applied: `eager.dispatch.apply` calls `autocast_hook`
+The policy is applied where an op is applied (under `capture`, where an op is recorded:
+`capture/autocast.py` applies `decide` and records the casts as graph nodes): `eager.dispatch.apply` calls `autocast_hook`
 (installed there only while some thread has an autocast region on) with every registry op;
 Python-level functions of `nn.functional` that PyTorch lists (conv, the losses, layer_norm)
 wear `autocast_function(name)`. A listed op gets its eligible tensor operands cast (floating,
@@ -134,11 +135,22 @@ def sync() -> None:
 
 
 def active() -> bool:
-    """Whether this thread is in an enabled autocast region (outside any listed op): capture
-    guards on it and, while it holds, records no op (the op runs eagerly, under the policy)."""
+    """Whether this thread is in an enabled autocast region (outside any listed op)."""
     st = STATE
     return dispatch.autocast_hook is not None and not st.excluded and \
         (st.enabled["cpu"] or st.enabled["cuda"])
+
+
+def state_key():
+    """This thread's autocast state as capture keys its graphs (and guards on it): None
+    outside enabled regions (or inside a listed op), else a tuple of (device type, dtype
+    name) for each enabled device type."""
+    if dispatch.autocast_hook is None:
+        return None
+    st = STATE
+    if st.excluded:
+        return None
+    return tuple((d, st.dtype[d].name) for d in ("cpu", "cuda") if st.enabled[d]) or None
 
 
 # ---------------------------------------------------------------- casting
@@ -191,15 +203,36 @@ def _cast(t, to, device_type: str):
     return out
 
 
-def _widest(args, device_type: str, start):
-    """PyTorch's `promote_type`: `start` (the region's dtype) promoted with every eligible
-    operand's dtype."""
+def decide(name: str, dev: str, low, has_dtype: bool, operand_dtypes):
+    """The policy for a call of `name` on device type `dev` in a region of dtype `low`: None
+    when the policy does not list it, else (kind, dtype to cast eligible operands to, or None
+    for no cast). `has_dtype`: the call gives an explicit `dtype=`; `operand_dtypes()`: the
+    eligible operands' dtypes (read only for the widest-type ops). One rule for eager
+    (`target_dtype`) and for capture (`capture/autocast.py`, which records the casts)."""
+    kind = POLICY[dev].get(name)
+    if kind is None:
+        return None
+    if name in BANNED.get(dev, ()):
+        raise RuntimeError(BANNED[dev][name])
+    if kind in (LOWER, LOWER_EMULATED):
+        return kind, low
+    if kind == FP32:
+        return kind, D.float32
+    if kind == FP32_OPT:
+        return kind, (None if has_dtype else D.float32)
+    if kind == KEEP:
+        return kind, None
+    for dt in operand_dtypes():
+        low = D.promote_types(low, dt)
+    return kind, low
+
+
+def _dtypes(args, device_type: str):
     for a in args:
         if isinstance(a, (list, tuple)):
-            start = _widest(a, device_type, start)
+            yield from _dtypes(a, device_type)
         elif _eligible(a, device_type):
-            start = D.promote_types(start, a.dtype)
-    return start
+            yield a.dtype
 
 
 def target_dtype(name: str, args, kwargs: dict):
@@ -211,20 +244,9 @@ def target_dtype(name: str, args, kwargs: dict):
     dev = _device_type(args)
     if dev is None or not st.enabled.get(dev, False):
         return None
-    kind = POLICY[dev].get(name)
-    if kind is None:
-        return None
-    if name in BANNED.get(dev, ()):
-        raise RuntimeError(BANNED[dev][name])
-    if kind in (LOWER, LOWER_EMULATED):
-        return dev, st.dtype[dev]
-    if kind == FP32:
-        return dev, D.float32
-    if kind == FP32_OPT:
-        return dev, (None if kwargs.get("dtype") is not None else D.float32)
-    if kind == KEEP:
-        return dev, None
-    return dev, _widest(args, dev, st.dtype[dev])
+    hit = decide(name, dev, st.dtype[dev], kwargs.get("dtype") is not None,
+                 lambda: _dtypes(args, dev))
+    return None if hit is None else (dev, hit[1])
 
 
 def _run_excluded(fn, *args, **kwargs):
@@ -314,6 +336,7 @@ def _make_wrapper(name: str, fn):
     wrapper.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(wrapper, fn)
     del wrapper.__wrapped__  # (its own signature is fn's already)
+    wrapper.__wick_autocast__ = (name, fn)  # (capture applies the policy around fn's body)
     return wrapper
 
 
