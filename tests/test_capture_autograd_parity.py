@@ -329,6 +329,12 @@ def _eager_applies_cases():
             yield op, (f32(4), f32(3, 4)), {}
         if op.name == "nll_loss":
             yield op, (f32(0, 3), np.zeros(0, np.int64)), {}
+        if op.name == "_layer_norm":
+            yield op, (f32(2, 4), f32(4).astype(np.float64)), {}
+            yield op, (f32(2, 0),), {}
+        if op.name == "_attention_weights":
+            yield op, (f32(2, 3, 4), f32(2, 5, 4), f32(3, 5).astype(np.float16)), {}
+            yield op, (f32(2, 3, 4), f32(2, 0, 4)), {}
 
 
 def test_eager_applies_is_eager_impls_condition():

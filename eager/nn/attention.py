@@ -82,24 +82,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             value = value.repeat_interleave(hq // hv, dim=-3)
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.transpose(-2, -1)) * scale
-    keep = None  # bool, True = takes part
-    if is_causal:
+    if is_causal:  # (keeps key 0 in every row: no row is fully masked)
         from ..creation import ones
 
-        keep = ones(L, S, dtype=D.bool_, device=query.device).tril()
-    elif attn_mask is not None and attn_mask.dtype is D.bool_:
-        keep = attn_mask
-    elif attn_mask is not None:
-        scores = scores + attn_mask
-    if keep is not None:
-        scores = scores.masked_fill(keep.logical_not(), _NEG_INF)
-    if attn_mask is None:  # no row can be fully masked (causal keeps key 0): plain softmax
-        weights = scores.softmax(-1)
-    else:  # safe softmax: a row all at -inf gives zeros (and no NaN gradients)
-        dead = (scores == _NEG_INF).all(-1, keepdim=True)
-        scores = FUNCTIONS["where"](dead, 0.0, scores)
-        weights = FUNCTIONS["where"](dead, 0.0, scores.softmax(-1))
+        attn_mask = ones(L, S, dtype=D.bool_, device=query.device).tril()
+    # softmax(q k^T * scale + mask), a row all at -inf giving zeros (ir/ops/transformer.py)
+    weights = FUNCTIONS["_attention_weights"](query, key, attn_mask, scale=scale)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p, training=True)
     return weights @ value

@@ -283,15 +283,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
                                   f"'{input.dtype.title}'")
-    dims = tuple(range(input.ndim - k, input.ndim))
-    centered = input - input.mean(dims, keepdim=True)
-    var = (centered * centered).mean(dims, keepdim=True)
-    out = centered * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return FUNCTIONS["_layer_norm"](input, weight, bias, k=k, eps=eps)  # (ir/ops/transformer)
 
 from .attention import scaled_dot_product_attention  # noqa: F401 (eager.nn.attention)
 from .conv import *  # conv1d/2d, pooling and batch_norm (eager.nn.conv)

@@ -207,15 +207,20 @@ def _linear_eager(xp, x, weight, bias=None):
     if xp is not np or not _linear_whole(
             (x.dtype, weight.dtype) + (() if bias is None else (bias.dtype,)), x, weight, bias):
         return None
-    out = np.matmul(x, weight.T)
-    return out if bias is None else np.add(out, bias)
+    if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over the flattened batch dims
+        out = np.matmul(x.reshape(-1, x.shape[-1]), weight.T).reshape(x.shape[:-1] + (-1,))
+    else:  # (numpy's matmul would run one GEMM per leading index)
+        out = np.matmul(x, weight.T)
+    return out if bias is None else np.add(out, bias, out=out)
 
 
 def _linear_backward(F, g, out, x, weight, bias=None):
     """PyTorch's: g @ W, g^T x over the flattened batch dims, and g summed over them."""
     o, i = weight.shape
     g2 = F.reshape(g, (-1, o))
-    grads = (F.matmul(g, weight), F.matmul(F.transpose(g2, 0, 1), F.reshape(x, (-1, i))))
+    gx = F.matmul(g, weight) if g.ndim <= 2 else \
+        F.reshape(F.matmul(g2, weight), tuple(g.shape[:-1]) + (i,))  # (one GEMM)
+    grads = (gx, F.matmul(F.transpose(g2, 0, 1), F.reshape(x, (-1, i))))
     return grads if bias is None else grads + (F.sum(g2, 0),)
 
 
