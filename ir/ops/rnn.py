@@ -101,37 +101,48 @@ def _dgates(xp, dG):
 # ---------------------------------------------------------------- LSTM
 
 
-_IFOG = [0, 1, 3, 2]  # PyTorch's gate order i, f, g, o -> the kernels' i, f, o, g
+_HALF = {}  # (H, dtype) -> the row (4H,) that halves the sigmoid gates' pre-activations
+
+
+def _halves(xp, H, dt):
+    """(4H,): 0.5 over gates i, f, o, 1 over g (sigmoid(a) = (1 + tanh(a / 2)) / 2, so one
+    tanh covers all four gates of a step)."""
+    key = (H, np.dtype(dt).str, xp.__name__)
+    if key not in _HALF:
+        row = np.full(4 * H, 0.5, dt)
+        row[2 * H:3 * H] = 1.0
+        _HALF[key] = xp.asarray(row)
+    return _HALF[key]
 
 
 def _lstm_impl(xp, gx, h0, c0, w_hh, reverse=False):
+    # Per step: one (B, H) x (H, 4H) GEMM into a (B, 4H) block in PyTorch's gate order, plus
+    # the step's projection; the activations are written straight into their output rows.
     (gx, h0, c0, w), dt = _work(xp, gx, h0, c0, w_hh)
     T, B, G = gx.shape
     H = G // 4
     out = xp.empty((6, T, B, H), gx.dtype)
-    # sigmoid(a) = (1 + tanh(a / 2)) / 2: the sigmoid gates' pre-activations are halved (weights
-    # and inputs once), so one tanh covers all four gates of a step
-    half = xp.asarray([0.5, 0.5, 0.5, 1.0], dtype=gx.dtype).reshape(4, 1, 1)
-    wt = xp.ascontiguousarray(w.reshape(4, H, H)[_IFOG].transpose(0, 2, 1)) * half
-    gxs, gv = xp.empty((T, 4, B, H), gx.dtype), _by_gate(gx, 4)
-    for k, src in enumerate(_IFOG):
-        xp.multiply(gv[:, src], half[k], out=gxs[:, k])
-    a = xp.empty((4, B, H), gx.dtype)
-    acts = out[2:]  # i, f, o, g
+    wt, half = w.T, _halves(xp, H, gx.dtype)
+    a = xp.empty((B, G), gx.dtype)
+    av = a.reshape(B, 4, H).transpose(1, 0, 2)  # (4, B, H) view: i, f, g, o
+    tc = xp.empty((B, H), gx.dtype)
     h, c = h0, c0
     for t in _steps(T, reverse):
         xp.matmul(h, wt, out=a)
-        a += gxs[t]
-        act = acts[:, t]
-        xp.tanh(a, out=act)
+        a += gx[t]
+        a *= half
+        act = out[2:, t]  # i, f, o, g
+        xp.tanh(av[:2], out=act[:2])
+        xp.tanh(av[3], out=act[2])
+        xp.tanh(av[2], out=act[3])
         sg = act[:3]
         sg *= 0.5
         sg += 0.5
         i, f, o, g = act
         cn, hn = out[1, t], out[0, t]
         xp.multiply(f, c, out=cn)
-        tmp = xp.multiply(i, g, out=a[0])
-        cn += tmp
+        xp.multiply(i, g, out=tc)
+        cn += tc
         xp.tanh(cn, out=hn)
         hn *= o
         h, c = hn, cn
@@ -139,6 +150,8 @@ def _lstm_impl(xp, gx, h0, c0, w_hh, reverse=False):
 
 
 def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
+    # The gate gradients of each step are written straight into d_gx (PyTorch's gate order,
+    # (B, 4H) per step): d h_{t-1} is one (B, 4H) x (4H, H) GEMM, d w_hh one GEMM after.
     (g, out, h0, c0, w), dt = _work(xp, grad, out, h0, c0, w_hh)  # gx: only its shape
     T, B, G = gx.shape
     H = G // 4
@@ -146,48 +159,50 @@ def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
     acts = out[2:]  # i, f, o, g
     gh, gc, gates = g[0], g[1], g[2:]
     c_grad, gates_grad = bool(gc.any()), bool(gates.any())
-    blocks = w.reshape(4, H, H)[_IFOG]
-    dG = xp.empty((T, 4, B, H), g.dtype)  # d pre-activations, i, f, o, g
-    dh = xp.zeros((B, H), g.dtype)
-    dc = xp.zeros((B, H), g.dtype)
+    n, s = T * B * G, B * H
+    flat = xp.empty(n + 2 * s + G * H, g.dtype)  # the result, filled in place
+    dgx = flat[:n].reshape(T, B, G)
+    dh = flat[n:n + s].reshape(B, H)
+    dc = flat[n + s:n + 2 * s].reshape(B, H)
+    dh[...] = 0
+    dc[...] = 0
     tc = xp.empty((B, H), g.dtype)
+    tmp = xp.empty((B, H), g.dtype)
     s3 = xp.empty((3, B, H), g.dtype)
     for t in _steps(T, not reverse):
-        act = acts[:, t]
-        i, f, o, gt = act
-        d = dG[t]
+        i, f, o, gt = acts[:, t]
+        d = dgx[t].reshape(B, 4, H)
+        di, df, dg, do = d[:, 0], d[:, 1], d[:, 2], d[:, 3]
         dh += gh[t]
         if c_grad:
             dc += gc[t]
         xp.tanh(cs[t], out=tc)
-        xp.multiply(dh, tc, out=d[2])  # d o
-        tc *= tc
+        xp.multiply(dh, tc, out=do)  # d o (before o's sigmoid')
+        xp.multiply(tc, tc, out=tc)
         xp.subtract(1, tc, out=tc)
         tc *= o
         tc *= dh
         dc += tc  # through h = o tanh(c)
-        xp.multiply(dc, gt, out=d[0])  # d i
-        xp.multiply(dc, _prev(cs, t, reverse, c0), out=d[1])  # d f
-        xp.multiply(dc, i, out=d[3])  # d g
+        xp.multiply(dc, gt, out=di)
+        xp.multiply(dc, _prev(cs, t, reverse, c0), out=df)
+        xp.multiply(dc, i, out=dg)
         if gates_grad:
-            d += gates[:, t]
+            gi, gf, go, gg = gates[:, t]
+            di += gi
+            df += gf
+            do += go
+            dg += gg
         dc *= f
-        sg = act[:3]  # sigmoid' = s - s^2
+        sg = acts[:3, t]  # sigmoid' = s - s^2
         xp.multiply(sg, sg, out=s3)
         xp.subtract(sg, s3, out=s3)
-        d[:3] *= s3
-        xp.multiply(gt, gt, out=tc)  # tanh' = 1 - g^2
-        xp.subtract(1, tc, out=tc)
-        d[3] *= tc
-        dh = xp.matmul(d, blocks).sum(0)
-    n, s = T * B * G, B * H
-    flat = xp.empty(n + 2 * s + G * H, g.dtype)  # the result, filled in place
-    dgx = flat[:n].reshape(T, B, G)
-    dv = _by_gate(dgx, 4)
-    for k, src in enumerate(_IFOG):
-        dv[:, src] = dG[:, k]
-    flat[n:n + s] = dh.reshape(-1)
-    flat[n + s:n + 2 * s] = dc.reshape(-1)
+        di *= s3[0]
+        df *= s3[1]
+        do *= s3[2]
+        xp.multiply(gt, gt, out=tmp)  # tanh' = 1 - g^2
+        xp.subtract(1, tmp, out=tmp)
+        dg *= tmp
+        xp.matmul(dgx[t], w, out=dh)
     xp.matmul(dgx.reshape(T * B, G).T, _shifted(xp, hs, h0, reverse).reshape(T * B, H),
               out=flat[n + 2 * s:].reshape(G, H))
     return flat if flat.dtype == dt else flat.astype(dt)
