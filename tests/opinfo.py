@@ -152,7 +152,7 @@ def _known():
     from ir.ops import activations, elementwise, reductions, statistics, unary  # noqa: F401
 
     mine = ("ir.ops.elementwise", "ir.ops.declare", "ir.ops.unary", "ir.ops.activations",
-            "ir.ops.reductions", "ir.ops.statistics")
+            "ir.ops.reductions", "ir.ops.pnorm", "ir.ops.statistics")
     return {op.name for op in ir.REGISTRY.values()
             if getattr(op.scalar or op.impl or op.decomp, "__module__", "") in mine} | {
         "matmul", "reshape", "view", "transpose", "unsqueeze", "expand"}

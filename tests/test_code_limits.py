@@ -28,7 +28,6 @@ FILES_OVER = {
     "capture/transform.py": "the bytecode translator's opcode handlers; being edited (capture)",
     "ir/ops/linalg_functions.py": "eig, matrix_exp, cross...: to split by family",
     "ir/ops/linalg_solve.py": "solvers, LU, LDL: to split by family",
-    "ir/ops/reductions.py": "reductions and their index variants: to split by family",
 }
 
 # "path:Qualified.name" -> why the function is still over 80 lines

@@ -6,6 +6,7 @@ One module per family; importing this package registers them all, in this order.
 from . import (  # noqa: F401
     elementwise, unary, activations, reductions, statistics, linalg, shape, indexing, complex,
 )
+from . import pnorm  # noqa: F401  (the p-norm reduction, split from reductions)
 from . import join, matrix, norms, scatter, sorting  # noqa: F401  (part C's families)
 from . import masked  # noqa: F401  (masked_fill/scatter, take, put: split from scatter)
 from . import device  # noqa: F401
