@@ -24,7 +24,7 @@ from ir.autodiff import mark_composite
 from ir.dtypes import DType, to_dtype
 from ir.opdef import is_number
 
-from . import autocast, config, dynamic, vocabulary
+from . import autocast, config, dynamic, eager_rules, vocabulary
 from .variables import (
     BuiltinVariable,
     ConstantMethodVariable,
@@ -179,7 +179,7 @@ def inplace(tx, target, compute) -> VariableTracker:
     if not isinstance(target, TensorVariable):
         raise tx.unsupported("in-place op on a value that is not a tensor")
     node = target.node
-    if node.op == "placeholder" and _made_by_the_code(tx, target):
+    if node.op == "placeholder" and eager_rules.made_by_the_code(tx, target):
         pass  # `pe = zeros(n, d); pe[:, 0::2] = ...`: made fresh each call, nothing aliases it
     elif node.op == "placeholder" or any(
             w is target for w in getattr(tx.out, "writebacks", {}).values()):
@@ -214,6 +214,9 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if getattr(value, "__wick_graph_break__", False):
             raise tx.unsupported("capture.graph_break() called")
         if vocabulary.is_internal(value):
+            decorated = eager_rules.grad_mode_decorated(value)
+            if decorated is not None:  # `@no_grad()` def f(...): f inlined in that mode
+                return eager_rules.call_in_grad_mode(tx, *decorated, args, kwargs)
             return call_eager(tx, fn, args, kwargs)
         if getattr(value, "__wick_disable__", False):
             raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
@@ -264,7 +267,7 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if not isinstance(value, type) and isinstance(call, types.FunctionType):
             tx.out.guards.identity(f"type({fn.source}).__call__", call, "__call__")
             return inline(tx, FunctionVariable(call, None, self_var=fn), args, kwargs)
-        folded = fold_constant_helper(tx, value, args, kwargs)  # np.dtype(...) inside eager
+        folded = eager_rules.fold_constant_helper(tx, value, args, kwargs)  # np.dtype(...)
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")
@@ -278,12 +281,12 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
     value = fn.value
     if fn.self_var is not None:
         args = [fn.self_var] + args
-    rule = vocabulary.rule_for(value) or _TENSOR_INTERNALS.get(value)
+    rule = vocabulary.rule_for(value) or eager_rules.rule_for(value)
     if rule is not None:
         return rule(tx, value, args, kwargs)
     if getattr(value, "__wick_value_check__", False):
         return ConstantVariable(None)  # (the kernels check their indices: see vocabulary)
-    folded = fold_constant_helper(tx, value, args, kwargs)
+    folded = eager_rules.fold_constant_helper(tx, value, args, kwargs)
     if folded is not None:
         return folded
     if not vocabulary.is_composition(value):
@@ -294,74 +297,6 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
         return inline(tx, FunctionVariable(value), args, kwargs)
     except GraphBreak as gb:
         raise vocabulary.no_graph_form(tx, value, gb.reason.reason) from None
-
-
-def _constant_data(v):
-    """(True, value) for a tracker of constant data (constants, built tuples/lists of them)."""
-    from .pycalls import _const_data, _is_const_data
-
-    if isinstance(v, VariableTracker):
-        return (True, _const_data(v)) if _is_const_data(v) else (False, None)
-    return True, v
-
-
-def fold_constant_helper(tx, value, args, kwargs):
-    """Inside an inlined `eager` composition, a call that computes constants from constants
-    (`interpolate`'s numpy index and weight matrices from the sizes, `np.arange(n)`,
-    `np.dtype(t.dtype.np)`) runs at capture time: its result is a constant of the graph, as
-    the shapes it came from are (guarded). Only private `eager.nn` helpers and numpy (never
-    numpy.random) fold; a helper returning a tensor is inlined instead. None: not folded."""
-    if not vocabulary.is_internal_frame(tx):
-        return None
-    module = vocabulary._module_of(value)
-    helper = isinstance(value, types.FunctionType) and module.startswith("eager.nn") and \
-        value.__name__.startswith("_") and value not in _TENSOR_INTERNALS
-    if not (helper or module == "numpy" or isinstance(value, type) and
-            getattr(value, "__module__", "") == "numpy"):
-        return None
-    plain = [_constant_data(a) for a in args]
-    named = {k: _constant_data(v) for k, v in kwargs.items()}
-    if not all(ok for ok, _ in plain + list(named.values())):
-        return None
-    result = value(*[v for _, v in plain], **{k: v for k, (_, v) in named.items()})
-    if isinstance(result, Tensor) or (isinstance(result, (tuple, list)) and
-                                      any(isinstance(r, Tensor) for r in result)):
-        return None
-    return ConstantVariable(result)
-
-
-def _made_by_the_code(tx, t: TensorVariable) -> bool:
-    """A graph input that a constant factory of the code makes fresh on every call
-    (`vocabulary._constant_factory`: its source is the call, no caller's tensor is behind it),
-    unless it requires grad (eager's leaf check)."""
-    out = tx.out
-    return (not t.requires_grad and t.source is not None and t.source in out.input_sources
-            and t.source not in out.values and out.by_source.get(t.source) is t)
-
-
-def _check_inplace_rule(tx, fn, args, kwargs):
-    """`Tensor._check_inplace` (the first step of `F.relu(x, inplace=True)` and kin): eager's
-    check, on what capture knows; a graph input that requires grad under grad mode breaks (it
-    may be a leaf: eager raises there or writes through autograd)."""
-    (t,) = args
-    if not isinstance(t, TensorVariable):
-        raise tx.unsupported(f"in-place check of {t.describe()}")
-    if t.requires_grad and tx.out.grad_enabled and t.node.op == "placeholder":
-        raise tx.unsupported("in-place op on a graph input that requires grad")
-    return ConstantVariable(None)
-
-
-def _inplace_update_rule(tx, fn, args, kwargs):
-    """`Tensor._inplace_update(result)` (an `inplace=True` functional's last step): `self`
-    rebound to `result` as `inplace` does for `t.add_(y)`."""
-    target, result = args[0], args[1] if len(args) > 1 else kwargs.get("result")
-    if not isinstance(result, TensorVariable):
-        raise tx.unsupported(f"in-place update from {result.describe()}")
-    return inplace(tx, target, lambda: result)
-
-
-_TENSOR_INTERNALS = {Tensor._check_inplace: _check_inplace_rule,
-                     Tensor._inplace_update: _inplace_update_rule}
 
 
 def _signature_function(fn):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 
-from . import calls, subscripts, vocabulary
+from . import calls, eager_rules, subscripts, vocabulary
 from .variables import (
     ConstantVariable,
     DictVariable,
@@ -189,7 +189,7 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
         if hasattr(result, "__next__"):  # reversed(), zip()...: a fresh iterator each call
             result = tuple(result)
         return ConstantVariable(result)
-    folded = calls.fold_constant_helper(tx, f, args, kwargs)  # np.arange(n) inside eager
+    folded = eager_rules.fold_constant_helper(tx, f, args, kwargs)  # np.arange(n) in eager
     if folded is not None:
         return folded
     if f is print:

@@ -1,0 +1,157 @@
+"""Capture rules for eager internals that user-level code reaches through eager's own Python:
+`inplace=True` functionals (`Tensor._check_inplace`, `_inplace_update`), `F.one_hot`, functions
+decorated with `@no_grad()`/`@enable_grad()`/`@set_grad_enabled(b)`, tensors made by the
+code's constant factories mutated in place, and constant folding of the helpers of eager's
+compositions (numpy index and weight matrices computed from sizes). Used by `calls.py`.
+Touches `eager`, numpy and `capture`.
+"""
+
+from __future__ import annotations
+
+import types
+
+from eager import Tensor, grad_mode
+from ir import OpNamespace
+from ir.dtypes import to_dtype
+
+from . import calls, vocabulary
+from .variables import ConstantVariable, FunctionVariable, TensorVariable, VariableTracker
+
+
+def _constant_data(v):
+    """(True, value) for a tracker of constant data (constants, built tuples/lists of them)."""
+    from .pycalls import _const_data, _is_const_data
+
+    if isinstance(v, VariableTracker):
+        return (True, _const_data(v)) if _is_const_data(v) else (False, None)
+    return True, v
+
+
+def fold_constant_helper(tx, value, args, kwargs):
+    """Inside an inlined `eager` composition, a call that computes constants from constants
+    (`interpolate`'s numpy index and weight matrices from the sizes, `np.arange(n)`,
+    `np.dtype(t.dtype.np)`) runs at capture time: its result is a constant of the graph, as
+    the shapes it came from are (guarded). Only private `eager.nn` helpers and numpy (never
+    numpy.random) fold; a helper returning a tensor is inlined instead. None: not folded."""
+    if not vocabulary.is_internal_frame(tx):
+        return None
+    module = vocabulary._module_of(value)
+    helper = isinstance(value, types.FunctionType) and module.startswith("eager.nn") and \
+        value.__name__.startswith("_") and rule_for(value) is None
+    if not (helper or module == "numpy" or isinstance(value, type) and
+            getattr(value, "__module__", "") == "numpy"):
+        return None
+    plain = [_constant_data(a) for a in args]
+    named = {k: _constant_data(v) for k, v in kwargs.items()}
+    if not all(ok for ok, _ in plain + list(named.values())):
+        return None
+    result = value(*[v for _, v in plain], **{k: v for k, (_, v) in named.items()})
+    if isinstance(result, Tensor) or (isinstance(result, (tuple, list)) and
+                                      any(isinstance(r, Tensor) for r in result)):
+        return None
+    return ConstantVariable(result)
+
+
+_GRAD_WRAPPER = []
+
+
+def grad_mode_decorated(value):
+    """(mode, fn) for a function decorated by `@no_grad()`, `@enable_grad()` or
+    `@set_grad_enabled(b)` (eager.grad_mode's wrapper), else None (inference_mode too)."""
+    if not _GRAD_WRAPPER:
+        _GRAD_WRAPPER.append(grad_mode.no_grad()(lambda: None).__code__)
+    if getattr(value, "__code__", None) is not _GRAD_WRAPPER[0] or value.__closure__ is None:
+        return None
+    cells = dict(zip(value.__code__.co_freevars, (c.cell_contents for c in value.__closure__)))
+    ctx, fn = cells.get("self"), cells.get("fn")
+    if type(ctx) is grad_mode.no_grad:
+        return False, fn
+    if type(ctx) is grad_mode.enable_grad:
+        return True, fn
+    if isinstance(getattr(ctx, "mode", None), bool) and \
+            type(ctx) in (grad_mode.set_grad_enabled, grad_mode._ModeBlock):
+        return ctx.mode, fn
+    return None
+
+
+def call_in_grad_mode(tx, mode: bool, fn, args, kwargs):
+    prev = tx.out.grad_enabled
+    tx.out.grad_enabled = mode
+    try:
+        return calls.call_function(tx, FunctionVariable(fn, None), args, kwargs)
+    finally:
+        tx.out.grad_enabled = prev
+
+
+def made_by_the_code(tx, t: TensorVariable) -> bool:
+    """A graph input that a constant factory of the code makes fresh on every call
+    (`vocabulary._constant_factory`: its source is the call, no caller's tensor is behind it),
+    unless it requires grad (eager's leaf check)."""
+    out = tx.out
+    return (not t.requires_grad and t.source is not None and t.source in out.input_sources
+            and t.source not in out.values and out.by_source.get(t.source) is t)
+
+
+def _check_inplace_rule(tx, fn, args, kwargs):
+    """`Tensor._check_inplace` (the first step of `F.relu(x, inplace=True)` and kin): eager's
+    check, on what capture knows; a graph input that requires grad under grad mode breaks (it
+    may be a leaf: eager raises there or writes through autograd)."""
+    (t,) = args
+    if not isinstance(t, TensorVariable):
+        raise tx.unsupported(f"in-place check of {t.describe()}")
+    if t.requires_grad and tx.out.grad_enabled and t.node.op == "placeholder":
+        raise tx.unsupported("in-place op on a graph input that requires grad")
+    return ConstantVariable(None)
+
+
+def _inplace_update_rule(tx, fn, args, kwargs):
+    """`Tensor._inplace_update(result)` (an `inplace=True` functional's last step): `self`
+    rebound to `result` as `inplace` does for `t.add_(y)`."""
+    target, result = args[0], args[1] if len(args) > 1 else kwargs.get("result")
+    if not isinstance(result, TensorVariable):
+        raise tx.unsupported(f"in-place update from {result.describe()}")
+    return calls.inplace(tx, target, lambda: result)
+
+
+def _one_hot_rule(tx, fn, args, kwargs):
+    """`F.one_hot(t, num_classes)` with a constant class count: `t[..., None] == arange(n)`
+    as int64 (torch's decomposition). As under torch.compile, class values are not checked
+    in the graph (eager raises RuntimeError for a class outside [0, n)); num_classes=-1 reads
+    the values (a break, as Dynamo's data-dependent shape)."""
+    import inspect as _inspect
+
+    bound = _inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    t, n = bound.arguments["tensor"], bound.arguments["num_classes"]
+    n = n.value if isinstance(n, ConstantVariable) else n
+    if not isinstance(t, TensorVariable) or not isinstance(n, int) or n < 0 or \
+            t.meta.dtype is not to_dtype("int64"):
+        raise vocabulary.no_graph_form(tx, fn, "num_classes=-1 (or not an int) reads the "
+                                       "class values")
+    from eager import arange
+
+    classes = vocabulary._constant_factory(tx, arange, [ConstantVariable(n)], {})
+    F = OpNamespace(lambda op, inputs, attrs: calls.record(tx, op, inputs, attrs))
+    return F.cast(F.eq(F.unsqueeze(t, -1), classes), to_dtype("int64"))
+
+
+def _local_rules() -> dict:
+    from eager.nn import functional
+
+    return {Tensor._check_inplace: _check_inplace_rule,
+            Tensor._inplace_update: _inplace_update_rule,
+            functional.one_hot: _one_hot_rule}
+
+
+_RULES: dict = {}
+
+
+def rule_for(value):
+    """The rule of this module for eager callable `value` (rule(tx, fn, args, kwargs)), or
+    None."""
+    if not _RULES:
+        _RULES.update(_local_rules())
+    try:
+        return _RULES.get(value)
+    except TypeError:  # an unhashable callable
+        return None
