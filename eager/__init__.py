@@ -57,7 +57,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .device import cuda, device
+from .device import cuda, device, get_default_device, set_default_device
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .printing import get_printoptions, printoptions, set_printoptions
 from .random import (

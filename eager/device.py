@@ -2,10 +2,16 @@
 
 CPU tensors hold numpy arrays, CUDA tensors hold cupy arrays; cupy is imported only when a CUDA
 device is used, so wick runs without it. Semantics: `torch.device` (type, index, equality,
-repr) and PyTorch's device errors. Imports only numpy (and cupy lazily).
+repr) and PyTorch's device errors. The default device of factory calls without `device=`
+(`set_default_device`, `get_default_device`, `with device("cuda"):`) is kept per thread, as
+PyTorch's (torch/__init__.py `_GLOBAL_DEVICE_CONTEXT`, torch/utils/_device.py `DeviceContext`).
+Imports only numpy (and cupy lazily).
 """
 
 from __future__ import annotations
+
+import threading
+from typing import Self
 
 import numpy as np
 
@@ -47,6 +53,54 @@ class device:
 
     def __hash__(self) -> int:
         return hash((self.type, self.index))
+
+    def __enter__(self) -> Self:
+        """`with eager.device("cuda"):`: factory calls without `device=` inside the block
+        create their tensors on this device (PyTorch's `DeviceContext`; blocks nest)."""
+        _DEFAULTS.stack.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb) -> None:
+        _DEFAULTS.stack.pop()
+
+
+class _Defaults(threading.local):
+    """This thread's default device: `set_default_device`'s, and the `with device(...)`
+    blocks open (innermost last, which wins)."""
+
+    def __init__(self):
+        self.default = None
+        self.stack: list = []
+
+
+_DEFAULTS = _Defaults()
+
+
+def default_device():
+    """The device factories use when given no `device=`, or None for the CPU."""
+    d = _DEFAULTS
+    return d.stack[-1] if d.stack else d.default
+
+
+def set_default_device(device_) -> None:
+    """`torch.set_default_device(device)`: factory calls without `device=` (`zeros`, `randn`,
+    `tensor`, `arange`...) create their tensors on `device` ("cpu", "cuda", "cuda:1", an int,
+    a device); None restores the CPU. Not `*_like` (they follow their input) nor `from_numpy`.
+    Per thread, as PyTorch's. RuntimeError for an unknown device string; a CUDA device without
+    a GPU raises PyTorch's "Found no NVIDIA driver" RuntimeError when a tensor is created."""
+    _DEFAULTS.default = None if device_ is None else device(device_)
+
+
+def get_default_device() -> device:
+    """`torch.get_default_device()`: the device factory calls use (`device(type='cpu')`
+    unless set); a CUDA default without an index names the current CUDA device (raising
+    PyTorch's RuntimeError when there is no GPU, as PyTorch does)."""
+    d = default_device()
+    if d is None or d.type == "cpu":
+        return CPU if d is None or d.index is None else d
+    if d.index is None:
+        return cuda_device(cupy().cuda.runtime.getDevice())
+    return d
 
 
 CPU = device("cpu")
@@ -106,9 +160,12 @@ def to_device(arr, dev: device):
 
 
 def resolve(dev) -> device:
-    """A device argument (None, str, int or device) as a concrete device ("cuda" -> cuda:0)."""
+    """A device argument (None, str, int or device) as a concrete device ("cuda" -> cuda:0);
+    None is the default device (`set_default_device`, `with device(...)`: the CPU unless set)."""
     if dev is None:
-        return CPU
+        dev = default_device()
+        if dev is None:
+            return CPU
     d = dev if isinstance(dev, device) else device(dev)
     if d.type == "cuda" and d.index is None:
         return cuda_device(0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .device import device
+from .device import get_default_device  # noqa: F401 (re-exported)
 
 
 class layout:
@@ -129,6 +129,3 @@ def set_flush_denormal(mode: bool) -> bool:
     return False
 
 
-def get_default_device():
-    """`torch.get_default_device`: where factories put tensors (the CPU)."""
-    return device("cpu")

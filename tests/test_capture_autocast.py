@@ -273,7 +273,7 @@ def test_training_step_under_autocast_gives_eager_gradients():
         model = _model()
         opt = eager.optim.SGD(model.parameters(), lr=0.1)
 
-        def step(x, y):
+        def step(x, y, model=model):
             with eager.autocast("cpu", dtype=eager.bfloat16):
                 loss = F.cross_entropy(model(x), y)
             return loss
