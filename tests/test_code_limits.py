@@ -27,7 +27,6 @@ FILES_OVER = {
     "capture/symbolic.py": "symbolic shape values and their guards; being edited (capture)",
     "capture/transform.py": "the bytecode translator's opcode handlers; being edited (capture)",
     "ir/ops/linalg_functions.py": "eig, matrix_exp, cross...: to split by family",
-    "ir/ops/linalg_solve.py": "solvers, LU, LDL: to split by family",
 }
 
 # "path:Qualified.name" -> why the function is still over 80 lines

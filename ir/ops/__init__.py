@@ -13,6 +13,7 @@ from . import device  # noqa: F401
 from . import random  # noqa: F401  (samplers: the generator state as a value)
 from . import fft  # noqa: F401  (torch.fft: library-call transforms)
 from . import linalg_solve, linalg_lstsq  # noqa: F401  (torch.linalg solvers, LU, lstsq, LDL)
+from . import linalg_ex  # noqa: F401  (solve_ex, inv_ex, cholesky_ex and LAPACK's info)
 from . import linalg_functions  # noqa: F401  (eig, matrix_exp, cross... top-level aliases)
 from . import ctc, distance  # noqa: F401  (cdist, pdist, the CTC loss recursions)
 from . import special  # noqa: F401  (torch.special: scipy.special library calls)
