@@ -180,6 +180,14 @@ def _constant_factory(tx, fn, args, kwargs):
     dev = ckw.get("device")
     if dev is not None and str(dev) != "cpu":
         raise no_graph_form(tx, fn, f"device={dev!r}")
+    if dev is None:  # the default device (`set_default_device`, `with device(...)`): guarded
+        from eager.device import default_device
+
+        d, g = default_device(), tx.out.guards
+        if d is not None and d.type != "cpu":
+            raise no_graph_form(tx, fn, f"the default device is {d}")
+        g.add(f"{g.name_for(default_device, 'default_device')}() "
+              f"{'is None' if d is None else '== ' + repr(str(d))}")
     value = fn(*cargs, **ckw)  # eager's own errors, raised at capture as eagerly
     fname = tx.out.guards.name_for(fn, fn.__name__)
     parts = [_literal(tx, a) for a in cargs] + [f"{k}={_literal(tx, v)}" for k, v in ckw.items()]
