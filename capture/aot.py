@@ -18,7 +18,7 @@ import numpy as np
 
 from eager import grad_mode
 from eager.autograd import Function, engine, forward_ad
-from eager.autograd.function import FunctionNode
+from eager.autograd.function import FREED, FunctionNode
 from eager.autograd.hooks import meta_of
 from eager.autograd.nodes import NO_EDGE, edge_of
 from eager.tensor import Tensor, wrap_array
@@ -102,11 +102,17 @@ class _AOT(Function):
             raise RuntimeError("double backward through a compiled graph is not supported "
                                "(create_graph=True); compile without requires_grad inputs")
         plan = ctx.plan
-        saved = ctx.saved_tensors  # RuntimeError once freed, as eager
         seeded = tuple(g is not None and d for g, d in zip(grads, plan.differentiable))
         if not any(seeded):
+            ctx.saved_tensors  # noqa: B018 (RuntimeError once freed, as eager)
             return (None,) * (1 + len(plan.wrt))
+        done = getattr(ctx, "_done", None)  # outputs whose path a pass freed (see release)
+        if done is not None and any(s and d for s, d in zip(seeded, done)):
+            raise RuntimeError(FREED)
+        seen = getattr(ctx, "_seen", None)
+        ctx._seen = seeded if seen is None else tuple(a or b for a, b in zip(seen, seeded))
         bwd, reads = plan.backward_for(seeded)
+        saved = _saved_reads(ctx, reads)  # RuntimeError once freed or modified, as eager
         garrays = []
         for g, m, s in zip(grads, plan.out_metas, seeded):
             garrays.append(np.zeros(m.shape, m.dtype.np) if not s else
@@ -172,6 +178,37 @@ class AOTGraph:
             return _AOT.apply(plan, *inputs)
 
 
+def _saved_reads(ctx, reads) -> tuple:
+    """`ctx.saved_tensors`, checking and unpacking only the entries at `reads` (the others
+    None): the backward of some outputs reads a subset of what the graph saved, and eager's
+    version check concerns only the values a pass uses (an optimizer step may have updated the
+    weights that only another output's path saved)."""
+    saved = getattr(ctx, "_saved", None)
+    if saved is None:
+        return ctx.saved_tensors
+    wanted = set(reads)
+    ctx._saved = [e if j in wanted else None for j, e in enumerate(saved)]
+    try:
+        return ctx.saved_tensors
+    finally:
+        ctx._saved = saved
+
+
+class _AOTNodeBase(FunctionNode):
+    """The node of a compiled graph: its saved values are freed after a backward pass only
+    once every differentiable output has had a gradient. One graph may hold what eager keeps
+    as separate nodes (a GAN step: `d_loss` from `D(G(z).detach())` and `fake = G(z)` in one
+    graph); a first `d_loss.backward()` must leave `fake`'s path usable, as eager does."""
+
+    def release(self) -> None:
+        seen = getattr(self, "_seen", None)
+        if seen is not None and not all(s or not d for s, d in
+                                        zip(seen, self.plan.differentiable)):
+            self._done = seen  # a second pass through these outputs raises, as eager's
+            return
+        FunctionNode.release(self)
+
+
 def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
     """`_AOT.apply(plan, *inputs)` without the generality of `Function.apply`, for the common
     case (no anomaly mode or inference checks in `engine._CHECKS`, no forward-AD level): the
@@ -179,7 +216,7 @@ def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
     plan's precomputed patterns. Any difference from `Function.apply`'s result is a bug (the
     parity tests compare both)."""
     res = plan.fwd(*[t._data for t in inputs])
-    ctx = FunctionNode(_AOT, 1 + len(inputs))
+    ctx = _AOTNodeBase(_AOT, 1 + len(inputs))
     wrt = plan.wrt
     ctx.needs_input_grad = plan.needs_input_grad
     ctx.next_functions = (NO_EDGE, *[edge_of(t) if w else NO_EDGE for t, w in zip(inputs, wrt)])
@@ -228,7 +265,7 @@ def direct_function(plan: _Plan):
     of `FunctionNode` whose class attributes hold what every call shares (`_cls`, `plan`,
     `needs_input_grad`, input/output metadata), outputs are made in line, saved entries are
     one list display. The same node state as `_apply_direct` (the parity tests compare)."""
-    node_cls = type("_AOTNode", (FunctionNode,), {
+    node_cls = type("_AOTNode", (_AOTNodeBase,), {
         "_cls": _AOT, "plan": plan, "needs_input_grad": plan.needs_input_grad,
         "_in_meta": plan.in_meta, "_outs": plan.outs_meta, "num_outputs": plan.n_out,
         "materialize_grads": False, "_released": False, "_to_save": ()})
