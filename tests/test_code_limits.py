@@ -26,7 +26,6 @@ FILES_OVER = {
     "capture/calls.py": "call dispatch by callee kind; being edited by the capture helpers",
     "capture/symbolic.py": "symbolic shape values and their guards; being edited (capture)",
     "capture/transform.py": "the bytecode translator's opcode handlers; being edited (capture)",
-    "ir/ops/linalg_functions.py": "eig, matrix_exp, cross...: to split by family",
 }
 
 # "path:Qualified.name" -> why the function is still over 80 lines
