@@ -60,12 +60,13 @@ class CompiledGraph:
 
         plans = []  # (step object, slots read, factory(free) -> runner)
         self.fallbacks: list = []
+        built = iter(self._compile_kernels(
+            [s for s in self.partition.steps if isinstance(s, FusionGroup)]))
         for step in self.partition.steps:
             if isinstance(step, FusionGroup):
-                try:
-                    kernel = self._compile_kernel(step)
-                except Exception as e:  # noqa: BLE001 (never crash: run it as eager does)
-                    # run the group node by node: eager raises (or computes) the same
+                kernel = e = next(built)
+                if isinstance(e, Exception):
+                    # never crash: run the group node by node (eager raises or computes the same)
                     self.fallbacks.append((step, f"{type(e).__name__}: {e}"))
                     _log.info("codegen: step %s of %s runs node by node: %s: %s", step.id,
                               graph.name, type(e).__name__, e)
@@ -87,17 +88,38 @@ class CompiledGraph:
         self._pad = [None] * (self._nslots - len(self._placeholders))
         self._result = _result_fn(self._output)
 
+    def _compile_kernels(self, groups) -> list:
+        """Lower every group and JIT-compile the kernels as one batch (`jit.compile_batch`:
+        one LLVM module) with their trampolines; per group, its Kernel or the Exception that
+        stopped it (lowering, rendering or compiling)."""
+        out: list = []
+        lowered: list = []   # (index in out, kernel)
+        for group in groups:
+            try:
+                kernel = lower_group(group, kernel_name(group, len(lowered)))
+            except Exception as e:  # noqa: BLE001 (the caller runs the group node by node)
+                out.append(e)
+                continue
+            kernel.group = group
+            lowered.append((len(out), kernel))
+            out.append(kernel)
+        fns = jit.compile_batch([(lambda sym, k=k: render_kernel(k, sym), k.name, _argc(k))
+                                 for _, k in lowered])
+        for (i, kernel), fn in zip(lowered, fns):
+            if isinstance(fn, Exception):
+                out[i] = fn
+            else:
+                _attach(kernel, fn)
+                self.kernels.append(kernel)
+        if _DATA_OFFSET is not None and self.kernels:
+            jit.trampolines([_argc(k) for k in self.kernels], _DATA_OFFSET)
+        return out
+
     def _compile_kernel(self, group: FusionGroup, strides_of=None, name=None) -> Kernel:
-        if name is None:
-            name = kernel_name(group, len(self.kernels))
         kernel = lower_group(group, name, strides_of)
         kernel.group = group
-        argc = len(kernel.inputs) + len(kernel.outputs) + kernel.checks_div
-        fn = jit.compile_function(lambda sym: render_kernel(kernel, sym), name, argc)
-        kernel.symbol, kernel.cfunc, kernel.address = fn.symbol, fn.cfunc, fn.address
-        kernel.llvm_ir, kernel.source_ir = fn.llvm_ir, fn.source_ir
-        if strides_of is None:
-            self.kernels.append(kernel)
+        _attach(kernel, jit.compile_function(lambda sym: render_kernel(kernel, sym), name,
+                                             _argc(kernel)))
         return kernel
 
     def specialise(self, kernel: Kernel, strides: dict) -> Kernel:
@@ -215,6 +237,17 @@ def _free_lists(reads: list, keep) -> list:
             last[s] = i
     return [tuple(s for s, j in last.items() if j == i and s not in keep)
             for i in range(len(reads))]
+
+
+def _argc(kernel: Kernel) -> int:
+    """The number of pointer arguments of `kernel`'s function."""
+    return len(kernel.inputs) + len(kernel.outputs) + kernel.checks_div
+
+
+def _attach(kernel: Kernel, fn) -> None:
+    """Store the compiled function `fn` (a `jit.JitFunction`) on `kernel`."""
+    kernel.symbol, kernel.cfunc, kernel.address = fn.symbol, fn.cfunc, fn.address
+    kernel.llvm_ir, kernel.source_ir = fn.llvm_ir, fn.source_ir
 
 
 def kernel_name(group: FusionGroup, index: int) -> str:

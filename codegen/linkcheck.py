@@ -94,14 +94,15 @@ def resolvable(name: str) -> bool:
 
 
 def check_object(obj: bytes, ir_text: str = "", what: str = "kernel",
-                 exports: str | None = None) -> None:
+                 exports=None) -> None:
     """Raise UnresolvedSymbolError when `obj` needs a symbol the JIT must not or cannot bind,
-    or (for an ELF object, when `exports` is given) defines any global symbol but `exports`
-    (two objects defining one symbol in the engine would collide)."""
+    or (for an ELF object, when `exports`, a symbol or a set of them, is given) defines any
+    global symbol but `exports` (two objects defining one symbol in the engine would collide)."""
     found = elf_symbols(obj)
-    if exports is not None and found is not None and found[0] != {exports}:
+    expected = {exports} if isinstance(exports, str) else set(exports or ())
+    if exports is not None and found is not None and found[0] != expected:
         raise UnresolvedSymbolError(
-            f"codegen: {what} defines {sorted(found[0])}, expected just {exports}")
+            f"codegen: {what} defines {sorted(found[0])}, expected just {sorted(expected)}")
     needed = declared_symbols(ir_text) if found is None else found[1]
     bad = sorted(n for n in needed if not resolvable(n))
     if bad:
