@@ -21,6 +21,8 @@ import math
 import numbers
 import warnings
 
+from ir import dtypes as D
+
 from ..dispatch import FUNCTIONS
 from . import functional as F
 from .module import Module, Parameter
@@ -247,9 +249,11 @@ class RNNBase(Module):
 
     def _run_fused(self, x, states, lstm):
         """The whole-sequence path (no PackedSequence, no proj_size): per layer and direction
-        one input projection over all time steps and one recurrent op (`_lstm_layer`,
-        `_gru_layer`, `_rnn_layer`: BPTT in one backward kernel). Returns output and final
-        states as `_run`."""
+        one input projection over all time steps (a 2-D GEMM over the T * B rows) and one
+        recurrent op (`_lstm_layer`, `_gru_layer`, `_rnn_layer`: BPTT in one backward
+        kernel). Half-precision LSTM/RNN layers (autocast) run the op on float32 copies of its
+        (half-rounded) operands and round the states once, as PyTorch's fused kernel keeps
+        float32 gates. Returns output and final states as `_run`."""
         from .. import cat, stack, zeros
 
         dirs = 2 if self.bidirectional else 1
@@ -257,28 +261,24 @@ class RNNBase(Module):
         h0 = states[0] if lstm else states
         c0 = states[1] if lstm else None
         h_n, c_n = [], []
+        T, B = x.shape[0], x.shape[1]
         for layer in range(self.num_layers):
             outs = []
+            x2 = x.reshape(T * B, x.shape[2])
             for d in range(dirs):
                 k = layer * dirs + d
                 wih, whh, bih, bhh, _ = self._layer_params(layer, d)
                 rev = d == 1
                 if mode == "GRU":
-                    gx = _linear(x, wih, bih)
+                    gx = _linear(x2, wih, bih).reshape(T, B, whh.shape[0])
                     b = bhh if bhh is not None else zeros(whh.shape[0], dtype=gx.dtype,
                                                           device=gx.device)
-                    res = FUNCTIONS["_gru_layer"](gx, _as(h0[k], gx), _as(whh, gx), _as(b, gx),
-                                                  reverse=rev)
+                    res = self._fused_gru(gx, h0[k], whh, b, rev)
+                    hs = res[0]
                 else:  # b_hh is added outside any gate: fold it into the input projection
-                    gx = _linear(x, wih, None if bih is None else bih + bhh)
-                    if lstm:
-                        res = FUNCTIONS["_lstm_layer"](gx, _as(h0[k], gx), _as(c0[k], gx),
-                                                       _as(whh, gx), reverse=rev)
-                    else:
-                        nl = "tanh" if mode == "RNN_TANH" else "relu"
-                        res = FUNCTIONS["_rnn_layer"](gx, _as(h0[k], gx), _as(whh, gx),
-                                                      nonlinearity=nl, reverse=rev)
-                hs = res if mode.startswith("RNN") else res[0]
+                    gx = _linear(x2, wih, None if bih is None else bih + bhh)
+                    gx = gx.reshape(T, B, whh.shape[0])
+                    res, hs = self._fused_layer(gx, h0[k], c0[k] if lstm else None, whh, rev)
                 last = 0 if rev else -1
                 outs.append(hs)
                 h_n.append(hs[last])
@@ -288,7 +288,36 @@ class RNNBase(Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
         h_n = stack(h_n, 0)
-        return x, ((h_n, stack(c_n, 0)) if lstm else h_n)
+        if lstm:
+            return x, (h_n, _as(stack(c_n, 0), h_n))
+        return x, h_n
+
+    @staticmethod
+    def _fused_gru(gx, h0, whh, b, rev):
+        """One GRU layer and direction. Under autocast (a half `gx`) the hidden-side GEMM's
+        operands are rounded as autocast's matmul rounds them, the state stays float32 and so
+        does the output, as PyTorch's GRU (its gates promote against the float32 state)."""
+        if gx.dtype in D.HALF:
+            return FUNCTIONS["_gru_layer"](gx.float(), _as(h0, gx).float(), _as(whh, gx).float(),
+                                           _as(b, gx).float(), reverse=rev)
+        return FUNCTIONS["_gru_layer"](gx, _as(h0, gx), _as(whh, gx), _as(b, gx), reverse=rev)
+
+    def _fused_layer(self, gx, h0, c0, whh, rev):
+        """One LSTM/RNN layer and direction on the projection `gx` (T, B, G): the op's result
+        and the hidden states (T, B, H) in gx's dtype."""
+        low = gx.dtype in D.HALF
+        if low:  # the operands rounded as autocast gives them, then float32 for the kernel
+            ops = [gx.float()] + [_as(t, gx).float() for t in
+                                  ((h0, c0, whh) if c0 is not None else (h0, whh))]
+        else:
+            ops = [gx] + [_as(t, gx) for t in ((h0, c0, whh) if c0 is not None else (h0, whh))]
+        if c0 is not None:
+            res = FUNCTIONS["_lstm_layer"](*ops, reverse=rev)
+            hs = res[0]
+        else:
+            nl = "tanh" if self.mode == "RNN_TANH" else "relu"
+            res = hs = FUNCTIONS["_rnn_layer"](*ops, nonlinearity=nl, reverse=rev)
+        return res, (_as(hs, gx) if low else hs)
 
     def _run(self, x, sizes, states, lstm):
         """x: (T, B, F) time-major (sizes None) or packed data (N, F) with per-step `sizes`.
