@@ -46,37 +46,56 @@ def _layer_norm_whole(dts, x, k) -> bool:
 
 
 def _layer_norm_eager(xp, x, weight=None, bias=None, k=1, eps=1e-5):
-    """The decomposition's kernels (mean as add.reduce / n, rsqrt as 1 / sqrt) in one call on
-    float32/float64 numpy arrays of one dtype; None otherwise."""
+    """The decomposition's formula in one call on float32/float64 numpy arrays of one dtype,
+    over x as (rows, n): the row sums of the mean and the variance are BLAS matrix-vector
+    products with a ones vector (numpy's add.reduce over a short last axis is 5-7x slower),
+    so results equal the decomposition's up to the sums' rounding. None otherwise."""
     dts = (x.dtype,) + tuple(t.dtype for t in (weight, bias) if t is not None)
     if xp is not np or not _layer_norm_whole(dts, x, k):
         return None
-    dims = _ln_dims(x, k)
-    n = math.prod(x.shape[d] for d in dims)
+    n = math.prod(x.shape[x.ndim - k:])
+    x2 = x.reshape(-1, n)
+    ones = np.ones(n, x.dtype)
     with np.errstate(all="ignore"):
-        centered = x - np.add.reduce(x, axis=dims, keepdims=True) / n
-        var = np.add.reduce(centered * centered, axis=dims, keepdims=True) / n
-        out = centered * (1 / np.sqrt(var + eps))
+        centered = x2 - (x2 @ ones / n)[:, None]
+        rstd = 1 / np.sqrt((centered * centered) @ ones / n + eps)
+        out = np.multiply(centered, rstd[:, None], out=centered)
         if weight is not None:
-            out = out * weight
-        return out if bias is None else out + bias
+            np.multiply(out, weight.reshape(n), out=out)
+        if bias is not None:
+            np.add(out, bias.reshape(n), out=out)
+    return out.reshape(x.shape)
+
+
+def _ones(F, like, n: int):
+    """A ones vector (n,) of like's dtype, written in registry ops."""
+    return F.add(F.new_zeros(like, n), 1.0)
 
 
 def _layer_norm_backward(F, g, out, x, weight=None, bias=None, k=1, eps=1e-5):
     """PyTorch's `native_layer_norm_backward`: with xhat = (x - mean) * rstd and
     gx = g * weight, dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)); dweight =
-    sum(g * xhat) and dbias = sum(g) over the leading (not normalized) dims."""
-    dims = _ln_dims(x, k)
-    lead = tuple(range(x.ndim - k))
-    centered = F.sub(x, F.mean(x, dims, True))
-    rstd = F.rsqrt(F.add(F.mean(F.mul(centered, centered), dims, True), eps))
+    sum(g * xhat) and dbias = sum(g) over the leading (not normalized) dims. On x as (rows, n),
+    every sum a product with a ones vector (BLAS, as the forward's)."""
+    n = math.prod(x.shape[x.ndim - k:])
+    x2, g2 = F.reshape(x, (-1, n)), F.reshape(g, (-1, n))
+    ones = _ones(F, x2, n)
+
+    def row_mean(t):  # (rows, n) -> (rows, 1)
+        return F.unsqueeze(F.div(F.matmul(t, ones), n), -1)
+
+    centered = F.sub(x2, row_mean(x2))
+    rstd = F.rsqrt(F.add(row_mean(F.mul(centered, centered)), eps))
     xhat = F.mul(centered, rstd)
-    gx = g if weight is None else F.mul(g, weight)
-    dx = F.mul(rstd, F.sub(F.sub(gx, F.mean(gx, dims, True)),
-                           F.mul(xhat, F.mean(F.mul(gx, xhat), dims, True))))
-    dw = None if weight is None else F.sum(F.mul(g, xhat), lead)
-    db = None if bias is None else F.sum(g, lead)
-    return dx, dw, db
+    gx = g2 if weight is None else F.mul(g2, F.reshape(weight, (n,)))
+    dx = F.mul(rstd, F.sub(F.sub(gx, row_mean(gx)), F.mul(xhat, row_mean(F.mul(gx, xhat)))))
+    if weight is None and bias is None:
+        return F.reshape(dx, tuple(x.shape)), None, None
+    ones_rows = _ones(F, x2, x2.shape[0])
+    dw = None if weight is None else \
+        F.reshape(F.matmul(ones_rows, F.mul(g2, xhat)), tuple(weight.shape))
+    db = None if bias is None else F.reshape(F.matmul(ones_rows, g2), tuple(bias.shape))
+    return F.reshape(dx, tuple(x.shape)), dw, db
 
 
 def _layer_norm_ref(x, weight=None, bias=None, k=1, eps=1e-5):
@@ -131,9 +150,12 @@ def _attention_whole(dts, q, k, mask=None) -> bool:
 
 
 def _attention_weights_eager(xp, q, k, attn_mask=None, scale=1.0):
-    """The decomposition's kernels (matmul, mul, the mask, softmax's amax/sub/exp/sum/div; a
-    row left all -inf by the mask gives zeros) in one call; None where `_attention_whole`
-    is False."""
+    """The decomposition's formula (matmul, mul, the mask, softmax; a row left all -inf by the
+    mask gives zeros) in one call: over the scores as (rows, S), the row maxima by a reduction
+    over the rows of a transposed copy (numpy's maximum.reduce over a short last axis is ~4x
+    slower; a maximum is exact in any order), the row sums a BLAS product with a ones vector
+    (equal to the decomposition's up to their rounding). None where `_attention_whole` is
+    False."""
     dts = (q.dtype, k.dtype) + (() if attn_mask is None else (attn_mask.dtype,))
     if xp is not np or not _attention_whole(dts, q, k, attn_mask):
         return None
@@ -142,20 +164,26 @@ def _attention_weights_eager(xp, q, k, attn_mask=None, scale=1.0):
         if attn_mask is not None:
             s = np.where(attn_mask, s, _NEG_INF) if attn_mask.dtype == np.bool_ \
                 else s + attn_mask
-        m = np.maximum.reduce(s, axis=-1, keepdims=True)
-        e = np.exp(s - m)
-        w = e / np.add.reduce(e, axis=-1, keepdims=True)
+        shape, n = s.shape, s.shape[-1]
+        s2 = s.reshape(-1, n)  # (a fresh array: updated in place below)
+        m = np.maximum.reduce(np.ascontiguousarray(s2.T), axis=0)[:, None]
+        e = np.exp(np.subtract(s2, m, out=s2), out=s2)
+        w = np.divide(e, (e @ np.ones(n, e.dtype))[:, None], out=e)
         if attn_mask is not None:
             dead = m == _NEG_INF
             if dead.any():
                 w = np.where(dead, w.dtype.type(0), w)
-    return w
+    return w.reshape(shape)
 
 
 def _attention_weights_backward(F, g, out, q, k, attn_mask=None, scale=1.0):
-    """softmax's `_softmax_backward_data` (dS = P * (g - sum(g * P))) then the adjoints of
-    q k^T * scale; a floating mask gets dS (summed to its shape), a bool mask nothing."""
-    ds = F.mul(out, F.sub(g, F.sum(F.mul(g, out), -1, True)))
+    """softmax's `_softmax_backward_data` (dS = P * (g - sum(g * P)), the sum a product with a
+    ones vector as the forward's) then the adjoints of q k^T * scale; a floating mask gets dS
+    (summed to its shape), a bool mask nothing."""
+    n = out.shape[-1]
+    gp = F.reshape(F.mul(g, out), (-1, n))
+    rows = F.reshape(F.matmul(gp, _ones(F, gp, n)), tuple(out.shape[:-1]) + (1,))
+    ds = F.mul(out, F.sub(g, rows))
     ds_scaled = F.mul(ds, scale)
     dq = F.matmul(ds_scaled, k)
     dk = F.matmul(F.transpose(ds_scaled, -2, -1), q)
