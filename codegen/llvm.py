@@ -5,7 +5,9 @@ kernel body (`codegen.trace`): the operands already have the one dtype the primi
 in (`in_dtype`), so this module only prints, with numpy's semantics: float16 is `half`
 (arithmetic rounded per op, as numpy does; math computed wider; converted by the integer IR of
 `codegen.fp16`, never by `fpext`/`fptrunc` of `half`, which LLVM lowers to runtime calls on
-some CPUs), float32 `float`, float64 `double`, (u)intN `iN` (signedness from the dtype), bool
+some CPUs), bfloat16 its `i16` bits (arithmetic in float32 rounded per op, as ml_dtypes;
+converted by `codegen.fp16`; to it from float64 and integers through float32, as ml_dtypes),
+float32 `float`, float64 `double`, (u)intN `iN` (signedness from the dtype), bool
 `i1` in registers and `i8` in memory;
 maximum/minimum propagate NaN, comparisons are ordered except `ne`; integer division by zero
 gives 0 as in numpy (never LLVM's undefined behaviour); floor division and remainder follow
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from llvmlite import ir as ll
 
 from ir import dtypes as D
@@ -44,6 +47,8 @@ _FLOAT_SUFFIX = {2: "f16", 4: "f32", 8: "f64"}
 
 def lltype(dtype: DType) -> ll.Type:
     """The register type of a wick dtype (bool is i1); TypeError for other dtypes."""
+    if dtype is D.bfloat16:
+        return I16  # (its bits: every operation converts them, `fp16.bfloat16_to_float`)
     k, size = dtype.np.kind, dtype.np.itemsize
     if k == "b":
         return I1
@@ -61,6 +66,8 @@ def memtype(dtype: DType) -> ll.Type:
 
 def constant(value, dtype: DType) -> ll.Constant:
     v = convert_number(value, dtype)
+    if dtype is D.bfloat16:
+        return ll.Constant(I16, int(np.asarray(v, dtype.np).view(np.uint16)))
     if dtype.category == D.INTEGER and v < 0:
         v &= (1 << (8 * dtype.itemsize)) - 1  # llvmlite wants the two's complement bits
     return ll.Constant(lltype(dtype), v)
@@ -90,6 +97,11 @@ class LLVMBuilder(PrimitiveRenderer):
                           [fp16.half_to_float(self.b, a) if a.type == F16 else a
                            for a in args], attrs)
             return fp16.float_to_half(self.b, r) if r.type == F32 else r
+        if dt is D.bfloat16:  # as float16: float32 arithmetic rounded per op (ml_dtypes)
+            r = self.emit(op, D.float32 if out is dt else out, D.float32,
+                          [fp16.bfloat16_to_float(self.b, a) if a.type == I16 else a
+                           for a in args], attrs)
+            return fp16.float_to_bfloat16(self.b, r) if r.type == F32 else r
         fn = getattr(self, "p_" + op, None)
         if fn is None:
             raise TypeError(f"codegen: no LLVM rendering of primitive {op!r}")
@@ -427,6 +439,10 @@ class LLVMBuilder(PrimitiveRenderer):
             return x
         t = lltype(dtype)
         b = self.b
+        if src is D.bfloat16:  # exact in float32
+            return self.cast(fp16.bfloat16_to_float(b, x), D.float32, dtype)
+        if dtype is D.bfloat16:  # through float32, as ml_dtypes (Eigen's bfloat16(float(x)))
+            return fp16.float_to_bfloat16(b, self.cast(x, src, D.float32))
         if src.name == "float16" or dtype.name == "float16":
             return self._cast_half(x, src, dtype)
         if dtype is D.bool_:

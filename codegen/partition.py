@@ -97,14 +97,14 @@ class Partition:
 
 
 def supported_dtype(dtype, device: str = "cpu") -> bool:
-    """Dtypes the kernels compute: bool, (u)int8-64, float16, float32, float64 (and bfloat16
-    on "cuda", loaded and computed in float32)."""
+    """Dtypes the kernels compute: bool, (u)int8-64, float16, bfloat16 (computed in float32,
+    rounded per op), float32, float64."""
     try:
         k, size = dtype.np.kind, dtype.np.itemsize
     except AttributeError:
         return False
     if dtype.name == "bfloat16":
-        return device == "cuda"
+        return True
     return (k == "b" or (k in "iu" and size in (1, 2, 4, 8)) or
             (k == "f" and size in (2, 4, 8)))
 

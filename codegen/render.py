@@ -95,7 +95,7 @@ def _acc_dtype(dt):
     """The dtype an accumulator of dtype `dt` is kept in: float32 for float16 (numpy's half
     reductions accumulate in float; LLVM would lower half arithmetic to runtime calls on CPUs
     without F16C)."""
-    return D.float32 if dt is D.float16 else dt
+    return D.float32 if dt in D.HALF else dt
 
 
 class _Renderer:
