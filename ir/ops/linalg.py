@@ -187,7 +187,13 @@ for _name, _n in (("addmm", 2), ("baddbmm", 3)):
 
 def _linear_decomp(F, x, weight, bias=None):
     # x W^T, not W^H: torch.nn.functional.linear does not conjugate a complex weight
-    out = F.matmul(x, F.transpose(weight, -1, -2) if weight.ndim == 2 else weight)
+    wt = F.transpose(weight, -1, -2) if weight.ndim == 2 else weight
+    if x.ndim > 2 and weight.ndim == 2:  # one 2-D GEMM over the flattened batch dims (a 3-D
+        lead = tuple(x.shape[:-1])  # matmul runs one per leading index, its dW a batched one)
+        rows = int(np.prod(lead))
+        out = F.reshape(F.matmul(F.reshape(x, (rows, x.shape[-1])), wt), lead + (wt.shape[-1],))
+    else:
+        out = F.matmul(x, wt)
     return out if bias is None else F.add(out, bias)
 
 
@@ -208,7 +214,9 @@ def _linear_eager(xp, x, weight, bias=None):
             (x.dtype, weight.dtype) + (() if bias is None else (bias.dtype,)), x, weight, bias):
         return None
     if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over the flattened batch dims
-        out = np.matmul(x.reshape(-1, x.shape[-1]), weight.T).reshape(x.shape[:-1] + (-1,))
+        rows = int(np.prod(x.shape[:-1]))
+        out = np.matmul(x.reshape(rows, x.shape[-1]), weight.T) \
+            .reshape(x.shape[:-1] + weight.shape[:1])
     else:  # (numpy's matmul would run one GEMM per leading index)
         out = np.matmul(x, weight.T)
     return out if bias is None else np.add(out, bias, out=out)
@@ -217,10 +225,11 @@ def _linear_eager(xp, x, weight, bias=None):
 def _linear_backward(F, g, out, x, weight, bias=None):
     """PyTorch's: g @ W, g^T x over the flattened batch dims, and g summed over them."""
     o, i = weight.shape
-    g2 = F.reshape(g, (-1, o))
+    rows = int(np.prod(g.shape[:-1]))  # (not -1: a dim of size 0 would leave it ambiguous)
+    g2 = F.reshape(g, (rows, o))
     gx = F.matmul(g, weight) if g.ndim <= 2 else \
         F.reshape(F.matmul(g2, weight), tuple(g.shape[:-1]) + (i,))  # (one GEMM)
-    grads = (gx, F.matmul(F.transpose(g2, 0, 1), F.reshape(x, (-1, i))))
+    grads = (gx, F.matmul(F.transpose(g2, 0, 1), F.reshape(x, (rows, i))))
     return grads if bias is None else grads + (F.sum(g2, 0),)
 
 
