@@ -17,6 +17,11 @@ time of one step (forward, backward, optimizer step) per peer and the ratio wick
 peers start from the same weights and data, and the script checks that their losses agree over
 the timed steps (bfloat16: within 2%). No goal is asserted (timings are not tests); BLAS and
 torch run on one thread.
+
+The table's first line names numpy's BLAS and the kernels it picked. OpenBLAS can pick older
+kernels than the CPU has (in some VMs it takes an AVX-512 CPU for Haswell, halving GEMM speed,
+while torch's oneDNN uses AVX-512): `OPENBLAS_CORETYPE=SkylakeX` (set before the run, on an
+AVX-512 CPU only) selects the AVX-512 kernels.
 """
 
 from __future__ import annotations
@@ -160,6 +165,18 @@ def make_lstm_step(lib, seq=32, batch=32, hidden=256, layers=2, classes=10, lr=0
     return step, lambda: float(last[-1].item())
 
 
+def blas_core() -> str:
+    """numpy's BLAS and the kernels it runs (threadpoolctl's report), or '' if unknown."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return ""
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            return f"{info.get('internal_api', '?')} {info.get('architecture', '?')} kernels"
+    return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=600)
@@ -200,6 +217,7 @@ def main(argv=None) -> int:
         for label, us in t.items():
             ratio = us / t["torch eager"] if "torch eager" in t else None
             rows.append((name if label == "wick" else "", label, us, ratio))
+    print(f"numpy BLAS: {blas_core() or 'unknown'}")
     print(f"{'training step (fwd + bwd + optimizer), f32 unless said':52s} {'peer':12s} "
           f"{'median us':>10s} {'/ torch':>8s}")
     for name, label, us, ratio in rows:
