@@ -5,7 +5,9 @@ GEMM, its gradients the two adjoint ops) plus a bias add; max pooling is the reg
 `_max_pool_indices` (each window's maximum as a flat index into its input plane) and a
 `_plane_gather` (the gradient goes to that maximum, as in PyTorch); average pooling is a
 window `sum` divided by PyTorch's divisor; adaptive average pooling is a reshape-`mean` (divisible sizes) or a product with an averaging matrix; batch
-norm is `mean`, `rsqrt` and in-place updates of the running statistics under `no_grad`.
+norm in training is the registry's `_batch_norm_train` (`ir/ops/batch_norm.py`: one composite,
+one backward node in eager) plus in-place updates of the running statistics under `no_grad`,
+in evaluation `rsqrt` of the running statistics and a multiply-add.
 Autograd therefore works unchanged and capture can trace every function.
 Semantics, argument names, defaults and error messages: torch.nn.functional (conv1d, conv2d,
 max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, batch_norm). Touches `eager` only.
@@ -26,6 +28,7 @@ _matmul = FUNCTIONS["matmul"]
 _conv_nd = FUNCTIONS["_conv_nd"]
 _max_pool_indices = FUNCTIONS["_max_pool_indices"]
 _plane_gather = FUNCTIONS["_plane_gather"]
+_batch_norm_train = FUNCTIONS["_batch_norm_train"]
 
 
 # ---------------------------------------------------------------- argument normalisation
@@ -384,17 +387,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {_size_repr(input.shape)}")
-        mean = input.mean(dims)
-        centered = input - mean.reshape(shape)
-        var = (centered * centered).mean(dims)
-        out = centered * (var + eps).rsqrt().reshape(shape)
+        # one composite (ir/ops/batch_norm.py): eager runs it whole with one backward node
+        out = _batch_norm_train(input, weight, bias, eps=eps)
         if running_mean is not None or running_var is not None:
             with no_grad():
+                mean = input.mean(dims)
                 if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+                    running_mean.mul_(1 - momentum).add_(mean * momentum)
                 if running_var is not None:
-                    unbiased = var.detach() * (count / (count - 1))
+                    centered = input - mean.reshape(shape)
+                    unbiased = (centered * centered).sum(dims) * (1 / (count - 1))
                     running_var.mul_(1 - momentum).add_(unbiased * momentum)
+        return out
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation "

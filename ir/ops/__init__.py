@@ -22,3 +22,4 @@ from . import extra_math  # noqa: F401  (issue 16 sweep: copysign, heaviside, gc
 from . import rnn  # noqa: F401  (whole-sequence LSTM/GRU/RNN layers with BPTT backward)
 from . import conv  # noqa: F401
 from . import transformer  # noqa: F401  (layer norm and attention weights run whole)
+from . import batch_norm  # noqa: F401  (training batch norm run whole, one backward node)
