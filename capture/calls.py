@@ -356,6 +356,7 @@ def inline(tx, fn, args: list, kwargs: dict) -> VariableTracker:
         child = InstructionTranslator(tx.out, target, f_locals, tx.depth + 1, fn.closure)
     else:
         child = InstructionTranslator(tx.out, value, f_locals, tx.depth + 1)
+    child.parent = tx  # (what the caller's frame still holds: writeback's live views)
     if code.co_flags & inspect.CO_GENERATOR:
         return GeneratorVariable(child, [])
     return child.run()

@@ -136,11 +136,14 @@ def _one_hot_rule(tx, fn, args, kwargs):
 
 
 def _local_rules() -> dict:
-    from eager.nn import functional
+    from eager.nn import Module, functional
 
-    return {Tensor._check_inplace: _check_inplace_rule,
-            Tensor._inplace_update: _inplace_update_rule,
-            functional.one_hot: _one_hot_rule}
+    rules = {Tensor._check_inplace: _check_inplace_rule,
+             Tensor._inplace_update: _inplace_update_rule,
+             functional.one_hot: _one_hot_rule}
+    for name in _MEMBERS:
+        rules[getattr(Module, name)] = _members_rule
+    return rules
 
 
 _RULES: dict = {}
@@ -155,3 +158,87 @@ def rule_for(value):
         return _RULES.get(value)
     except TypeError:  # an unhashable callable
         return None
+
+
+# ---------------------------------------------------------------- module members
+
+_MEMBERS = {"parameters": "_parameters", "named_parameters": "_parameters",
+            "buffers": "_buffers", "named_buffers": "_buffers", "children": None,
+            "named_children": None, "modules": None, "named_modules": None}
+
+
+def _walk(tx, mod, src: str, recurse: bool, remove_duplicate: bool = True):
+    """(dotted path, module, source) of `mod` and (recurse) its submodules, in eager's order
+    (`Module.named_modules`), each child list guarded on its keys."""
+    out, memo, todo = [], set(), [("", mod, src)]
+    while todo:
+        path, m, s = todo.pop(0)
+        if remove_duplicate and id(m) in memo:
+            continue
+        memo.add(id(m))
+        out.append((path, m, s))
+        if not recurse:
+            break
+        keys = list(m._modules)
+        tx.out.guards.add(f"list({s}._modules) == {keys!r}")
+        kids = [(f"{path}.{k}" if path else k, c, f"{s}._modules[{k!r}]")
+                for k, c in m._modules.items() if c is not None]
+        todo = kids + todo  # depth first, as named_modules' recursion
+    return out
+
+
+def _members_rule(tx, fn, args, kwargs):
+    """`m.parameters()`, `named_parameters()`, `buffers()`, `named_buffers()`, `children()`,
+    `named_children()`, `modules()`, `named_modules()` of a module read from the frame: an
+    iterator of the members' trackers, each read from its own dict entry (guarded on the key
+    lists, as Dynamo guards a module's structure), not eager's generators (which capture does
+    not step into)."""
+    mod = args[0] if args else None
+    src = getattr(mod, "source", None)
+    if src is None or not hasattr(getattr(mod, "value", None), "_modules"):
+        raise vocabulary.no_graph_form(tx, fn, "a module the code made")
+    import inspect as _inspect
+
+    bound = _inspect.signature(fn).bind(mod.value, *args[1:], **kwargs)
+    bound.apply_defaults()
+    opts = {k: v.value if isinstance(v, ConstantVariable) else v
+            for k, v in bound.arguments.items() if k != "self"}
+    if any(isinstance(v, VariableTracker) for v in opts.values()) or opts.get("memo"):
+        raise vocabulary.no_graph_form(tx, fn, "arguments that are not constants")
+    name = fn.__name__
+    table = _MEMBERS[name]
+    prefix = opts.get("prefix", "")
+    named = name.startswith("named_")
+    dedupe = opts.get("remove_duplicate", True)
+    wrap = tx.out.wrap
+    items = []
+    if table is None:
+        if name in ("children", "named_children"):
+            mods = _walk(tx, mod.value, src, True)[1:]
+            mods = [(p, m, s) for p, m, s in mods if "." not in p]
+        else:
+            mods = _walk(tx, mod.value, src, True, dedupe)
+        seen = set()
+        for p, m, s in mods:
+            if name.endswith("children") and id(m) in seen:
+                continue
+            seen.add(id(m))
+            full = f"{prefix}.{p}" if prefix and p else (prefix or p)
+            items.append((full, wrap(m, s)))
+    else:
+        seen = set()
+        for p, m, s in _walk(tx, mod.value, src, opts.get("recurse", True), dedupe):
+            entries = getattr(m, table)
+            tx.out.guards.add(f"[k for k, v in {s}.{table}.items() if v is not None] == "
+                              f"{[k for k, v in entries.items() if v is not None]!r}")
+            for k, v in entries.items():
+                if v is None or (dedupe and id(v) in seen):
+                    continue
+                seen.add(id(v))
+                local = f"{p}.{k}" if p else k
+                full = f"{prefix}.{local}" if prefix else local
+                items.append((full, wrap(v, f"{s}.{table}[{k!r}]")))
+    from .variables import IteratorVariable, TupleVariable
+
+    return IteratorVariable([TupleVariable([ConstantVariable(k), v]) if named else v
+                             for k, v in items])

@@ -77,7 +77,9 @@ class OutputGraph:
         known = self.by_source.get(source)
         if known is not None:
             return known
-        if type(value) in (list, dict, OrderedDict):  # one tracker per object (mutations)
+        if type(value) in (list, dict, OrderedDict) or isinstance(value, Tensor):
+            # one tracker per object (mutations; a parameter read as `self.fc.weight` and
+            # through `named_parameters()` is one graph input)
             seen = self.containers_by_id.get(id(value))
             if seen is not None and seen[0] is value:
                 self.guards.add(f"{source} is {seen[1].source}")
@@ -85,7 +87,7 @@ class OutputGraph:
                 return seen[1]
         var = self._wrap(value, source)
         self.by_source[source] = var
-        if type(value) in (list, dict, OrderedDict):
+        if type(value) in (list, dict, OrderedDict) or isinstance(value, Tensor):
             self.containers_by_id[id(value)] = (value, var)
         return var
 

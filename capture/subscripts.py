@@ -120,7 +120,7 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
     node = obj.node
     views = _views_of(node)
     if node.op == "call_function" and node.target.kind == "view" or views and (
-            tx.depth > 0 or views & _reachable_nodes(tx, _OPERANDS.get(tx.inst.opname, 0))):
+            views & _reachable_nodes(tx, _OPERANDS.get(tx.inst.opname, 0))):
         raise tx.unsupported("item assignment to a view, or to a tensor whose views are still "
                              "referenced (mutation the views must see)")
 
@@ -155,7 +155,7 @@ def _reachable_nodes(tx, operands: int) -> set:
     """The nodes of every tensor tracker the top frame `tx` can still reach: its stack (less
     the `operands` an instruction is consuming), locals, cells, loop snapshots and the capture
     state (graph inputs, side-effect logs), through containers and trackers' attributes.
-    Used at depth 0 only (an inlined frame's callers are out of sight)."""
+    An inlined frame reaches its callers' frames through `parent` (set by `calls.inline`)."""
     nodes, seen = set(), {id(tx.stack)}
 
     def walk(v):

@@ -48,7 +48,7 @@ def inplace_input(tx, target, compute):
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
     if target.requires_grad and out.grad_enabled and _leaf(out.values.get(src)):
         raise tx.unsupported("in-place op on a leaf graph input that requires grad")
-    if any(_is_view(u) for u in target.node.users):
+    if any(_is_view(u) for u in target.node.users) and _live_views(tx, target.node):
         raise tx.unsupported("in-place op on a graph input that a graph view aliases")
     value = out.values.get(src)
     if value is None or shares_memory(out, src):
@@ -68,6 +68,16 @@ def inplace_input(tx, target, compute):
     target.node, target.meta, target.shadow = result.node, result.meta, result.shadow
     target.requires_grad = target.requires_grad or grad
     return target
+
+
+def _live_views(tx, node) -> bool:
+    """Whether a graph view of `node` is still held by a tracker of any frame of the capture
+    (the top frame, the frames inlining it, the capture state): such a view must see the
+    mutation, so the op breaks. Views that are dead (`F.linear`'s `weight.t()` in an earlier
+    forward, before an EMA update of the weight) were read before the write, as eagerly."""
+    from .subscripts import _reachable_nodes, _views_of
+
+    return bool(_views_of(node) & _reachable_nodes(tx, 0))
 
 
 def _leaf(t) -> bool:
