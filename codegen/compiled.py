@@ -29,6 +29,7 @@ from ir.interpreter import Interpreter
 
 from . import jit, threads
 from .kernel import Kernel, lower_group
+from .kernel_key import structural_key
 from .partition import FusionGroup, LibraryCall, partition
 from .passes import decompose
 from .render import render_kernel
@@ -103,8 +104,7 @@ class CompiledGraph:
             kernel.group = group
             lowered.append((len(out), kernel))
             out.append(kernel)
-        fns = jit.compile_batch([(lambda sym, k=k: render_kernel(k, sym), k.name, _argc(k))
-                                 for _, k in lowered])
+        fns = jit.compile_batch([_job(k) for _, k in lowered])
         for (i, kernel), fn in zip(lowered, fns):
             if isinstance(fn, Exception):
                 out[i] = fn
@@ -118,8 +118,10 @@ class CompiledGraph:
     def _compile_kernel(self, group: FusionGroup, strides_of=None, name=None) -> Kernel:
         kernel = lower_group(group, name, strides_of)
         kernel.group = group
-        _attach(kernel, jit.compile_function(lambda sym: render_kernel(kernel, sym), name,
-                                             _argc(kernel)))
+        (fn,) = jit.compile_batch([_job(kernel)])
+        if isinstance(fn, Exception):
+            raise fn
+        _attach(kernel, fn)
         return kernel
 
     def specialise(self, kernel: Kernel, strides: dict) -> Kernel:
@@ -242,6 +244,12 @@ def _free_lists(reads: list, keep) -> list:
 def _argc(kernel: Kernel) -> int:
     """The number of pointer arguments of `kernel`'s function."""
     return len(kernel.inputs) + len(kernel.outputs) + kernel.checks_div
+
+
+def _job(kernel: Kernel) -> tuple:
+    """`kernel` as a job of `jit.compile_batch`: its renderer, name, argc and structural key."""
+    return (lambda sym: render_kernel(kernel, sym), kernel.name, _argc(kernel),
+            structural_key(kernel))
 
 
 def _attach(kernel: Kernel, fn) -> None:
