@@ -14,7 +14,7 @@ Cases (issue 14's Performance goal: a hit adds <= 10 us over the kernels):
 
 For each: the compiled call, the entry's compiled forward kernels called directly on the same
 arrays, their difference (the hit overhead) and the eager call, medians of interleaved rounds
-(`bench_autograd.medians_us`). `--profile CASE` runs cProfile over 100k hits of one case.
+(`bench_autograd.medians_us`). `--profile CASE` runs cProfile over `--calls` (100k) hits of one case.
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3000)
     ap.add_argument("--cases", default="")
     ap.add_argument("--profile", default="")
+    ap.add_argument("--calls", type=int, default=100000, help="calls profiled")
     args = ap.parse_args(argv)
     all_cases = cases()
     if args.profile:
@@ -128,7 +129,7 @@ def main(argv=None) -> int:
 
         call, _, _, grad = all_cases[args.profile]
         with eager.set_grad_enabled(grad):
-            cProfile.runctx("for _ in range(100000): call()", globals(), {"call": call},
+            cProfile.runctx(f"for _ in range({args.calls}): call()", globals(), {"call": call},
                             "/tmp/hits.prof")
         pstats.Stats("/tmp/hits.prof").sort_stats("tottime").print_stats(25)
         return 0

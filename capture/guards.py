@@ -16,6 +16,7 @@ import ast
 import builtins
 import inspect
 import math
+import re
 
 from eager import Tensor
 from eager.amp.policy import state_key as autocast_key
@@ -165,6 +166,86 @@ def read_through(expr: str, names: dict) -> str:
     return expr
 
 
+def _container_kinds() -> dict:
+    """{eager container method: how a guard reads through it}: `ModuleList`/`Sequential`
+    items by position (a list of `_modules`' values, built once per check), `ModuleDict`
+    items by key (`_modules[key]`); `len` of any of them is `len(_modules)`. Taken when this
+    module is imported (a method patched later is not eager's)."""
+    from eager.nn.containers import ModuleDict, ModuleList, Sequential
+
+    return {ModuleList.__getitem__: "list", Sequential.__getitem__: "list",
+            ModuleDict.__getitem__: "dict", "__len__": (ModuleList.__len__,
+                                                        ModuleDict.__len__)}
+
+
+_CONTAINERS = _container_kinds()
+
+
+class _ContainerReads(ast.NodeTransformer):
+    """Rewrites `g[k]` (constant `k`) and `len(g)` for the shared locals `g` of eager module
+    containers (see `_container_reads`)."""
+
+    def __init__(self, lists: dict, dicts: set):
+        self.lists, self.dicts = lists, dicts
+
+    def visit_Subscript(self, node):
+        node = self.generic_visit(node)
+        v = node.value
+        if isinstance(v, ast.Name) and isinstance(node.slice, ast.Constant):
+            if v.id in self.lists and type(node.slice.value) is int:
+                node.value = ast.Name(self.lists[v.id], ast.Load())
+            elif v.id in self.dicts:
+                node.value = ast.Attribute(v, "_modules", ast.Load())
+        return node
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1
+                and isinstance(node.args[0], ast.Name) and not node.keywords):
+            name = node.args[0].id
+            if name in self.lists:
+                node.args[0] = ast.Name(self.lists[name], ast.Load())
+            elif name in self.dicts:
+                node.args[0] = ast.Attribute(node.args[0], "_modules", ast.Load())
+        return node
+
+
+def _container_reads(terms: list, ns: dict) -> list:
+    """`terms` (after `share_reads`) with reads of eager's module containers made cheap:
+    after a term `type(g) is C` for a shared local `g` (C a ModuleList, Sequential or
+    ModuleDict class whose `__getitem__`/`__len__` are eager's), one term checks that C still
+    has those methods and, for a list, binds `g`'s items once (`___lN`); later `g[k]`
+    read `___lN[k]` (or `g._modules[k]`) and `len(g)` `len(___lN)` - what the methods
+    return, without a Python call each (a Sequential's `m[i]` builds the list every time)."""
+    kinds = _CONTAINERS
+    lists: dict = {}
+    dicts: set = set()
+    out = []
+    for term in terms:
+        if lists or dicts:
+            node = _ContainerReads(lists, dicts).visit(ast.parse(term, mode="eval").body)
+            term = ast.unparse(node)
+        out.append(term)
+        m = re.fullmatch(r"type\(\(?(___g\d+)(?: := .*)?\)?\) is (\w+)", term)
+        cls = ns.get(m.group(2)) if m else None
+        if not isinstance(cls, type):
+            continue
+        get, length = getattr(cls, "__getitem__", None), getattr(cls, "__len__", None)
+        kind = kinds.get(get)
+        if kind is None or length not in kinds["__len__"]:
+            continue
+        g, c = m.group(1), m.group(2)
+        fns = f"{c}.__getitem__ is ___cget{c} and {c}.__len__ is ___clen{c}"
+        ns[f"___cget{c}"], ns[f"___clen{c}"] = get, length
+        if kind == "list":
+            lists[g] = f"___l{g[4:]}"
+            out.append(f"{fns} and type(({lists[g]} := [*{g}._modules.values()])) is list")
+        else:
+            dicts.add(g)
+            out.append(fns)
+    return out
+
+
 def _number_source(expr: str, roots: set) -> bool:
     """`expr` is a parameter, or an attribute/constant-key chain from a parameter or a name
     of the guard namespace (`G`, a closure cell)."""
@@ -302,6 +383,7 @@ class GuardSet:
         """(`condition`, the map from a source prefix to the local holding it once the
         condition held: `read_through` fetches sources through it)."""
         terms, names = share_reads(list(self.terms) or ["True"])
+        terms = _container_reads(terms, self.ns)
         return "(" + " and ".join(terms) + ")", names
 
     def build(self):

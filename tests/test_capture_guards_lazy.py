@@ -190,9 +190,14 @@ def test_shared_reads_computed_once_and_still_guarded(monkeypatch):
         calls = []
         real = type(_SEQ).__getitem__
         monkeypatch.setattr(type(_SEQ), "__getitem__", lambda s, i: calls.append(i) or real(s, i))
+        _check(c, _seq, x)  # (eager's own __getitem__ is guarded: a patched one recompiles)
+        assert len(c.__wick_compiled__.entries) == 2
+        calls.clear()
         _check(c, _seq, x)
         assert sorted(calls) == [0, 1, 2], calls  # each index read once by the hit
         monkeypatch.undo()
+        capture.reset()
+        _check(c, _seq, x)
         old = _SEQ[0].weight, _SEQ[2].bias
         try:
             _SEQ[0].weight = nn.Parameter(eager.randn(4, 4))  # a new parameter: new graph input

@@ -108,3 +108,37 @@ def test_bn_training_with_grad_matches_eager_gradients():
         _close(p.grad, q.grad)
     _close(model[1].running_var, ref[1].running_var)
     assert all(_fast(c))
+
+
+class _Routes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
+
+    def forward(self, x):
+        return self.heads["a"](self.layers[-1](self.layers[0](x)))
+
+
+def test_container_reads_in_guards_see_replaced_and_removed_items():
+    """Guards read ModuleList/Sequential items from one list of `_modules` and ModuleDict
+    items from `_modules`: replacing, appending or removing an item still misses."""
+    capture.reset()
+    m = _Routes()
+    seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    cm, cs = capture.compile(m), capture.compile(seq)
+    x = eager.randn(3, 4)
+    changes = [(m, cm, lambda: m.layers.__setitem__(1, nn.Linear(4, 4))),
+               (m, cm, lambda: m.layers.append(nn.Tanh())),
+               (m, cm, lambda: m.heads.__setitem__("a", nn.Linear(4, 5))),
+               (seq, cs, lambda: seq.__setitem__(1, nn.Tanh())),
+               (seq, cs, lambda: seq.__delitem__(1))]
+    for mod, c, change in changes:
+        _close(c(x), mod(x))
+        _close(c(x), mod(x))
+        change()
+        _close(c(x), mod(x))
+    # (a same-typed Linear swapped in is read through the same entry: its parameters are
+    # graph inputs fetched by source)
+    assert len(cm.__wick_compiled__.entries) == 3
+    assert len(cs.__wick_compiled__.entries) == 3
