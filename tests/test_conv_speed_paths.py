@@ -161,3 +161,13 @@ def test_compiled_cnn_step_matches_eager():
                        + [b.numpy() for b in model.buffers()])
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("xs, ws, kw", [CASES[2], CASES[3], CASES[8], CASES[10]])
+def test_conv_in_batch_chunks_matches_torch(xs, ws, kw, monkeypatch):
+    """The kernels split the batch into chunks of about `_CHUNK` im2col elements (cache-sized
+    columns for large images); with a tiny chunk every sample is its own chunk."""
+    from ir.ops import conv as kernels
+
+    monkeypatch.setattr(kernels, "_CHUNK", 1)
+    test_conv_values_and_gradients_match_torch((3,) + xs[1:], ws, kw, True, np.float64)
