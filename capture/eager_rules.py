@@ -143,6 +143,7 @@ def _local_rules() -> dict:
              functional.one_hot: _one_hot_rule}
     for name in _MEMBERS:
         rules[getattr(Module, name)] = _members_rule
+    rules[Module.train] = rules[Module.eval] = _train_rule
     return rules
 
 
@@ -242,3 +243,29 @@ def _members_rule(tx, fn, args, kwargs):
 
     return IteratorVariable([TupleVariable([ConstantVariable(k), v]) if named else v
                              for k, v in items])
+
+
+def _train_rule(tx, fn, args, kwargs):
+    """`model.train()` / `model.train(mode)` / `model.eval()` on a module whose flags already
+    are `mode` everywhere (a training step that calls model.train() each time): nothing to do,
+    guarded on every module's flag. A call that changes a flag is a break (it runs eagerly)."""
+    mod = args[0] if args else None
+    src = getattr(mod, "source", None)
+    if src is None or not hasattr(getattr(mod, "value", None), "_modules"):
+        raise vocabulary.no_graph_form(tx, fn, "a module the code made")
+    rest = list(args[1:]) + list(kwargs.values())
+    if fn.__name__ == "eval":
+        if rest:
+            raise TypeError("eval() takes no arguments")
+        mode = False
+    else:
+        mode = rest[0].value if rest and isinstance(rest[0], ConstantVariable) else \
+            (True if not rest else None)
+        if not isinstance(mode, bool):
+            raise vocabulary.no_graph_form(tx, fn, "a mode that is not a constant bool")
+    walked = _walk(tx, mod.value, src, True)
+    if any(m.training is not mode for _, m, _ in walked):
+        raise vocabulary.no_graph_form(tx, fn, "it changes the modules' training flags")
+    for _, _, s in walked:
+        tx.out.guards.add(f"{s}.training is {mode}")
+    return mod

@@ -241,6 +241,9 @@ class IteratorVariable(VariableTracker):
         self.items = list(items)
         self.index = index
 
+    def python_type(self) -> type:
+        return type(iter(()))  # (`isinstance(params, Tensor)` in clip_grad_norm_: False)
+
     def describe(self) -> str:
         return f"iterator at {self.index} of {len(self.items)}"
 
