@@ -13,7 +13,9 @@ Cases (issue 14's Performance goal: a hit adds <= 10 us over the kernels):
   written back into the buffers).
 
 For each: the compiled call, the entry's compiled forward kernels called directly on the same
-arrays, their difference (the hit overhead) and the eager call, medians of interleaved rounds
+arrays, their difference (the hit overhead), the compiled call with its kernels replaced by a
+replay of their last results (the overhead alone, free of the kernels' noise; measured last,
+as it patches the entry) and the eager call, medians of interleaved rounds
 (`bench_autograd.medians_us`). `--profile CASE` runs cProfile over `--calls` (100k) hits of one case.
 """
 
@@ -67,6 +69,39 @@ def _kernels(cf, args):
     return lambda: fwd(*arrays)
 
 
+def _replayed(compiled, args):
+    """The compiled call with its entry's kernels replaced by a replay of their last results
+    (the hit's overhead alone, free of the kernels' noise); None when it cannot be set up."""
+    entry = compiled.__wick_compiled__.entries[-1]
+    runner, ns = entry.runner, entry.hit.__globals__
+    slots = []  # (namespace, key) holding the forward kernels
+    if runner.aot is not None:
+        slots += [(plan.__dict__, "fwd") for plan in runner.aot.plans.values()]
+        for cell in getattr(ns.get("___aot"), "__closure__", None) or ():
+            found = cell.cell_contents
+            if isinstance(found, list) and found and hasattr(found[0], "__globals__"):
+                slots.append((found[0].__globals__, "fwd"))  # (the generated node builder)
+    elif "___graph" in ns:
+        slots.append((ns, "___graph"))
+    elif runner.compiled is not None:
+        slots.append((runner.__dict__, "compiled"))
+    if not slots:
+        return None
+    last = []
+    for d, key in slots:
+        real = d[key]
+
+        def record(*arrays, real=real):
+            last[:] = [real(*arrays)]
+            return last[0]
+
+        d[key] = record
+    compiled(*args)
+    for d, key in slots:
+        d[key] = lambda *arrays: last[0]
+    return lambda: compiled(*args)
+
+
 def cases():
     """{name: (compiled call, eager call, kernels call, grad mode)}."""
     out = {}
@@ -78,7 +113,7 @@ def cases():
             c(x)
             c(x)
         out[label] = (lambda c=c: c(x), lambda: lin(x),
-                      _kernels(c.__wick_compiled__, (lin, x)), grad)
+                      _kernels(c.__wick_compiled__, (lin, x)), grad, (c, (x,)))
     mlp = nn.Sequential(nn.Linear(16, 16), nn.GELU(), nn.Linear(16, 4))
     y = eager.randint(0, 4, (8,))
 
@@ -88,7 +123,7 @@ def cases():
     c = capture.compile(loss_fn)
     c(x, y)
     out["mlp+ce grad"] = (lambda: c(x, y), lambda: loss_fn(x, y),
-                          _kernels(c.__wick_compiled__, (x, y)), True)
+                          _kernels(c.__wick_compiled__, (x, y)), True, (c, (x, y)))
     cnt = Counter()
     with eager.no_grad():
         cc = capture.compile(cnt)
@@ -97,7 +132,7 @@ def cases():
         cc(x)
     cf = cc.__wick_compiled__
     kern = _kernels(cf, (cnt, x))
-    out["counter"] = (lambda: cc(x), lambda: cnt(x), kern, False)
+    out["counter"] = (lambda: cc(x), lambda: cnt(x), kern, False, (cc, (x,)))
     from bench_compile_models import build_cnn
 
     cnn = build_cnn(eager)
@@ -111,7 +146,7 @@ def cases():
     c2(xi, yi)
     c2(xi, yi)
     out["cnn"] = (lambda: c2(xi, yi), lambda: cnn_loss(xi, yi),
-                  _kernels(c2.__wick_compiled__, (xi, yi)), True)
+                  _kernels(c2.__wick_compiled__, (xi, yi)), True, (c2, (xi, yi)))
     return out
 
 
@@ -127,27 +162,31 @@ def main(argv=None) -> int:
         import cProfile
         import pstats
 
-        call, _, _, grad = all_cases[args.profile]
+        call, _, _, grad, _ = all_cases[args.profile]
         with eager.set_grad_enabled(grad):
             cProfile.runctx(f"for _ in range({args.calls}): call()", globals(), {"call": call},
                             "/tmp/hits.prof")
         pstats.Stats("/tmp/hits.prof").sort_stats("tottime").print_stats(25)
         return 0
     names = args.cases.split(",") if args.cases else list(all_cases)
-    print("| case | compiled us | kernels us | hit overhead us | eager us |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| case | compiled us | kernels us | hit overhead us | overhead, kernels replayed us "
+          "| eager us |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name in names:
-        call, eager_call, kern, grad = all_cases[name]
+        call, eager_call, kern, grad, (compiled, cargs) = all_cases[name]
         repeat = args.repeat if name != "cnn" else max(30, args.repeat // 20)
         fns = {"c": call, "e": eager_call}
         if kern is not None:
             fns["k"] = kern
         with eager.set_grad_enabled(grad):
             t = medians_us(fns, repeat, warmup=20)
+            replay = _replayed(compiled, cargs)
+            r = None if replay is None else medians_us({"r": replay}, args.repeat)["r"]
         k = t.get("k")
         over = "" if k is None else f"{t['c'] - k:.1f}"
         ks = "" if k is None else f"{k:.1f}"
-        print(f"| {name} | {t['c']:.1f} | {ks} | {over} | {t['e']:.1f} |")
+        rs = "" if r is None else f"{r:.1f}"
+        print(f"| {name} | {t['c']:.1f} | {ks} | {over} | {rs} | {t['e']:.1f} |")
     return 0
 
 
