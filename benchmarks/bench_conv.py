@@ -1,5 +1,6 @@
-"""Speed of eager.nn's conv2d (the registry's `_conv_nd`, ir/ops/conv.py: im2col by strided
-slice copies + one BLAS GEMM per group, col2im by strided additions) against a hand-written
+"""Speed of eager.nn's conv2d (the registry's `_conv_nd`, ir/ops/conv.py: channels-last im2col
+per cache-sized batch chunk + one BLAS GEMM per group, the input gradient as a flipped-weight
+convolution or a col2im of strided additions) against a hand-written
 numpy im2col (forward: sliding_window_view + matmul; backward: the two matmuls and a col2im of
 kH * kW slice additions) and PyTorch eager, float32, 3x3 filters with padding 1: small-CNN
 shapes (batch 64, 1 -> 16 -> 32 channels, 8x8 and 28x28), 64x32x28x28 -> 64 and 32x64x32x32 ->

@@ -6,10 +6,11 @@ the weight), each differentiable by the other two (PyTorch's `convolution` /
 The kernels work channels last: the padded input is copied as (N, *padded, C) (a copy inside
 each sample; a batch-last layout costs a strided pass over the whole batch), so its windows
 are one strided view (N, *out, G, *kernel, C/G) and im2col is one copy into a
-(N * L, G, K) matrix with runs of kernel width * C/G. The forward is one 2-D BLAS GEMM per
-group (cols @ W^T), the weight gradient g^T @ cols with g channels last, the input gradient
-at stride 1 the convolution of the padded g with the flipped weight (no col2im), otherwise
-per-offset GEMMs added into strided windows of a channels-last buffer. Dtypes are kept (no
+(N * L, G, K) matrix with runs of kernel width * C/G, per batch chunk of about `_CHUNK`
+elements (cache-sized). The forward is one 2-D BLAS GEMM per group and chunk (cols @ W^T), the
+weight gradient g^T @ cols with g channels last, the input gradient at stride 1 the
+convolution of the padded g with the flipped weight (no col2im), or, strided or with few
+input channels, per-offset GEMMs added into strided windows of a channels-last buffer. Dtypes are kept (no
 float64 temporaries); `xp` is numpy or cupy. Semantics: torch.nn.functional.conv1d/2d/3d
 (cross-correlation; symmetric zero padding; argument checks with PyTorch's messages live in
 `eager/nn/conv.py`). Max pooling's window search is `_max_pool_indices` (the flat
