@@ -18,10 +18,10 @@ peers start from the same weights and data, and the script checks that their los
 the timed steps (bfloat16: within 2%). No goal is asserted (timings are not tests); BLAS and
 torch run on one thread.
 
-The table's first line names numpy's BLAS and the kernels it picked. OpenBLAS can pick older
-kernels than the CPU has (in some VMs it takes an AVX-512 CPU for Haswell, halving GEMM speed,
-while torch's oneDNN uses AVX-512): `OPENBLAS_CORETYPE=SkylakeX` (set before the run, on an
-AVX-512 CPU only) selects the AVX-512 kernels.
+The table's first line names numpy's BLAS and the kernels it runs: an environment's
+`OPENBLAS_CORETYPE` (e.g. `Haswell`, AVX2) overrides OpenBLAS's own CPU detection, and on an
+AVX-512 CPU (where torch's oneDNN uses AVX-512) that halves wick's GEMM speed; unset it (or set
+`SkylakeX`) to compare on the CPU's own kernels.
 """
 
 from __future__ import annotations
