@@ -20,7 +20,7 @@ from eager import grad_mode
 from eager.autograd import Function, engine, forward_ad
 from eager.autograd.function import FREED, FunctionNode
 from eager.autograd.hooks import meta_of
-from eager.autograd.nodes import NO_EDGE, edge_of
+from eager.autograd.nodes import NO_EDGE, edge_of, grad_accumulator
 from eager.tensor import Tensor, wrap_array
 from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
@@ -271,7 +271,9 @@ def direct_function(plan: _Plan):
         "materialize_grads": False, "_released": False, "_to_save": ()})
     m, n = len(plan.wrt), plan.n_out
     ins = [f"i{k}" for k in range(m)]
-    edges = "".join(f"edge_of(i{k}), " if w else "NO_EDGE, " for k, w in enumerate(plan.wrt))
+    edges = "".join(  # (a leaf's edge in line: its AccumulateGrad, as `edge_of` gives it)
+        f"(acc(i{k}), 0) if i{k}.grad_fn is None and i{k}.requires_grad else edge_of(i{k}), "
+        if w else "NO_EDGE, " for k, w in enumerate(plan.wrt))
     lines = [f"def direct({', '.join(ins)}):",
              f"    res = fwd({''.join(f'i{k}._data, ' for k in range(m))})",
              "    ctx = new(Node)", "    ctx._hk = None",
@@ -301,6 +303,7 @@ def direct_function(plan: _Plan):
     lines.append(f"    return ({''.join(f'o{i}, ' for i in range(n))})")
     ns = {"fwd": getattr(plan.fwd, "run_unchecked", plan.fwd), "new": object.__new__,
           "Node": node_cls, "Tensor": Tensor, "NO_EDGE": NO_EDGE, "edge_of": edge_of,
+          "acc": grad_accumulator,
           "ndarray": np.ndarray, "asarray": np.asarray, "meta_of": meta_of,
           "wrap": wrap_array}
     exec(compile("\n".join(lines) + "\n", "<aot direct>", "exec"), ns)  # noqa: S102

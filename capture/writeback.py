@@ -3,7 +3,7 @@
 `x.add_(1)`, `running_mean.mul_(m).add_(v)`, `cache[:, a:b] = v` on a tensor the graph reads
 as an input are recorded as their functional op; the input's tracker is rebound to the result
 (`inplace_input`), and the final value is a graph output that the entry writes into the input's
-own array after the graph ran (`apply`: numpy `copyto`, so every eager view of it sees the
+own array after the graph ran (`apply`: a copy into the array, so every eager view of it sees the
 change), bumping its version counter, before any eager code after the graph (a break's
 continuation, the caller) runs. Later templates of the tracker are the input itself, so the
 function returns the caller's tensor, as eager.
@@ -185,12 +185,10 @@ def protect(pairs, inputs: list) -> list:
 
 def write_one(dst, new) -> None:
     """Write tensor `new`'s value into input `dst`'s own array and bump `dst`'s version (a
-    cache hit's write-back without grad, and the first step of `apply`)."""
-    a, b = dst._data, new._data
-    if type(a) is np.ndarray and type(b) is np.ndarray:
-        np.copyto(a, b)
-    else:
-        a[...] = b
+    cache hit's write-back without grad, and the first step of `apply`). Capture checked
+    that both have one shape and dtype, so `a[...] = b` is numpy's `copyto` (4x cheaper on
+    small buffers than `np.copyto`'s dispatch) and also serves device arrays."""
+    dst._data[...] = new._data
     bump_version(dst)
 
 
