@@ -39,6 +39,7 @@ VIEW_KINDS = ("view",)
 # Called as hook(op, inputs, attrs, out) after every primitive op that ran eagerly (forward-mode
 # AD and anomaly detection register here); empty by default, so it costs one truth test.
 POST_HOOKS: list = []
+_HALF_TYPES = tuple(d.np.type for d in D.HALF)  # (numpy kind "V": floating nonetheless)
 
 # Set by eager.amp while an autocast region is on: hook(op, inputs, attrs) returns op's result
 # computed under the region's cast policy, or None (no policy for op: apply goes on as usual).
@@ -184,14 +185,15 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         attrs = dict(attrs)
     if dts is None:
         fast = op.eager_impl
-        if fast is not None and not POST_HOOKS:
+        if fast is not None and (not POST_HOOKS or _whole_under_hooks()):
             rec = _grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad
                                           for x in inputs)
             if not rec or op.eager_backward is not None:
                 arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
                 if all(type(a) is _ND for a in arrays):
                     r = fast(np, *arrays, **attrs)
-                    if r is not None and not (rec and r.dtype.kind not in "fc"):
+                    if r is not None and not (rec and r.dtype.kind not in "fc"
+                                              and r.dtype.type not in _HALF_TYPES):
                         out = Tensor._make(r)
                         if rec:
                             out.requires_grad = True
@@ -225,6 +227,16 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 
 F = OpNamespace(apply)
 engine.NAMESPACES[1] = F  # backward rules recorded under create_graph run through F
+
+
+def _whole_under_hooks() -> bool:
+    """Whether every post hook lets composites run whole (`eager_impl`): one marked
+    `whole_composites` only keeps the fast paths off (autocast's), unlike forward AD, anomaly
+    mode or inference mode, which must see the decomposition's ops or mark new tensors."""
+    for hook in POST_HOOKS:
+        if not getattr(hook, "whole_composites", False):
+            return False
+    return True
 
 
 def _node(op, inputs: tuple, attrs: dict, out: Tensor, ids):

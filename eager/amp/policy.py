@@ -117,6 +117,9 @@ def _noop_post_hook(op, inputs, attrs, out) -> None:
     `apply`, and so the policy) step aside whenever a post hook is present."""
 
 
+_noop_post_hook.whole_composites = True  # (composites may still run whole: dispatch.apply)
+
+
 def sync() -> None:
     """Install or remove the dispatch hook after this thread's state changed."""
     ident = threading.get_ident()

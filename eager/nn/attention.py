@@ -16,6 +16,7 @@ import math
 
 from ir import dtypes as D
 
+from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS
 from . import functional as F
 from .containers import ModuleList
@@ -32,6 +33,7 @@ def _check_float(name: str, t) -> None:
                            f"tensor, got {t.dtype}")
 
 
+@autocast_function("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(query @ key^T * scale + bias) @ value
@@ -86,11 +88,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         from ..creation import ones
 
         attn_mask = ones(L, S, dtype=D.bool_, device=query.device).tril()
+    value_dtype = query.dtype
+    half = query.dtype in D.HALF  # float32 inside, the output rounded once (as PyTorch's CPU
+    if half:  # kernels: rounding scores and weights at every step loses the small weights)
+        query, key, value = query.float(), key.float(), value.float()
+        if attn_mask is not None and attn_mask.dtype is not D.bool_:
+            attn_mask = attn_mask.float()
     # softmax(q k^T * scale + mask), a row all at -inf giving zeros (ir/ops/transformer.py)
     weights = FUNCTIONS["_attention_weights"](query, key, attn_mask, scale=scale)
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p, training=True)
-    return weights @ value
+    out = weights @ value
+    return out.to(value_dtype) if half else out
 
 
 # ---------------------------------------------------------------- masks

@@ -187,6 +187,12 @@ for _name, _n in (("addmm", 2), ("baddbmm", 3)):
 
 def _linear_decomp(F, x, weight, bias=None):
     # x W^T, not W^H: torch.nn.functional.linear does not conjugate a complex weight
+    half = x.dtype in D.HALF and weight.dtype is x.dtype and (bias is None or
+                                                           bias.dtype is x.dtype)
+    half_dtype = x.dtype
+    if half:  # float32 GEMM and bias, rounded once (as PyTorch's CPU addmm; rounding the
+        x, weight = F.cast(x, D.float32), F.cast(weight, D.float32)  # product before adding
+        bias = None if bias is None else F.cast(bias, D.float32)  # a bias cancels bits)
     wt = F.transpose(weight, -1, -2) if weight.ndim == 2 else weight
     if x.ndim > 2 and weight.ndim == 2:  # one 2-D GEMM over the flattened batch dims (a 3-D
         lead = tuple(x.shape[:-1])  # matmul runs one per leading index, its dW a batched one)
@@ -194,25 +200,35 @@ def _linear_decomp(F, x, weight, bias=None):
         out = F.reshape(F.matmul(F.reshape(x, (rows, x.shape[-1])), wt), lead + (wt.shape[-1],))
     else:
         out = F.matmul(x, wt)
-    return out if bias is None else F.add(out, bias)
+    out = out if bias is None else F.add(out, bias)
+    return F.cast(out, half_dtype) if half else out
+
+
+_LINEAR_WHOLE = (np.float32, np.float64) + tuple(d.np.type for d in D.HALF)
 
 
 def _linear_whole(dts, x, weight, bias=None) -> bool:
-    """Where eager runs linear whole: the operands' numpy dtypes `dts` all float32 or all
-    float64, weight (out, in), x (..., in), bias (out,) or none (arrays or TensorMetas)."""
-    return (dts[0].type in (np.float32, np.float64) and all(d == dts[0] for d in dts)
+    """Where eager runs linear whole: the operands' numpy dtypes `dts` all float32, float64,
+    float16 or bfloat16, weight (out, in), x (..., in), bias (out,) or none (arrays or
+    TensorMetas)."""
+    return (dts[0].type in _LINEAR_WHOLE and all(d == dts[0] for d in dts)
             and len(weight.shape) == 2 and len(x.shape) >= 1
             and x.shape[-1] == weight.shape[1]
             and (bias is None or tuple(bias.shape) == tuple(weight.shape[:1])))
 
 
 def _linear_eager(xp, x, weight, bias=None):
-    """The decomposition's kernels (matmul with the transposed weight, then add) in one call,
-    on float32/float64 numpy arrays of one dtype with weight (out, in) and bias (out,) or
-    none; None otherwise (the decomposition runs, and raises for bad shapes)."""
+    """The decomposition's kernels (matmul with the transposed weight, then add; half types
+    on float32 copies, the result rounded once) in one call, on numpy arrays of one dtype
+    with weight (out, in) and bias (out,) or none; None otherwise (the decomposition runs,
+    and raises for bad shapes)."""
     if xp is not np or not _linear_whole(
             (x.dtype, weight.dtype) + (() if bias is None else (bias.dtype,)), x, weight, bias):
         return None
+    if x.dtype.type not in (np.float32, np.float64):  # half: float32 inside, rounded once
+        out = _linear_eager(xp, x.astype(np.float32), weight.astype(np.float32),
+                            None if bias is None else bias.astype(np.float32))
+        return out.astype(x.dtype)
     if x.ndim > 2 and x.flags.c_contiguous:  # one GEMM over the flattened batch dims
         rows = int(np.prod(x.shape[:-1]))
         out = np.matmul(x.reshape(rows, x.shape[-1]), weight.T) \
