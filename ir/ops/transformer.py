@@ -3,8 +3,9 @@
 first half of `torch.nn.functional.scaled_dot_product_attention`).
 
 Each is declared by its decomposition (the registry ops that capture, codegen and compiled
-autograd see), plus eager's kernel (`eager_impl`: the decomposition's numpy kernels in one call,
-its exact results) and one backward rule for the whole (`eager_backward`, PyTorch's fused
+autograd see), plus eager's kernel (`eager_impl`: the decomposition's formula in one call, its
+row sums as BLAS products with a ones vector, so equal to the decomposition's results up to the
+sums' rounding) and one backward rule for the whole (`eager_backward`, PyTorch's fused
 formulas: `native_layer_norm_backward`, `_softmax_backward_data` followed by the two matmuls'
 adjoints), so that eager records one autograd node instead of eight to ten. The attention's
 `@ value` stays a plain matmul (dropout goes between the two). Imports nothing outside `ir`.
