@@ -28,6 +28,8 @@ def _plain_call(mod) -> bool:
     """True when calling `mod` is exactly calling `mod.forward` (no hooks, no own __call__)."""
     if type(mod).__call__ is not Module.__call__:
         return False
+    if not mod._wick_has_hooks:  # (eager's one flag: set by every hook registration)
+        return True
     d = mod.__dict__
     return not any(d.get(name) for name in _HOOK_TABLES)
 
