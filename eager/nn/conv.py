@@ -29,6 +29,7 @@ _conv_nd = FUNCTIONS["_conv_nd"]
 _max_pool_indices = FUNCTIONS["_max_pool_indices"]
 _plane_gather = FUNCTIONS["_plane_gather"]
 _batch_norm_train = FUNCTIONS["_batch_norm_train"]
+_batch_stats = FUNCTIONS["_batch_stats"]
 
 
 # ---------------------------------------------------------------- argument normalisation
@@ -381,7 +382,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{label} should contain {c} elements not {t.numel()}")
     shape = (c,) + (1,) * (input.ndim - 2)
-    dims = (0,) + tuple(range(2, input.ndim))
     if training:
         count = input.numel() // c if c else 0
         if count <= 1:
@@ -391,13 +391,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         out = _batch_norm_train(input, weight, bias, eps=eps)
         if running_mean is not None or running_var is not None:
             with no_grad():
-                mean = input.mean(dims)
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean * momentum)
-                if running_var is not None:
-                    centered = input - mean.reshape(shape)
-                    unbiased = (centered * centered).sum(dims) * (1 / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
+                stats = _batch_stats(input)  # (2, C): mean, unbiased variance
+                for running, stat in ((running_mean, stats[0]), (running_var, stats[1])):
+                    if running is not None:
+                        running.mul_(1 - momentum).add_(stat * momentum)
         return out
     else:
         if running_mean is None or running_var is None:

@@ -10,7 +10,9 @@ spatial dims, equal to the decomposition's up to rounding) and one backward rule
 (`eager_backward`, PyTorch's `native_batch_norm_backward` in training: with xhat = (x - mean) *
 rstd, dx = w * rstd * (g - mean(g) - xhat * mean(g * xhat)), dweight = sum(g * xhat), dbias =
 sum(g)), so that eager records one autograd node instead of about twenty, and compiled
-backward graphs run three reductions instead of six. Imports nothing outside `ir`.
+backward graphs run three reductions instead of six. `_batch_stats(input, correction)` is the
+statistics alone (mean and variance per channel, no gradient) for the running-statistics
+update, one library call (einsum sums). Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as D
+from .elementwise import FLOATS
 from .indexing import arr, declare
 
 
@@ -125,4 +128,37 @@ declare(
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _bn_whole(tuple(m.dtype.np for m in metas), metas[0]),
     ref=_bn_ref, sample_inputs=_bn_samples, test_dtypes=(D.float32, D.float64),
+)
+
+
+# ---------------------------------------------------------------- the statistics alone
+
+
+def _stats_impl(xp, x, correction=1):
+    n, c = x.shape[:2]
+    x3 = x.reshape(n, c, -1)
+    count = _count(x)
+    with np.errstate(all="ignore"):  # (one value per channel and correction 1: inf / NaN)
+        mean = xp.einsum("ncl->c", x3) / x.dtype.type(count)
+        centered = x3 - mean[:, None]
+        var = xp.einsum("ncl,ncl->c", centered, centered) / x.dtype.type(
+            max(count - correction, 0))
+    return xp.stack([mean, var]).astype(x.dtype, copy=False)
+
+
+def _stats_ref(x, correction=1):
+    dims = (0,) + tuple(range(2, x.ndim))
+    x64 = x.astype(np.float64)
+    return np.stack([x64.mean(axis=dims), x64.var(axis=dims, ddof=correction)]).astype(x.dtype)
+
+
+# `_batch_stats(input, correction=1)`: input (N, C, *) -> (2, C): each channel's mean over the
+# batch and spatial dims and its variance with `correction` (1: unbiased, PyTorch's running
+# variance); not differentiable (the running statistics are updated under no_grad)
+declare(
+    "_batch_stats", "linalg", "input, correction=1", 1, method=False, scalar_ok=False,
+    shape=lambda s, correction=1: (2, s[1]), impl=_stats_impl, ref=_stats_ref,
+    sample_inputs=lambda rng, dt: iter([((arr(rng, (4, 3, 5), dt),), {}),
+                                        ((arr(rng, (6, 2), dt),), {"correction": 0})]),
+    test_dtypes=FLOATS,
 )
