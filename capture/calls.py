@@ -19,7 +19,7 @@ import operator
 import types
 
 from eager import Tensor, device, grad_mode
-from ir import OpNamespace
+from ir import REGISTRY, OpNamespace
 from ir.autodiff import mark_composite
 from ir.dtypes import DType, to_dtype
 from ir.opdef import is_number
@@ -157,6 +157,9 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
     args = [None if _is_none(a) else a for a in args]
     kwargs = {k: None if _is_none(v) else v for k, v in kwargs.items()}
     inputs, attrs = op.bind(tuple(args), kwargs)
+    if op.name in _BINARY_FORMS and isinstance(attrs.get("dim"), TensorVariable):
+        # torch.max(a, b): the elementwise form (the op's decomposition takes it as `dim`)
+        return record(tx, REGISTRY[_BINARY_FORMS[op.name]], (inputs[0], attrs["dim"]), {})
     attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
     result = record(tx, op, inputs, attrs)
     if isinstance(result, tuple):  # a multi-output composite (max with indices, sort...)
@@ -165,6 +168,9 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
             var.namedtuple = type(result)  # torch.return_types-like
         return var
     return result
+
+
+_BINARY_FORMS = {"max": "maximum", "min": "minimum"}
 
 
 def _function_of(op):

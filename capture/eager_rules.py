@@ -144,6 +144,7 @@ def _local_rules() -> dict:
     for name in _MEMBERS:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
+    rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
     return rules
 
 
@@ -269,3 +270,42 @@ def _train_rule(tx, fn, args, kwargs):
     for _, _, s in walked:
         tx.out.guards.add(f"{s}.training is {mode}")
     return mod
+
+
+def _ns(tx) -> OpNamespace:
+    return OpNamespace(lambda op, inputs, attrs: calls.record(tx, op, inputs, attrs))
+
+
+def _filled_like(tx, t: TensorVariable, value: TensorVariable):
+    """`value` broadcast to `t`'s shape in `t`'s dtype, as a fresh (non-view) value."""
+    F = _ns(tx)
+    if value.meta.dtype is not t.meta.dtype:
+        value = F.cast(value, t.meta.dtype)
+    if tuple(value.meta.shape) == tuple(t.meta.shape):
+        return F.clone(value)
+    return F.cast(F.add(F.new_zeros(t, size=tuple(t.meta.shape)), value), t.meta.dtype)
+
+
+def _copy_rule(tx, fn, args, kwargs):
+    """`t.copy_(src)` (`self.var.copy_(m2 / n)`): src cast and broadcast to t, written as an
+    in-place op (a fresh tensor rebound, a graph input written back)."""
+    t, src = args[0], args[1] if len(args) > 1 else kwargs.get("src")
+    if not isinstance(t, TensorVariable) or not isinstance(src, TensorVariable):
+        raise vocabulary.no_graph_form(tx, fn, "a source that is not a tensor")
+    return calls.inplace(tx, t, lambda: _filled_like(tx, t, src))
+
+
+def _fill_rule(tx, fn, args, kwargs):
+    """`t.fill_(value)` with a number or a 0-d tensor, as an in-place op."""
+    t, value = args[0], args[1] if len(args) > 1 else kwargs.get("value")
+    if not isinstance(t, TensorVariable):
+        raise vocabulary.no_graph_form(tx, fn, "a target that is not a tensor")
+    if isinstance(value, TensorVariable):
+        if value.meta.shape:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {len(value.meta.shape)} dimensions.")
+        return calls.inplace(tx, t, lambda: _filled_like(tx, t, value))
+    if not isinstance(value, ConstantVariable):
+        raise vocabulary.no_graph_form(tx, fn, f"a fill value {value.describe()}")
+    return calls.inplace(tx, t, lambda: vocabulary._fill(
+        tx, fn, t, t.meta.shape, value.value, t.meta.dtype))

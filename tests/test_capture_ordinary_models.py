@@ -353,13 +353,61 @@ def eval_switch():
     return predict, (_rand(5, 4),), lambda: list(model.buffers())
 
 
+def giou():
+    """DETR's generalized box IoU: torch.max/torch.min of two tensors (the elementwise form)."""
+    def box_iou_loss(pred, target):
+        lt = torch.max(pred[:, None, :2], target[:, :2])
+        rb = torch.min(pred[:, None, 2:], target[:, 2:])
+        wh = (rb - lt).clamp(min=0)
+        inter = wh[..., 0] * wh[..., 1]
+        area = lambda b: (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])  # noqa: E731
+        union = area(pred)[:, None] + area(target) - inter
+        hull = (torch.max(pred[:, None, 2:], target[:, 2:])
+                - torch.min(pred[:, None, :2], target[:, :2])).clamp(min=0)
+        enclose = hull[..., 0] * hull[..., 1]
+        g = inter / union - (enclose - union) / enclose
+        return (1 - torch.diag(g)).mean(), g
+
+    lo = _rand(4, 2).abs()
+    pred = torch.cat([lo, lo + _rand(4, 2, seed=3).abs() + 0.1], 1)
+    lo2 = _rand(4, 2, seed=4).abs()
+    target = torch.cat([lo2, lo2 + _rand(4, 2, seed=5).abs() + 0.1], 1)
+    return box_iou_loss, (pred, target), lambda: []
+
+
+def running_normalizer():
+    """Observation normalisation with running statistics in buffers, updated under no_grad
+    with +=, copy_ and fill_ (of a 0-d tensor)."""
+    class RunningNorm(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.register_buffer("mean", torch.zeros(d))
+            self.register_buffer("var", torch.ones(d))
+            self.register_buffer("count", torch.tensor(1e-4))
+
+        def forward(self, x):
+            if self.training:
+                with torch.no_grad():
+                    bm, bv, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+                    delta, tot = bm - self.mean, self.count + n
+                    self.mean += delta * n / tot
+                    self.var.copy_((self.var * self.count + bv * n
+                                    + delta ** 2 * self.count * n / tot) / tot)
+                    self.count.fill_(tot)
+            return (x - self.mean) / torch.sqrt(self.var + 1e-8)
+
+    m = RunningNorm(5)
+    return m, (_rand(6, 5),), lambda: [m.mean, m.var, m.count]
+
+
 # (case, graphs, breaks, break sites): 1/0/0 = one graph, no break reason at all
 CASES = [
     (llama_ffn, 1, 0, 0), (einsum_attention, 1, 0, 0), (gated_tcn, 1, 0, 0),
     (gru_decoder, 1, 0, 0), (kv_presents, 1, 0, 0), (inplace_cnn, 1, 0, 0),
     (unet_interpolate, 1, 0, 0), (gnn_message_passing, 1, 0, 0), (positional_encoding, 1, 0, 0),
     (focal_loss, 1, 0, 0), (ema_teacher, 1, 0, 0), (gan_step, 2, 1, 4),
-    (clipped_adamw_step, 2, 1, 2), (eval_switch, 1, 0, 1),
+    (clipped_adamw_step, 2, 1, 2), (eval_switch, 1, 0, 1), (giou, 1, 0, 0),
+    (running_normalizer, 1, 0, 0),
 ]
 
 
