@@ -37,6 +37,7 @@ from eager.amp import policy
 from eager.amp.autocast_mode import autocast as REGION
 from ir import dtypes as D
 
+from . import dynamic
 from .variables import (
     ConstantVariable,
     FunctionVariable,
@@ -280,7 +281,12 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool):
         return None
     dev, kind, to = got
     if to is not None:
-        inputs = _excluded(tx, lambda: tuple(_cast(tx, x, to, dev, top) for x in inputs))
+        cast = _excluded(tx, lambda: tuple(_cast(tx, x, to, dev, top) for x in inputs))
+        if not top and cast != inputs and getattr(tx.out, "dynamic_dims", None):
+            # a cast inside a decomposition is not on the op tape that dynamic entries replay
+            # per shape (without the policy): keep this capture static
+            raise dynamic.Specialize(None)
+        inputs = cast
     if kind == policy.LOWER_EMULATED:  # low-precision operands, a float32 kernel
         inputs = _excluded(tx, lambda: tuple(_cast(tx, x, D.float32, dev, top)
                                              for x in inputs))

@@ -315,3 +315,27 @@ def test_gradients_through_cast_nodes_match_torch():
 
     for a, b in zip(grads(eager, capture.compile), grads(torch, lambda f: f)):
         np.testing.assert_allclose(a, b, rtol=3e-2, atol=3e-2)
+
+
+# ---------------------------------------------------------------- dynamic shapes
+
+
+def test_dynamic_shapes_keep_the_policy():
+    """A dynamic entry replays its op tape per shape: the casts of listed ops are on it; a
+    composite whose decomposition casts (tensordot -> matmul) keeps the capture static."""
+    w = eager.tensor(W)
+
+    def region(x):
+        with eager.autocast("cpu"):
+            return (x @ w).relu() * 2, F.mse_loss(x @ w, x)
+
+    def composite(x):
+        with eager.autocast("cpu"):
+            return (eager.tensordot(x, w, dims=1),)
+
+    for fn, dyn in ((region, None), (composite, True)):
+        cf = capture.compile(fn, dynamic=dyn)
+        for n in (2, 3, 4, 5, 6):
+            x = eager.tensor(RNG.standard_normal((n, 8)).astype(np.float32))
+            _same(cf(x), fn(x))
+    assert len(cf.__wick_compiled__.entries) == 5  # composite: static entries

@@ -137,13 +137,6 @@ def sync() -> None:
             dispatch.POST_HOOKS.remove(_noop_post_hook)
 
 
-def active() -> bool:
-    """Whether this thread is in an enabled autocast region (outside any listed op)."""
-    st = STATE
-    return dispatch.autocast_hook is not None and not st.excluded and \
-        (st.enabled["cpu"] or st.enabled["cuda"])
-
-
 def state_key():
     """This thread's autocast state as capture keys its graphs (and guards on it): None
     outside enabled regions (or inside a listed op), else a tuple of (device type, dtype
