@@ -2,11 +2,13 @@
 
 `make_dispatch(cf)` is a compiled function's call: each entry's hit function in order, then a
 miss. `build_hit(cf, entry)` generates an entry's hit function: its guard terms, then, on the
-fast path (a whole-call graph without dynamic shapes whose result template is plain Python,
-run by its compiled graph or by the AOT autograd bridge), fetching the inputs, calling the
-graph, wrapping its outputs and building the result, all in one flat frame; otherwise a signal (`GENERAL`: run the entry with
-`CompiledFunction.run`; `MISS`: the guards failed; `EAGER`: the graph failed at run time).
-Split from `compiler.py`. Touches `eager`, numpy.
+fast path (a whole-call graph without dynamic shapes whose result template and side effects
+are plain Python, run by its compiled graph or by the AOT autograd bridge), fetching the
+inputs, calling the graph, wrapping its outputs, writing mutated inputs back (without grad),
+replaying Python side effects (`sideeffects.apply`'s order) and building the result, all in
+one flat frame; otherwise a signal (`GENERAL`: run the entry with `CompiledFunction.run`;
+`MISS`: the guards failed; `EAGER`: the graph failed at run time). `benchmarks/bench_hits.py`
+measures what a hit adds over its kernels. Split from `compiler.py`. Touches `eager`, numpy.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def make_dispatch(cf):
             try:
                 r = hit(*args, **kwargs)
             except Exception as e:
-                if e.__traceback__.tb_next is not None:
+                if e.__traceback__.tb_next is not None or type(e) is not TypeError:
                     raise  # raised by the entry itself after its guards held
                 continue  # the arguments do not bind to the function's parameters
             if r is MISS:
