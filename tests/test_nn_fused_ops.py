@@ -176,3 +176,32 @@ def test_decoder_step_under_autocast_matches_torch(norm_first):
         want = tg[name].grad.numpy()  # ReLU gates near 0, differently in each library)
         err = np.linalg.norm(p.grad.numpy() - want) / np.linalg.norm(want)
         assert err < 0.1, (name, err)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("same_kv", [True, False])
+def test_mha_memory_projection_matches_torch(bias, same_kv):
+    """Attention over a memory (key is value: k and v from one matmul) and over distinct key
+    and value tensors, with and without biases: outputs and every gradient as torch's."""
+    rng = np.random.default_rng(7)
+    torch.manual_seed(0)
+    tm = torch.nn.MultiheadAttention(8, 2, bias=bias)
+    wm = eager.nn.MultiheadAttention(8, 2, bias=bias)
+    wm.load_state_dict({k: eager.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    q = rng.standard_normal((3, 2, 8)).astype(np.float32)
+    mem = rng.standard_normal((5, 2, 8)).astype(np.float32)
+    (wq, tq), (wk, tk) = _pair(q), _pair(mem)
+    wv, tv = (wk, tk) if same_kv else _pair(mem * 0.5)
+    kpm = np.zeros((2, 5), bool)
+    kpm[0, 3:] = True
+    out = wm(wq, wk, wv, key_padding_mask=eager.tensor(kpm), need_weights=False)[0]
+    ref = tm(tq, tk, tv, key_padding_mask=torch.tensor(kpm), need_weights=False)[0]
+    g = rng.standard_normal((3, 2, 8)).astype(np.float32)
+    out.backward(eager.tensor(g))
+    ref.backward(torch.tensor(g))
+    _close(out, ref)
+    for a, b in ((wq, tq), (wk, tk), (wv, tv)):
+        _close(a.grad, b.grad, 1e-4, 1e-5)
+    tp = dict(tm.named_parameters())
+    for name, p in wm.named_parameters():
+        _close(p.grad, tp[name].grad, 1e-4, 1e-5)

@@ -242,17 +242,26 @@ class MultiheadAttention(Module):
             xavier_normal_(self.bias_v)
 
     def _in_projection(self, query, key, value):
+        """q, k, v: the packed projection sliced as PyTorch's `_in_projection_packed` (one
+        matmul for self-attention, two when key is value), or the three separate weights."""
         E = self.embed_dim
         b = self.in_proj_bias
-        bq, bk, bv = (None,) * 3 if b is None else (b[:E], b[E:2 * E], b[2 * E:])
+
+        def part(t, lo, hi):
+            return None if t is None else t[lo:hi]
+
         if self._qkv_same_embed_dim:
             w = self.in_proj_weight
             if query is key and key is value:  # self-attention: one matmul
                 return F.linear(query, w, b).chunk(3, -1)
+            if key is value:  # attention over a memory: q, then k and v in one matmul
+                kv = F.linear(key, w[E:], part(b, E, None)).chunk(2, -1)
+                return (F.linear(query, w[:E], part(b, 0, E)),) + tuple(kv)
             wq, wk, wv = w[:E], w[E:2 * E], w[2 * E:]
         else:
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+        return (F.linear(query, wq, part(b, 0, E)), F.linear(key, wk, part(b, E, 2 * E)),
+                F.linear(value, wv, part(b, 2 * E, None)))
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
