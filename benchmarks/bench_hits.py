@@ -16,7 +16,8 @@ For each: the compiled call, the entry's compiled forward kernels called directl
 arrays, their difference (the hit overhead), the compiled call with its kernels replaced by a
 replay of their last results (the overhead alone, free of the kernels' noise; measured last,
 as it patches the entry) and the eager call, medians of interleaved rounds
-(`bench_autograd.medians_us`). `--profile CASE` runs cProfile over `--calls` (100k) hits of one case.
+(`bench_autograd.medians_us`). `--profile CASE` runs cProfile over `--calls` (100k) hits of
+one case.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ is itself a compiled graph (PyTorch's `aot_autograd`, in miniature).
 placeholder), it runs the compiled forward (a copy of the graph that also returns the values
 the backward needs) inside an `eager.autograd.Function`, so the outputs get one grad_fn; that
 node's backward runs the compiled backward graph built by `ir.autodiff.build_backward` (fused
-like any graph). Plans are built once per pattern of inputs requiring grad. Without grad mode
-or with no input requiring grad it runs the plain compiled graph. Gradients equal eager's
-(same registry rules; a composite eager records as one node, softmax say, is differentiated
-by its `eager_backward` as in eager: `ir.autodiff.whole_rule`); double backward through it
-(create_graph=True) is not supported: the backward raises. Imports `eager`, `ir` and (through `compile_graph`) codegen.
+like any graph). Plans are built once per pattern of inputs requiring grad; a cache entry's
+hits build their node with one generated function per plan (`direct_function`). Without
+grad mode or with no input requiring grad it runs the plain compiled graph. Gradients equal
+eager's (same registry rules; a composite eager records as one node, softmax say, is
+differentiated by its `eager_backward` as in eager: `ir.autodiff.whole_rule`); double backward
+through it (create_graph=True) is not supported: the backward raises. Imports `eager`, `ir`
+and (through `compile_graph`) codegen.
 """
 
 from __future__ import annotations
@@ -282,8 +284,9 @@ def direct_function(plan: _Plan):
         diff = plan.differentiable[i]
         lines += [f"    a = res[{i}]", f"    o{i} = new(Tensor)",
                   f"    o{i}._data = a if type(a) is ndarray else asarray(a)",
-                  f"    o{i}.requires_grad = {diff}", f"    o{i}.grad_fn = "
-                  f"{'ctx' if diff else 'None'}", f"    o{i}._retains_grad = False",
+                  f"    o{i}.requires_grad = {diff}",
+                  f"    o{i}.grad_fn = {'ctx' if diff else 'None'}",
+                  f"    o{i}._retains_grad = False",
                   f"    o{i}.grad = o{i}._base = o{i}._fw_grad = o{i}._backward_hooks = None",
                   f"    o{i}._vc = [0]"]
         if diff and i:

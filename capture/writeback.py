@@ -126,8 +126,8 @@ def disjoint(mutated: tuple, inputs: tuple) -> bool:
 
 def finish(out, templater) -> list:
     """At the end of a capture: the (input index, graph output index, with grad) triples to
-    write back, and the guards that keep the mutated inputs apart from the other tensor inputs. Raises
-    `ValueError` when a mutated input shares memory with another input now."""
+    write back, and the guards that keep the mutated inputs apart from the other tensor
+    inputs. Raises `ValueError` when a mutated input shares memory with another input now."""
     pairs = []
     if out.writebacks and len(out.input_sources) > 1:
         name = out.guards.name_for(disjoint, "___disjoint")
