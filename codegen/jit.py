@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import llvmlite
 import llvmlite.binding as llvm
 
-from . import kernel_cache, linkcheck
+from . import emit, kernel_cache, linkcheck
 from .linkcheck import UnresolvedSymbolError  # noqa: F401 (public name kept here)
 from .kernel_cache import cache_dir  # noqa: F401 (public name kept here)
 
@@ -110,11 +110,7 @@ def optimize_many(texts, tm=None):
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = True
-    pb = llvm.create_pass_builder(tm, pto)
+    _, pb = emit.pipeline(tm)
     pb.getModulePassManager().run(mod, pb)
     return mod
 
@@ -234,41 +230,71 @@ def compile_batch(jobs) -> list:
 
 
 def _compile_many(st: dict, misses: dict) -> dict:
-    """{key: JitFunction} of the kernels `misses` (at least two) compiled as one object."""
+    """{key: JitFunction} of the kernels `misses` (at least two), compiled as one object per
+    part of the batch (`emit.split`: one part per compile thread) and kept as one disk entry
+    (record: the symbols and source IR per kernel, each part's object size and kernels)."""
     keys = list(misses)
     neutrals = [misses[k][0] for k in keys]
     path = None
     if kernel_cache.cache_dir() is not None:
         path = kernel_cache.entry_key(st["target_id"], "\0".join(neutrals))
         found = kernel_cache.load(path)
-        rec = found[0] if found is not None else {}
-        syms, srcs = rec.get("symbols"), rec.get("source_irs")
-        if (isinstance(syms, list) and isinstance(srcs, list) and len(syms) == len(keys)
-                == len(srcs) and all(isinstance(s, str) and s.endswith(f"_{k}")
-                                     for s, k in zip(syms, keys))):
-            opt_ir = rec.get("llvm_ir", "")
-            try:
-                addresses = _load(st, found[1], syms, opt_ir)
-            except Exception:  # noqa: BLE001 (a foreign object: rebuild below)
-                addresses = None
-            if addresses is not None:
+        if found is not None:
+            hit = _load_parts(st, keys, found)
+            if hit is not None:
                 stats["disk_hits"] += len(keys)
-                return _finish_many(keys, syms, addresses, misses, opt_ir, srcs)
+                return _finish_many(keys, misses, *hit)
     syms = [f"{misses[k][1]}_{k}" for k in keys]
     srcs = [n.replace(NEUTRAL, s) for n, s in zip(neutrals, syms)]
-    mod = optimize_many(srcs)
-    opt_ir = str(mod)
-    obj = st["tm"].emit_object(mod)
-    linkcheck.check_object(obj, opt_ir, f"kernels {', '.join(syms)}", exports=set(syms))
+    parts = emit.split([len(t) for t in srcs], min(emit.threads_wanted(), len(srcs) // 2))
+    built = emit.emit_parts(st, [[srcs[i] for i in p] for p in parts], optimize_many)
+    addresses: list = [0] * len(keys)
+    for part, (obj, opt_ir) in zip(parts, built):
+        psyms = [syms[i] for i in part]
+        linkcheck.check_object(obj, opt_ir, f"kernels {', '.join(psyms)}", exports=set(psyms))
+    for part, (obj, opt_ir) in zip(parts, built):
+        for i, a in zip(part, _load(st, obj, [syms[i] for i in part], opt_ir)):
+            addresses[i] = a
+    opt_ir = "\n".join(ir for _, ir in built)
     if path is not None:
         kernel_cache.store(path, {"symbol": "", "symbols": syms, "llvm_ir": opt_ir,
-                                  "source_irs": srcs}, obj)
-    addresses = _load(st, obj, syms, opt_ir)
+                                  "source_irs": srcs,
+                                  "parts": [[len(obj), p] for p, (obj, _) in zip(parts, built)]},
+                           b"".join(obj for obj, _ in built))
     stats["compiled"] += len(keys)
-    return _finish_many(keys, syms, addresses, misses, opt_ir, srcs)
+    return _finish_many(keys, misses, syms, addresses, opt_ir, srcs)
 
 
-def _finish_many(keys, syms, addresses, misses, opt_ir, srcs) -> dict:
+def _load_parts(st: dict, keys: list, found: tuple):
+    """(symbols, addresses, optimised IR, sources) of a batch's disk entry `found` loaded into
+    the engine, or None when the entry does not fit `keys` or does not load."""
+    rec, blob = found
+    syms, srcs, parts = rec.get("symbols"), rec.get("source_irs"), rec.get("parts")
+    if not (isinstance(syms, list) and isinstance(srcs, list) and isinstance(parts, list)
+            and len(syms) == len(keys) == len(srcs)
+            and all(isinstance(s, str) and s.endswith(f"_{k}") for s, k in zip(syms, keys))):
+        return None
+    opt_ir = rec.get("llvm_ir", "")
+    objs, at = [], 0
+    try:
+        for size, idx in parts:
+            objs.append((blob[at:at + size], [syms[i] for i in idx], idx))
+            at += size
+        if at != len(blob) or sorted(i for _, _, idx in objs for i in idx) != list(
+                range(len(keys))):
+            return None
+        for obj, psyms, _ in objs:   # every part checked before any reaches the engine
+            linkcheck.check_object(obj, opt_ir, "a cached kernel", exports=set(psyms))
+        addresses: list = [0] * len(keys)
+        for obj, psyms, idx in objs:
+            for i, a in zip(idx, _load(st, obj, psyms, opt_ir)):
+                addresses[i] = a
+    except Exception:  # noqa: BLE001 (a foreign or malformed entry: rebuild)
+        return None
+    return syms, addresses, opt_ir, srcs
+
+
+def _finish_many(keys, misses, syms, addresses, opt_ir, srcs) -> dict:
     texts = function_texts(opt_ir)
     return {k: _finish(k, s, a, misses[k][2], texts.get(s, ""), src)
             for k, s, a, src in zip(keys, syms, addresses, srcs)}

@@ -14,7 +14,7 @@ import pytest
 
 import codegen
 import ir
-from codegen import compiled, jit, linkcheck
+from codegen import compiled, emit, jit, linkcheck
 from codegen.kernel import lower_group
 from codegen.kernel_key import structural_key
 from codegen.partition import FusionGroup, partition
@@ -22,6 +22,11 @@ from ir import dtypes as D
 
 R = ir.REGISTRY
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _no_disk_cache(monkeypatch):
+    monkeypatch.setenv("WICK_CACHE_DIR", "0")   # counters count compiles, not disk hits
 
 
 def c(g, name, *args, **kw):
@@ -173,20 +178,24 @@ _SCRIPT = textwrap.dedent("""
     g = ir.Graph()
     h = g.placeholder("x", ir.TensorMeta((5, 6), ir.float32))
     w = g.placeholder("w", ir.TensorMeta((6, 6), ir.float32))
-    h = g.call_op(R["matmul"], (g.call_op(R["sin"], (g.call_op(R["mul"], (h, 1.125)),)), w))
-    h = g.call_op(R["matmul"], (g.call_op(R["cos"], (h,)), w))
-    g.output((g.call_op(R["tanh"], (h,)),))
-    x = np.linspace(-2, 2, 30, dtype=np.float32).reshape(5, 6)
-    w = np.eye(6, dtype=np.float32) * 0.5
-    out = codegen.compile_graph(g)(x, w)[0]
-    want = np.tanh(np.cos(np.sin(x * 1.125) @ w) @ w)
-    assert np.allclose(out, want, atol=1e-5), (out, want)
+    want = np.linspace(-2, 2, 30, dtype=np.float32).reshape(5, 6)
+    x, wv = want.copy(), np.eye(6, dtype=np.float32) * 0.5
+    for i, op in enumerate(["sin", "cos", "tanh", "exp", "abs"]):
+        h = g.call_op(R["matmul"], (g.call_op(R[op], (g.call_op(R["mul"], (h, 1.125 + i)),)),
+                                    w))
+        y = want * np.float32(1.125 + i)
+        want = getattr(np, op)(y) @ wv
+    g.output((g.call_op(R["neg"], (h,)),))
+    out = codegen.compile_graph(g)(x, wv)[0]
+    assert np.allclose(out, -want, rtol=1e-4, atol=1e-5), (out, -want)
     print(jit.stats["compiled"], jit.stats["disk_hits"])
 """)
 
 
-def test_a_batch_is_one_disk_entry_that_a_new_process_loads(tmp_path):
-    env = dict(os.environ, WICK_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_a_batch_is_one_disk_entry_that_a_new_process_loads(tmp_path, threads):
+    env = dict(os.environ, WICK_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT,
+               WICK_COMPILE_THREADS=threads)
 
     def run():
         out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=ROOT,
@@ -194,14 +203,44 @@ def test_a_batch_is_one_disk_entry_that_a_new_process_loads(tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
         return tuple(map(int, out.stdout.split()))
 
-    assert run() == (3, 0)
+    assert run() == (6, 0)
     kernel_entries = [f for f in os.listdir(tmp_path) if f.endswith(".wkc")]
-    assert run() == (0, 3)
+    assert run() == (0, 6)
     assert sorted(f for f in os.listdir(tmp_path) if f.endswith(".wkc")) == sorted(
         kernel_entries)   # nothing rewritten or added
     for f in kernel_entries:   # damaged: rebuilt, never trusted
         with open(tmp_path / f, "r+b") as fh:
             fh.seek(-8, 2)
             fh.write(b"\0" * 8)
-    assert run() == (3, 0)
-    assert run() == (0, 3)
+    assert run() == (6, 0)
+    assert run() == (0, 6)
+
+
+def test_split_balances_parts():
+    sizes = [50, 10, 40, 30, 20, 5]
+    parts = emit.split(sizes, 3)
+    assert sorted(i for p in parts for i in p) == list(range(6))
+    assert all(p == sorted(p) for p in parts) and len(parts) == 3
+    assert max(sum(sizes[i] for i in p) for p in parts) <= 55
+    assert emit.split([7], 4) == [[0]] and emit.split([1, 2], 0) == [[0, 1]]
+
+
+def test_kernels_compiled_on_threads_equal_those_compiled_serially(monkeypatch):
+    def job(k):
+        return (lambda sym: f"define void @{sym}(ptr %a, ptr %b, i64 %lo, i64 %hi) {{\n"
+                f"  %x = load float, ptr %a\n  %y = fmul float %x, {k}.5\n"
+                f"  %z = call float @llvm.sqrt.f32(float %y)\n"
+                f"  store float %z, ptr %b\n  ret void\n}}\n"
+                "declare float @llvm.sqrt.f32(float)\n", f"thr{k}", 2)
+
+    got = {}
+    for threads in ("1", "4"):
+        monkeypatch.setenv("WICK_COMPILE_THREADS", threads)
+        base = 1000 + 100 * int(threads)   # fresh kernels each time
+        fns = jit.compile_batch([job(base + k) for k in range(9)])
+        for k, fn in enumerate(fns):
+            a, b = np.array([2.0], np.float32), np.zeros(1, np.float32)
+            fn.cfunc(a.ctypes.data, b.ctypes.data, 0, 1)
+            got.setdefault(threads, []).append(float(b[0]))
+            assert b[0] == np.sqrt(np.float32(2.0) * np.float32(base + k + 0.5))
+    assert len(got["1"]) == len(got["4"]) == 9
