@@ -38,6 +38,7 @@ from .variables import (
     ListVariable,
     ModuleVariable,
     NestedFunctionVariable,
+    ObjectVariable,
     OpFunctionVariable,
     PartialVariable,
     SequenceVariable,
@@ -273,7 +274,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if not isinstance(value, type) and isinstance(call, types.FunctionType):
             tx.out.guards.identity(f"type({fn.source}).__call__", call, "__call__")
             return inline(tx, FunctionVariable(call, None, self_var=fn), args, kwargs)
-        folded = eager_rules.fold_constant_helper(tx, value, args, kwargs)  # np.dtype(...)
+    if isinstance(fn, ObjectVariable):  # np.dtype(...), np.meshgrid(...) inside eager
+        folded = eager_rules.fold_constant_helper(tx, fn.value, args, kwargs)
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")

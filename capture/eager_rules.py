@@ -38,7 +38,9 @@ def fold_constant_helper(tx, value, args, kwargs):
     module = vocabulary._module_of(value)
     helper = isinstance(value, types.FunctionType) and module.startswith("eager.nn") and \
         value.__name__.startswith("_") and rule_for(value) is None
-    if not (helper or module == "numpy" or isinstance(value, type) and
+    numpy = (module == "numpy" or module.startswith("numpy.")) and \
+        not module.startswith("numpy.random")
+    if not (helper or numpy or isinstance(value, type) and
             getattr(value, "__module__", "") == "numpy"):
         return None
     plain = [_constant_data(a) for a in args]
@@ -145,6 +147,9 @@ def _local_rules() -> dict:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
+    rules[grad_mode._GradModeContext.clone] = _grad_clone_rule
+    rules[grad_mode.is_grad_enabled] = lambda tx, fn, args, kwargs: ConstantVariable(
+        tx.out.grad_enabled)  # (the symbolic mode: entries are guarded on the call's)
     return rules
 
 
@@ -309,3 +314,18 @@ def _fill_rule(tx, fn, args, kwargs):
         raise vocabulary.no_graph_form(tx, fn, f"a fill value {value.describe()}")
     return calls.inplace(tx, t, lambda: vocabulary._fill(
         tx, fn, t, t.meta.shape, value.value, t.meta.dtype))
+
+
+def _grad_clone_rule(tx, fn, args, kwargs):
+    """`self.clone()` in eager.grad_mode's decorator wrapper (`with self.clone(): return
+    fn(...)`), reached when the compiled function itself is `@no_grad()`-decorated: a fresh
+    grad-mode block of the same mode."""
+    from .variables import GradModeVariable
+
+    ctx = getattr(args[0], "value", None) if args else None
+    mode = {grad_mode.no_grad: False, grad_mode.enable_grad: True}.get(type(ctx))
+    if mode is None and type(ctx) in (grad_mode.set_grad_enabled, grad_mode._ModeBlock):
+        mode = ctx.mode
+    if not isinstance(mode, bool):
+        raise vocabulary.no_graph_form(tx, fn, "inference_mode or another context")
+    return GradModeVariable(mode)

@@ -124,7 +124,16 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
         raise tx.unsupported("item assignment to a view, or to a tensor whose views are still "
                              "referenced (mutation the views must see)")
 
+    mask = _mask_key(obj, index, v)
+
     def compute():
+        if mask is not None:  # x[mask] = scalar: masked_fill, as torch's index_put_ of a mask
+            F = _namespace(tx)
+            m = mask
+            if m.ndim < obj.ndim:
+                m = F.reshape(m, tuple(m.shape) + (1,) * (obj.ndim - m.ndim))
+            out = F.masked_fill(obj, m, v)
+            return out if out.dtype is obj.dtype else F.cast(out, obj.dtype)
         split = _split(tx, obj, index)
         F = _namespace(tx)
         val = v
@@ -138,6 +147,18 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
     result = compute()  # the views are dead: the functional store is eager's
     obj.node, obj.meta, obj.shadow = result.node, result.meta, result.shadow
     obj.requires_grad = obj.requires_grad or result.requires_grad
+
+
+def _mask_key(obj: TensorVariable, index, v):
+    """The bool mask of `obj[mask] = v` when it is the whole key, covers obj's leading dims
+    and `v` is a number or a 0-d tensor (a fill: no data-dependent shape), else None."""
+    if not (isinstance(index, TensorVariable) and index.dtype is D.bool_):
+        return None
+    if isinstance(v, TensorVariable) and v.meta.shape:
+        return None
+    if tuple(index.shape) != tuple(obj.shape[:index.ndim]):
+        return None
+    return index
 
 
 def _views_of(node) -> set:
