@@ -246,7 +246,10 @@ def _linear_backward(F, g, out, x, weight, bias=None):
     gx = F.matmul(g, weight) if g.ndim <= 2 else \
         F.reshape(F.matmul(g2, weight), tuple(g.shape[:-1]) + (i,))  # (one GEMM)
     grads = (gx, F.matmul(F.transpose(g2, 0, 1), F.reshape(x, (rows, i))))
-    return grads if bias is None else grads + (F.sum(g2, 0),)
+    if bias is None:
+        return grads
+    # the bias's: a ones row times g2 (BLAS gemv; numpy's add.reduce over axis 0 is ~4x slower)
+    return grads + (F.matmul(F.add(F.new_zeros(g2, rows), 1.0), g2),)
 
 
 declare(
