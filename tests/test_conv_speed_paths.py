@@ -171,3 +171,40 @@ def test_conv_in_batch_chunks_matches_torch(xs, ws, kw, monkeypatch):
 
     monkeypatch.setattr(kernels, "_CHUNK", 1)
     test_conv_values_and_gradients_match_torch((3,) + xs[1:], ws, kw, True, np.float64)
+
+
+def test_kernel_results_never_share_scratch_memory():
+    """The kernels' temporaries live in reused scratch buffers (ir/ops/workspace.py); no
+    result may be one of them: a later call would overwrite it (a 1-channel input gradient
+    without padding was a view of its padded buffer)."""
+    from ir.ops import conv as kernels
+
+    rng = np.random.default_rng(5)
+    attrs = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1}
+    x, w = rng.standard_normal((2, 1, 5, 5)), rng.standard_normal((3, 1, 2, 2))
+    g = rng.standard_normal((2, 3, 4, 4))
+    results = [kernels._conv_impl(np, x, w, **attrs),
+               kernels._input_grad_impl(np, g, w, x.shape, **attrs),
+               kernels._weight_grad_impl(np, x, g, w.shape, **attrs),
+               kernels._max_pool_indices_impl(np, x, (2, 2), (1, 1), (1, 1), (1, 1), (6, 6))]
+    saved = [r.copy() for r in results]
+    for r in results:
+        assert r.base is None or r.base.nbytes == r.nbytes, "a view of a larger buffer"
+    big = rng.standard_normal((3, 4, 9, 9))  # every scratch buffer rewritten
+    kernels._conv_impl(np, big, rng.standard_normal((5, 4, 3, 3)), **attrs)
+    kernels._input_grad_impl(np, rng.standard_normal((3, 5, 7, 7)),
+                             rng.standard_normal((5, 4, 3, 3)), big.shape, **attrs)
+    kernels._max_pool_indices_impl(np, big, (3, 3), (1, 1), (1, 1), (1, 1), (9, 9))
+    for r, s in zip(results, saved):
+        np.testing.assert_array_equal(r, s)
+
+
+def test_scratch_views_are_aligned_and_reused():
+    from ir.ops.workspace import scratch
+
+    a = scratch(np, "test", (3, 5), np.float32)
+    b = scratch(np, "test", (2, 3), np.float64)  # fits in the first one's buffer
+    assert a.shape == (3, 5) and b.shape == (2, 3) and b.dtype == np.float64
+    assert a.ctypes.data % 64 == 0 and b.ctypes.data % 64 == 0
+    assert np.shares_memory(a, b)  # one buffer per tag
+    assert not np.shares_memory(a, scratch(np, "other", (3, 5), np.float32))

@@ -29,6 +29,7 @@ import numpy as np
 from .. import dtypes as D
 from .elementwise import FLOATS
 from .indexing import arr, declare
+from .workspace import scratch
 
 _ATTRS = "stride, padding, dilation, groups"
 
@@ -46,7 +47,8 @@ def _windows(kernel, stride, dilation, out):
 
 
 def _channels_last(xp, x, pads, size=None, fill=0):
-    """x (N, C, *spatial) as a new contiguous (N, *padded, C) array: `pads` per dim (lo, hi)
+    """x (N, C, *spatial) as a contiguous (N, *padded, C) scratch array (a temporary, valid
+    until the next one: `workspace.scratch`): `pads` per dim (lo, hi)
     (negative: cropped), `size` the padded extent where windows reach further (pooling's ceil
     mode), `fill` around. Moving the channels inside each sample is a cheap copy (a batch-last
     layout costs a strided pass over the whole batch), and it makes a window's row one
@@ -60,8 +62,9 @@ def _channels_last(xp, x, pads, size=None, fill=0):
         dst.append(slice(max(lo, 0), max(lo, 0) + max(b - a, 0)))
         src.append(slice(a, max(b, a)))
     inner = all(d.start == 0 and d.stop == m for d, m in zip(dst, size))
-    out = xp.empty((n,) + tuple(size) + (c,), x.dtype) if inner else \
-        xp.full((n,) + tuple(size) + (c,), fill, x.dtype)
+    out = scratch(xp, "padded", (n,) + tuple(size) + (c,), x.dtype)  # a temporary
+    if not inner:
+        out.fill(fill)
     out[(slice(None),) + tuple(dst)] = xp.moveaxis(x[(slice(None),) * 2 + tuple(src)], 1, -1)
     return out
 
@@ -96,7 +99,9 @@ def _cols(xp, x, pads, kernel, stride, dilation, out, groups):
     channels-last copy and one strided copy whose inner runs are kernel width * C/G long."""
     xh = _channels_last(xp, x, pads)
     view = _window_view(xp, xh, kernel, stride, dilation, out, groups)
-    return xp.ascontiguousarray(view).reshape(x.shape[0] * math.prod(out), groups, -1)
+    cols = scratch(xp, "cols", view.shape, x.dtype)
+    cols[...] = view
+    return cols.reshape(x.shape[0] * math.prod(out), groups, -1)
 
 
 def _weight_rows(xp, w, groups):
@@ -108,7 +113,8 @@ def _rows_last(xp, g, groups):
     """g (N, O, *out) as a contiguous (N * L, G, O/G) (channels last: a copy inside each
     sample; also gives a broadcast g, as the gradient of a sum, the real strides BLAS needs)."""
     n, o = g.shape[:2]
-    rows = xp.ascontiguousarray(xp.moveaxis(g.reshape(n, o, -1), 1, -1))
+    rows = scratch(xp, "rows", (n, math.prod(g.shape[2:]), o), g.dtype)
+    rows[...] = xp.moveaxis(g.reshape(n, o, -1), 1, -1)
     return rows.reshape(-1, groups, o // groups)
 
 
@@ -122,7 +128,7 @@ def _conv_cl(xp, x, pads, w, stride, dilation, out, groups):
     y = xp.empty((n, o) + tuple(out), xp.result_type(x, w))
     for lo, hi in _chunks(n, length * wr.shape[2] * groups):
         cols = _cols(xp, x[lo:hi], pads, w.shape[2:], stride, dilation, out, groups)
-        part = xp.empty((groups, cols.shape[0], og), y.dtype)
+        part = scratch(xp, "part", (groups, cols.shape[0], og), y.dtype)
         for i in range(groups):
             xp.matmul(cols[:, i], wr[i].T, out=part[i])
         y[lo:hi].reshape(hi - lo, groups, og, length)[...] = \
@@ -166,16 +172,18 @@ def _input_grad_col2im(xp, g, w, input_size, stride, padding, dilation, groups):
     cg, og = c // groups, w.shape[0] // groups
     wk = xp.ascontiguousarray(xp.moveaxis(w.reshape((groups, og, cg, -1)), -1, 1))
     # wk: (G, prod(kernel), O/G, C/G)
-    buf = xp.zeros((n,) + tuple(s + 2 * p for s, p in zip(spatial, padding)) + (c,),
-                   xp.result_type(g, w))
-    part = xp.empty((rows.shape[0], cg), buf.dtype)
+    buf = scratch(xp, "padded", (n,) + tuple(s + 2 * p for s, p in zip(spatial, padding))
+                  + (c,), xp.result_type(g, w))
+    buf.fill(0)
+    part = scratch(xp, "part", (rows.shape[0], cg), buf.dtype)
     for i in range(groups):
         for k, win in enumerate(_windows(kernel, stride, dilation, out)):
             xp.matmul(rows[:, i], wk[i, k], out=part)
             buf[(slice(None),) + win + (slice(i * cg, (i + 1) * cg),)] += \
                 part.reshape((n,) + tuple(out) + (cg,))
     crop = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
-    return xp.ascontiguousarray(xp.moveaxis(buf[(slice(None),) + crop], -1, 1))
+    # a copy even where the move is a view (one channel, no padding): buf is scratch
+    return xp.moveaxis(buf[(slice(None),) + crop], -1, 1).copy()
 
 
 def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
