@@ -328,6 +328,9 @@ class MultiheadAttention(Module):
                 raise RuntimeError(f"The shape of the 3D attn_mask is "
                                    f"{tuple(attn_mask.shape)}, but should be "
                                    f"{(bsz * H, tgt_len, src_len)}.")
+        if not need_weights and self.bias_k is None and not self.add_zero_attn:
+            dropout_p = self.dropout if self.training else 0.0
+            return self._sdpa_heads(q, k, v, attn_mask, key_padding_mask, dropout_p), None
         if self.bias_k is not None:
             k = FUNCTIONS["cat"]([k, self.bias_k.expand(1, bsz, embed_dim)])
             v = FUNCTIONS["cat"]([v, self.bias_v.expand(1, bsz, embed_dim)])
@@ -376,6 +379,29 @@ class MultiheadAttention(Module):
         out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
         return self.out_proj(out).reshape(tgt_len, bsz, embed_dim), None
+
+
+    def _sdpa_heads(self, q, k, v, attn_mask, key_padding_mask, dropout_p):
+        """need_weights=False without bias_k/zero_attn: q (L, N, E), k and v (S, N, E) split
+        into heads as views ((N, H, L, hd): no copy of the projections' slices; numpy's
+        matmul takes the strides), masks broadcast to (N, H, L, S), one
+        `scaled_dot_product_attention`, the heads merged and `out_proj`."""
+        L, N, E = q.shape
+        S, H, hd = k.shape[0], self.num_heads, self.head_dim
+        if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (N, S):
+                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got "
+                                     f"{tuple(key_padding_mask.shape)}")
+            kpm = key_padding_mask.reshape(N, 1, 1, S)
+            attn_mask = kpm if attn_mask is None else \
+                attn_mask.reshape((1 if attn_mask.shape[0] == 1 else N), -1, L, S) + kpm
+        elif attn_mask is not None:
+            attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 \
+                else attn_mask.reshape(N, H, L, S)
+        q, k, v = (t.reshape(t.shape[0], N, H, hd).permute(1, 2, 0, 3) for t in (q, k, v))
+        out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
+        out = out.permute(2, 0, 1, 3).reshape(L * N, E)
+        return self.out_proj(out).reshape(L, N, E)
 
 
 # ---------------------------------------------------------------- transformer encoder
