@@ -296,14 +296,11 @@ class MultiheadAttention(Module):
             out = out.transpose(1, 0)
         return out, weights
 
-    def _attention(self, query, key, value, key_padding_mask, need_weights, attn_mask,
-                   average_attn_weights, is_causal):
-        """The batch-second core of `forward` (PyTorch's `F.multi_head_attention_forward`)."""
-        from ..creation import zeros
-
+    def _checked_masks(self, query, key, value, key_padding_mask, attn_mask, is_causal):
+        """`_attention`'s input checks (PyTorch's errors); the masks as floats, a 2-D
+        attn_mask as (1, L, S)."""
         tgt_len, bsz, embed_dim = query.shape
         src_len = key.shape[0]
-        H, hd = self.num_heads, self.head_dim
         if embed_dim != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
                                  f"got {embed_dim}")
@@ -316,7 +313,6 @@ class MultiheadAttention(Module):
                                " to create this mask.")
         key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
         attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
-        q, k, v = self._in_projection(query, key, value)
         if attn_mask is not None:
             if attn_mask.ndim == 2:
                 if tuple(attn_mask.shape) != (tgt_len, src_len):
@@ -324,10 +320,22 @@ class MultiheadAttention(Module):
                                        f"{tuple(attn_mask.shape)}, but should be "
                                        f"{(tgt_len, src_len)}.")
                 attn_mask = attn_mask.unsqueeze(0)
-            elif tuple(attn_mask.shape) != (bsz * H, tgt_len, src_len):
+            elif tuple(attn_mask.shape) != (bsz * self.num_heads, tgt_len, src_len):
                 raise RuntimeError(f"The shape of the 3D attn_mask is "
                                    f"{tuple(attn_mask.shape)}, but should be "
-                                   f"{(bsz * H, tgt_len, src_len)}.")
+                                   f"{(bsz * self.num_heads, tgt_len, src_len)}.")
+        return key_padding_mask, attn_mask
+
+    def _attention(self, query, key, value, key_padding_mask, need_weights, attn_mask,
+                   average_attn_weights, is_causal):
+        """The batch-second core of `forward` (PyTorch's `F.multi_head_attention_forward`)."""
+        from ..creation import zeros
+
+        tgt_len, bsz, embed_dim = query.shape
+        H, hd = self.num_heads, self.head_dim
+        key_padding_mask, attn_mask = self._checked_masks(query, key, value, key_padding_mask,
+                                                          attn_mask, is_causal)
+        q, k, v = self._in_projection(query, key, value)
         if not need_weights and self.bias_k is None and not self.add_zero_attn:
             dropout_p = self.dropout if self.training else 0.0
             return self._sdpa_heads(q, k, v, attn_mask, key_padding_mask, dropout_p), None
