@@ -208,3 +208,22 @@ def test_scratch_views_are_aligned_and_reused():
     assert a.ctypes.data % 64 == 0 and b.ctypes.data % 64 == 0
     assert np.shares_memory(a, b)  # one buffer per tag
     assert not np.shares_memory(a, scratch(np, "other", (3, 5), np.float32))
+
+
+def test_tune_malloc_respects_the_opt_out_and_user_policy(monkeypatch):
+    import ctypes
+    import sys
+
+    from ir.ops.workspace import tune_malloc
+
+    monkeypatch.setenv("WICK_MALLOC_TUNE", "0")
+    assert tune_malloc() is False
+    monkeypatch.delenv("WICK_MALLOC_TUNE")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1000")
+    assert tune_malloc() is False
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    glibc = sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None),
+                                                          "gnu_get_libc_version")
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert tune_malloc() is glibc
