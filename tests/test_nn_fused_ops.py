@@ -205,3 +205,27 @@ def test_mha_memory_projection_matches_torch(bias, same_kv):
     tp = dict(tm.named_parameters())
     for name, p in wm.named_parameters():
         _close(p.grad, tp[name].grad, 1e-4, 1e-5)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_bfloat16_is_float32_inside_as_torch(affine):
+    """bfloat16 input (and parameters): computed in float32 and rounded once, as PyTorch's CPU
+    kernel: values and gradients within bfloat16's rounding of torch's."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((6, 32)) * 2 + 30).astype(np.float32)
+    g = rng.standard_normal((6, 32)).astype(np.float32)
+    w = rng.standard_normal(32).astype(np.float32)
+    res = []
+    for lib in (eager, torch):
+        xs = lib.tensor(x).to(lib.bfloat16).requires_grad_()
+        ln = lib.nn.LayerNorm(32, elementwise_affine=affine).to(lib.bfloat16)
+        if affine:
+            with lib.no_grad():
+                ln.weight.copy_(lib.tensor(w))
+        out = ln(xs)
+        out.backward(lib.tensor(g).to(lib.bfloat16))
+        assert out.dtype == lib.bfloat16 and xs.grad.dtype == lib.bfloat16
+        res.append([t.detach().float().numpy() for t in
+                    (out, xs.grad) + ((ln.weight.grad, ln.bias.grad) if affine else ())])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-2 * float(np.abs(b).max()))

@@ -29,7 +29,13 @@ def _ln_dims(x, k: int) -> tuple:
     return tuple(range(x.ndim - k, x.ndim))
 
 
+def _to_float32(F, *ts):
+    return tuple(None if t is None else F.cast(t, D.float32) for t in ts)
+
+
 def _layer_norm_decomp(F, x, weight=None, bias=None, k=1, eps=1e-5):
+    if x.dtype in D.HALF:  # float32 inside, the result rounded once (as PyTorch's CPU kernel)
+        return F.cast(_layer_norm_decomp(F, *_to_float32(F, x, weight, bias), k, eps), x.dtype)
     dims = _ln_dims(x, k)
     centered = F.sub(x, F.mean(x, dims, True))
     var = F.mean(F.mul(centered, centered), dims, True)
@@ -39,10 +45,13 @@ def _layer_norm_decomp(F, x, weight=None, bias=None, k=1, eps=1e-5):
     return out if bias is None else F.add(out, bias)
 
 
+_WHOLE_TYPES = (np.float32, np.float64) + tuple(d.np.type for d in D.HALF)
+
+
 def _layer_norm_whole(dts, x, k) -> bool:
-    """Where eager runs `_layer_norm` whole: every operand float32, or every one float64
-    (`dts`: their numpy dtypes), and something to normalize."""
-    return (dts[0].type in (np.float32, np.float64) and all(d == dts[0] for d in dts)
+    """Where eager runs `_layer_norm` whole: every operand of one dtype, float32, float64,
+    float16 or bfloat16 (`dts`: their numpy dtypes), and something to normalize."""
+    return (dts[0].type in _WHOLE_TYPES and all(d == dts[0] for d in dts)
             and 0 < k <= len(x.shape) and math.prod(x.shape[len(x.shape) - k:]) != 0)
 
 
@@ -54,6 +63,9 @@ def _layer_norm_eager(xp, x, weight=None, bias=None, k=1, eps=1e-5):
     dts = (x.dtype,) + tuple(t.dtype for t in (weight, bias) if t is not None)
     if xp is not np or not _layer_norm_whole(dts, x, k):
         return None
+    if x.dtype.type not in (np.float32, np.float64):  # half: float32 inside, rounded once
+        f32 = (None if t is None else t.astype(np.float32) for t in (x, weight, bias))
+        return _layer_norm_eager(xp, *f32, k, eps).astype(x.dtype)
     n = math.prod(x.shape[x.ndim - k:])
     x2 = x.reshape(-1, n)
     ones = np.ones(n, x.dtype)
@@ -78,6 +90,11 @@ def _layer_norm_backward(F, g, out, x, weight=None, bias=None, k=1, eps=1e-5):
     gx = g * weight, dx = rstd * (gx - mean(gx) - xhat * mean(gx * xhat)); dweight =
     sum(g * xhat) and dbias = sum(g) over the leading (not normalized) dims. On x as (rows, n),
     every sum a product with a ones vector (BLAS, as the forward's)."""
+    if x.dtype in D.HALF:  # float32 inside, as the forward; each gradient in its dtype
+        g32, x32, w32, b32 = _to_float32(F, g, x, weight, bias)
+        grads = _layer_norm_backward(F, g32, out, x32, w32, b32, k, eps)
+        return tuple(None if d is None else F.cast(d, t.dtype)
+                     for d, t in zip(grads, (x, weight, bias)))
     n = math.prod(x.shape[x.ndim - k:])
     x2, g2 = F.reshape(x, (-1, n)), F.reshape(g, (-1, n))
     ones = _ones(F, x2, n)
