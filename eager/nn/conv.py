@@ -4,11 +4,11 @@ No op here is new: a convolution is the registry's `_conv_nd` (`ir/ops/conv.py`:
 GEMM, its gradients the two adjoint ops) plus a bias add; max pooling is the registry's
 `_max_pool_indices` (each window's maximum as a flat index into its input plane) and a
 `_plane_gather` (the gradient goes to that maximum, as in PyTorch); average pooling is a
-window `sum` divided by PyTorch's divisor; adaptive average pooling is a reshape-`mean` (divisible sizes) or a product with an averaging matrix; batch
-norm in training is the registry's `_batch_norm_train` (`ir/ops/batch_norm.py`: one composite,
-one backward node in eager) plus in-place updates of the running statistics (`_batch_stats`)
-under `no_grad`,
-in evaluation `rsqrt` of the running statistics and a multiply-add.
+window `sum` divided by PyTorch's divisor; adaptive average pooling is a reshape-`mean`
+(divisible sizes) or a product with an averaging matrix; batch norm in training is the
+registry's `_batch_norm_train` (`ir/ops/batch_norm.py`: one composite, one backward node in
+eager) plus in-place updates of the running statistics (`_batch_stats`) under `no_grad`, in
+evaluation `rsqrt` of the running statistics and a multiply-add.
 Autograd therefore works unchanged and capture can trace every function.
 Semantics, argument names, defaults and error messages: torch.nn.functional (conv1d, conv2d,
 max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, batch_norm). Touches `eager` only.
