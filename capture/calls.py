@@ -269,6 +269,9 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return PartialVariable(args[0], args[1:], kwargs)
         if isinstance(value, type) and issubclass(value, autocast.REGION):
             return autocast.make_region(tx, args, kwargs, value)
+        if isinstance(value, type) and issubclass(value, tuple) and \
+                hasattr(value, "_fields") and type(value.__new__) is types.FunctionType:
+            return _make_namedtuple(value, args, kwargs)  # `Output(logits=y, loss=l)`
         call = next((c.__dict__["__call__"] for c in type(value).__mro__
                      if "__call__" in c.__dict__), None)
         if not isinstance(value, type) and isinstance(call, types.FunctionType):
@@ -279,6 +282,16 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def _make_namedtuple(cls, args, kwargs) -> TupleVariable:
+    """A named tuple built by the code: its fields' trackers in order, keeping its type."""
+    bound = inspect.signature(cls).bind(*args, **kwargs)  # a TypeError here is the user's
+    bound.apply_defaults()
+    var = TupleVariable([v if isinstance(v, VariableTracker) else ConstantVariable(v)
+                         for v in bound.arguments.values()])
+    var.namedtuple = cls
+    return var
 
 
 def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTracker:

@@ -134,10 +134,9 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
                 type(obj.value)
             return ConstantVariable(issubclass(typ, classes))
     if f is type and len(args) == 1 and not kwargs:  # `type(self).__name__`, `type(x) is T`
-        try:
-            return ConstantVariable(args[0].python_type())
-        except NotImplementedError:
-            pass
+        known = _exact_type(tx, args[0])
+        if known is not None:
+            return ConstantVariable(known)
     if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
         return calls.unary_op(tx, "__abs__", abs, args[0])
     if f is getattr and len(args) in (2, 3) and args[1].is_constant():
@@ -198,6 +197,23 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
         raise tx.unsupported("call to builtin breakpoint (runs eagerly)")
     raise tx.unsupported(f"call to builtin {name}"
                          + ("" if pure else " (a C function capture does not model)"))
+
+
+def _exact_type(tx, v):
+    """`type(v)` where capture knows it exactly (a graph input's own class: Parameter; a
+    named tuple's class), else None (the call breaks)."""
+    if isinstance(v, TensorVariable):
+        real = tx.out.values.get(v.source) if v.source is not None else None
+        from eager import Tensor
+
+        return type(real) if real is not None else Tensor
+    if isinstance(v, SequenceVariable):
+        return getattr(v, "namedtuple", None) or v.kind
+    if isinstance(v, (ConstantVariable, ObjectVariable)):
+        return type(v.value)
+    if type(v) is DictVariable or isinstance(v, IteratorVariable):
+        return v.python_type()
+    return None
 
 
 def _reduce(tx, f, args, kwargs) -> VariableTracker:

@@ -477,8 +477,9 @@ class InstructionTranslator(BuildOps):
             same = a.value is b.value
         elif a is b:
             same = True
-        elif isinstance(a, ObjectVariable) and isinstance(b, ObjectVariable):
-            same = a.value is b.value
+        elif isinstance(a, (ObjectVariable, ConstantVariable)) and \
+                isinstance(b, (ObjectVariable, ConstantVariable)):
+            same = a.value is b.value  # (`type(w) is nn.Parameter`: a class both ways)
         elif (a.is_constant() and a.value is None) or (b.is_constant() and b.value is None):
             same = False  # a non-constant tracker is never None
         elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):

@@ -9,6 +9,7 @@ GAN step: `backward()` breaks in both).
 from __future__ import annotations
 
 import math
+import typing
 
 import numpy as np
 import pytest
@@ -73,7 +74,7 @@ def llama_ffn():
             return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
 
     m = FFN()
-    return m, (_rand(2, 5, 16),), lambda: []
+    return m, (_rand(2, 5, 16),), list
 
 
 def einsum_attention():
@@ -88,7 +89,7 @@ def einsum_attention():
         def forward(self, x, pad):
             q = self.to_q(x)
             k, v = self.to_kv(x).chunk(2, dim=-1)
-            q, k, v = map(lambda t: t.view(t.shape[0], -1, self.h, t.shape[-1] // self.h),
+            q, k, v = map(lambda t: t.view(t.shape[0], -1, self.h, t.shape[-1] // self.h),  # noqa: C417
                           (q, k, v))
             sim = torch.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(q.shape[-1])
             sim = sim.masked_fill(pad[:, None, None, :], float("-inf"))
@@ -96,7 +97,7 @@ def einsum_attention():
             return out.reshape(x.shape[0], x.shape[1], -1)
 
     pad = torch.tensor(np.array([[False] * 5 + [True], [False] * 6]))
-    return MHA(), (_rand(2, 6, 12), pad), lambda: []
+    return MHA(), (_rand(2, 6, 12), pad), list
 
 
 def gated_tcn():
@@ -123,7 +124,7 @@ def gated_tcn():
                 x = x + torch.tanh(filt) * torch.sigmoid(gate)
             return x
 
-    return Net(), (_rand(2, 1, 16),), lambda: []
+    return Net(), (_rand(2, 1, 16),), list
 
 
 def gru_decoder():
@@ -144,7 +145,7 @@ def gru_decoder():
                 logits.append(self.out(torch.cat([h, ctx], -1)))
             return torch.stack(logits, 1), h
 
-    return Dec(), (_ints(11, 2, 3), _rand(2, 8), _rand(2, 5, 8, seed=3)), lambda: []
+    return Dec(), (_ints(11, 2, 3), _rand(2, 8), _rand(2, 5, 8, seed=3)), list
 
 
 def kv_presents():
@@ -174,7 +175,7 @@ def kv_presents():
             return x, presents
 
     pasts = tuple((_rand(1, 3, 8, seed=10 + i), _rand(1, 3, 8, seed=20 + i)) for i in range(2))
-    return Model(), (_rand(1, 1, 8), pasts), lambda: []
+    return Model(), (_rand(1, 1, 8), pasts), list
 
 
 def inplace_cnn():
@@ -193,7 +194,7 @@ def inplace_cnn():
                       nn.Conv2d(8, 8, 3, groups=8, padding=1), nn.Hardswish(), SE(8),
                       nn.ReLU6(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                       nn.Linear(8, 4)).eval()
-    return m, (_rand(2, 3, 8, 8),), lambda: []
+    return m, (_rand(2, 3, 8, 8),), list
 
 
 def unet_interpolate():
@@ -211,7 +212,7 @@ def unet_interpolate():
             y = self.dec(torch.cat([u, x1], dim=1))
             return F.interpolate(y, size=(10, 12), mode="bilinear", align_corners=False)
 
-    return UNet(), (_rand(2, 1, 8, 8),), lambda: []
+    return UNet(), (_rand(2, 1, 8, 8),), list
 
 
 def gnn_message_passing():
@@ -230,7 +231,7 @@ def gnn_message_passing():
             return x + agg / deg.clamp(min=1).unsqueeze(-1)
 
     ei = torch.stack([_ints(7, 12, seed=5), _ints(7, 12, seed=6)])
-    return Layer(), (_rand(7, 6), ei), lambda: []
+    return Layer(), (_rand(7, 6), ei), list
 
 
 def positional_encoding():
@@ -249,7 +250,7 @@ def positional_encoding():
             pe[:, 1::2] = torch.cos(pos * div)
             return x * math.sqrt(self.d) + pe.unsqueeze(0)
 
-    return PE(), (_rand(2, 5, 8),), lambda: []
+    return PE(), (_rand(2, 5, 8),), list
 
 
 def focal_loss():
@@ -261,7 +262,7 @@ def focal_loss():
         p_t = p * onehot + (1 - p) * (1 - onehot)
         return (ce * (1 - p_t) ** gamma).sum(-1).mean(), F.one_hot(targets, 6)
 
-    return loss_fn, (_rand(9, 5), _ints(5, 9)), lambda: []
+    return loss_fn, (_rand(9, 5), _ints(5, 9)), list
 
 
 def ema_teacher():
@@ -360,7 +361,7 @@ def giou():
         rb = torch.min(pred[:, None, 2:], target[:, 2:])
         wh = (rb - lt).clamp(min=0)
         inter = wh[..., 0] * wh[..., 1]
-        area = lambda b: (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])  # noqa: E731
+        area = lambda b: (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
         union = area(pred)[:, None] + area(target) - inter
         hull = (torch.max(pred[:, None, 2:], target[:, 2:])
                 - torch.min(pred[:, None, :2], target[:, :2])).clamp(min=0)
@@ -372,7 +373,7 @@ def giou():
     pred = torch.cat([lo, lo + _rand(4, 2, seed=3).abs() + 0.1], 1)
     lo2 = _rand(4, 2, seed=4).abs()
     target = torch.cat([lo2, lo2 + _rand(4, 2, seed=5).abs() + 0.1], 1)
-    return box_iou_loss, (pred, target), lambda: []
+    return box_iou_loss, (pred, target), list
 
 
 def running_normalizer():
@@ -416,7 +417,33 @@ def topk_sampling():
             idx = torch.cat((idx, nxt), dim=1)
         return idx, torch.is_grad_enabled()
 
-    return generate, (_ints(12, 2, 3),), lambda: []
+    return generate, (_ints(12, 2, 3),), list
+
+
+class LMOutput(typing.NamedTuple):
+    logits: object
+    loss: object = None
+    aux: object = None
+
+
+def named_output():
+    """A model returning a typing.NamedTuple built in forward (fields by keyword, defaults),
+    with type() checks on its weight and on the result."""
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.proj = nn.Embedding(10, 6), nn.Linear(6, 10)
+
+        def forward(self, idx, targets=None):
+            if type(self.proj.weight) is not nn.Parameter:  # (no assert: pytest rewrites it)
+                raise TypeError("weight is not a Parameter")
+            logits = self.proj(self.emb(idx))
+            out = LMOutput(logits=logits)
+            if targets is not None:
+                out = LMOutput(logits, F.cross_entropy(logits.view(-1, 10), targets.view(-1)))
+            return out, type(out).__name__, out.loss is None
+
+    return LM(), (_ints(10, 2, 4), _ints(10, 2, 4, seed=3)), list
 
 
 # (case, graphs, breaks, break sites): 1/0/0 = one graph, no break reason at all
@@ -426,7 +453,7 @@ CASES = [
     (unet_interpolate, 1, 0, 0), (gnn_message_passing, 1, 0, 0), (positional_encoding, 1, 0, 0),
     (focal_loss, 1, 0, 0), (ema_teacher, 1, 0, 0), (gan_step, 2, 1, 4),
     (clipped_adamw_step, 2, 1, 2), (eval_switch, 1, 0, 1), (giou, 1, 0, 0),
-    (running_normalizer, 1, 0, 0), (topk_sampling, 1, 0, 0),
+    (running_normalizer, 1, 0, 0), (topk_sampling, 1, 0, 0), (named_output, 1, 0, 0),
 ]
 
 
