@@ -139,7 +139,9 @@ class OpDef:
     - `eager_impl(xp, *arrays, **attrs)`: optional, composites only: eager's kernel when nothing
       is recorded (no operand requires grad under grad mode, no post hooks); it must give the
       decomposition's exact results, or None to run the decomposition (which capture, codegen
-      and autograd always use).
+      and autograd always use); with `eager_impl_rounding = True` its results equal the
+      decomposition's up to the rounding of its sums (row sums as BLAS products: a few ulps
+      of the sum's terms), and the tests compare them within that bound.
     - `eager_backward(F, g, out, *xs, **attrs)`: optional, composites with `eager_impl` only: a
       rule for the composite as a whole (the `backward` contract; PyTorch's rule, equal to
       the decomposition's up to rounding where values are finite). Then eager runs
@@ -187,6 +189,7 @@ class OpDef:
     backward: Callable | None = None
     decomp: Callable | None = None
     eager_impl: Callable | None = None
+    eager_impl_rounding: bool = False
     eager_backward: Callable | None = None
     eager_applies: Callable | None = None
     jvp: Callable | None = None

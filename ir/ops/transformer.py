@@ -134,6 +134,7 @@ def _layer_norm_samples(rng, dt):
 declare(
     "_layer_norm", "composite", "input, weight=None, bias=None, k=1, eps=1e-05", 3,
     scalar_ok=False, method=False, decomp=_layer_norm_decomp, eager_impl=_layer_norm_eager,
+    eager_impl_rounding=True,
     eager_backward=_layer_norm_backward,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _layer_norm_whole(tuple(m.dtype.np for m in metas), metas[0], attrs["k"]),
@@ -233,6 +234,7 @@ declare(
     "_attention_weights", "composite", "query, key, attn_mask=None, scale=1.0", 3,
     scalar_ok=False, method=False, decomp=_attention_weights_decomp,
     eager_impl=_attention_weights_eager, eager_backward=_attention_weights_backward,
+    eager_impl_rounding=True,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _attention_whole(tuple(m.dtype.np for m in metas), *metas),
     ref=_attention_weights_ref, sample_inputs=_attention_weights_samples,
