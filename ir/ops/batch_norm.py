@@ -11,8 +11,8 @@ spatial dims, equal to the decomposition's up to rounding) and one backward rule
 rstd, dx = w * rstd * (g - mean(g) - xhat * mean(g * xhat)), dweight = sum(g * xhat), dbias =
 sum(g)), so that eager records one autograd node instead of about twenty, and compiled
 backward graphs run three reductions instead of six. `_batch_stats(input, correction)` is the
-statistics alone (mean and variance per channel, no gradient) for the running-statistics
-update, one library call (einsum sums). Imports nothing outside `ir`.
+statistics alone (mean and variance per channel) for the running-statistics update, a
+composite too (fused in compiled graphs, one einsum call in eager). Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import warnings
 import numpy as np
 
 from .. import dtypes as D
-from .elementwise import FLOATS
 from .indexing import arr, declare
 
 
@@ -134,16 +133,28 @@ declare(
 # ---------------------------------------------------------------- the statistics alone
 
 
-def _stats_impl(xp, x, correction=1):
+def _stats_decomp(F, x, correction=1):
+    dims = _dims(x)
+    mean = F.mean(x, dims, True)
+    centered = F.sub(x, mean)
+    var = F.div(F.sum(F.mul(centered, centered), dims, True), max(_count(x) - correction, 0))
+    return F.cat((F.reshape(mean, (1, x.shape[1])), F.reshape(var, (1, x.shape[1]))), 0)
+
+
+def _stats_eager(xp, x, correction=1):
+    """The decomposition's formula in one call (einsum sums over an (N, C, L) view) on
+    float32/float64 numpy arrays; None otherwise."""
+    if xp is not np or not _bn_whole((x.dtype,), x):
+        return None
     n, c = x.shape[:2]
     x3 = x.reshape(n, c, -1)
     count = _count(x)
     with np.errstate(all="ignore"):  # (one value per channel and correction 1: inf / NaN)
-        mean = xp.einsum("ncl->c", x3) / x.dtype.type(count)
+        mean = np.einsum("ncl->c", x3) / x.dtype.type(count)
         centered = x3 - mean[:, None]
-        var = xp.einsum("ncl,ncl->c", centered, centered) / x.dtype.type(
+        var = np.einsum("ncl,ncl->c", centered, centered) / x.dtype.type(
             max(count - correction, 0))
-    return xp.stack([mean, var]).astype(x.dtype, copy=False)
+    return np.stack([mean, var])
 
 
 def _stats_ref(x, correction=1):
@@ -154,11 +165,11 @@ def _stats_ref(x, correction=1):
 
 # `_batch_stats(input, correction=1)`: input (N, C, *) -> (2, C): each channel's mean over the
 # batch and spatial dims and its variance with `correction` (1: unbiased, PyTorch's running
-# variance); not differentiable (the running statistics are updated under no_grad)
+# variance). A composite: compiled graphs fuse its reductions, eager runs it whole
 declare(
-    "_batch_stats", "linalg", "input, correction=1", 1, method=False, scalar_ok=False,
-    shape=lambda s, correction=1: (2, s[1]), impl=_stats_impl, ref=_stats_ref,
+    "_batch_stats", "composite", "input, correction=1", 1, method=False, scalar_ok=False,
+    decomp=_stats_decomp, eager_impl=_stats_eager, ref=_stats_ref,
     sample_inputs=lambda rng, dt: iter([((arr(rng, (4, 3, 5), dt),), {}),
                                         ((arr(rng, (6, 2), dt),), {"correction": 0})]),
-    test_dtypes=FLOATS,
+    test_dtypes=(D.float32, D.float64),
 )
