@@ -109,7 +109,32 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
         raise CannotResume(f"generated {name} fails verification: {e}") from None
     except Exception as e:  # noqa: BLE001 - the assembler's own checks (stack size, jumps)
         raise CannotResume(f"cannot assemble {name}: {type(e).__name__}: {e}") from None
-    return code
+    return _identifier_names(code)
+
+
+def _identifier_names(code: types.CodeType) -> types.CodeType:
+    """`code` with its locals that are not Python identifiers renamed (pytest's rewritten
+    asserts bind `@py_assert2`): a generated function's parameters become the parameters of
+    its guards and hit functions, which are Python source. Locals are indexed by position, so
+    only the names change; the same mapping on every generated function keeps `locals()` (a
+    loop function's exit) and keyword calls of the next one consistent."""
+    names = code.co_varnames
+    if all(n.isidentifier() for n in names):
+        return code
+    taken = set(names) | set(code.co_cellvars) | set(code.co_freevars)
+    new = []
+    for n in names:
+        if n.isidentifier():
+            new.append(n)
+            continue
+        base = "___" + "".join(c if c.isalnum() or c == "_" else "_" for c in n)
+        m, i = base, 0
+        while m in taken:
+            i += 1
+            m = f"{base}{i}"
+        taken.add(m)
+        new.append(m)
+    return code.replace(co_varnames=tuple(new))
 
 
 SUPER_INSTRUCTIONS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),

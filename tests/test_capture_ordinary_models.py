@@ -494,3 +494,24 @@ def test_dead_view_of_a_weight_does_not_stop_its_update():
     x = _rand(2, 3)
     ex = capture.explain(live)(x)
     assert ex.break_reasons and "view" in ex.break_reasons[0].reason
+
+
+def test_breaks_after_asserts_rewritten_by_pytest():
+    """pytest rewrites the asserts of this module into locals named `@py_assert1`...: the
+    resume functions of a break after them (and of a break in a loop) must still compile."""
+    lin = nn.Linear(3, 3)
+
+    def step(x):
+        assert x.shape[-1] == 3, "features"
+        h = lin(x)
+        print("logged")  # a break: the rest resumes with the assert's locals live
+        for i in range(2):
+            assert h.dim() == 2
+            h = h + i
+            print("in loop")
+        return h.relu()
+
+    x = _rand(2, 3)
+    compiled = capture.compile(step)
+    for _ in range(2):
+        _same(step(x), compiled(x))
