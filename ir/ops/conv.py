@@ -10,7 +10,9 @@ are one strided view (N, *out, G, *kernel, C/G) and im2col is one copy into a
 elements (cache-sized). The forward is one 2-D BLAS GEMM per group and chunk (cols @ W^T), the
 weight gradient g^T @ cols with g channels last, the input gradient at stride 1 the
 convolution of the padded g with the flipped weight (no col2im), or, strided or with few
-input channels, per-offset GEMMs added into strided windows of a channels-last buffer. Dtypes are kept (no
+input channels, per-offset GEMMs added into strided windows of a channels-last buffer. Where
+kernel width * C/G is shorter than the output width (a 1-channel first layer), the columns
+are channels first instead ((G, K, N * L), runs of output width; `_few_channels`). Dtypes are kept (no
 float64 temporaries); `xp` is numpy or cupy. Semantics: torch.nn.functional.conv1d/2d/3d
 (cross-correlation; symmetric zero padding; argument checks with PyTorch's messages live in
 `eager/nn/conv.py`). Max pooling's window search is `_max_pool_indices` (the flat
@@ -136,8 +138,51 @@ def _conv_cl(xp, x, pads, w, stride, dilation, out, groups):
     return y
 
 
+def _few_channels(kernel, cg, stride, out) -> bool:
+    """Whether channels-first columns copy in longer runs than channels-last ones: out width
+    (stride 1) against kernel width * C/G (a 1-channel input: 3 against 8 at 8x8)."""
+    return stride[-1] == 1 and kernel[-1] * cg < out[-1]
+
+
+def _cols_cf(xp, x, padding, kernel, stride, dilation, out, groups):
+    """im2col of x (N, C, *spatial) channels first: a contiguous (G, K, N * L) matrix, K =
+    C/G * prod(kernel) in the weight's own (channel, offset) order; copy runs of out width."""
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    xpad = scratch(xp, "padded", (n, c) + tuple(s + 2 * p for s, p in zip(spatial, padding)),
+                   x.dtype)
+    if any(padding):
+        xpad.fill(0)
+    xpad[(slice(None),) * 2 + tuple(slice(p, p + s) for s, p in zip(spatial, padding))] = x
+    st, cg = xpad.strides, c // groups
+    shape = (groups, cg) + tuple(kernel) + (n,) + tuple(out)
+    strides = ((cg * st[1], st[1]) + tuple(s * d for s, d in zip(st[2:], dilation)) + (st[0],)
+               + tuple(s * q for s, q in zip(st[2:], stride)))
+    cols = scratch(xp, "cols", shape, x.dtype)
+    cols[...] = xp.lib.stride_tricks.as_strided(xpad, shape, strides)
+    return cols.reshape(groups, cg * math.prod(kernel), n * math.prod(out))
+
+
+def _conv_cf(xp, x, padding, w, stride, dilation, out, groups):
+    """`_conv_cl` on channels-first columns: per chunk and group W (O/G, K) @ cols (K, rows),
+    the (G, O/G, N, L) result moved into (N, O, *out) in runs of L."""
+    n, o, og = x.shape[0], w.shape[0], w.shape[0] // groups
+    wr = w.reshape(groups, og, -1)
+    length = math.prod(out)
+    y = xp.empty((n, o) + tuple(out), xp.result_type(x, w))
+    for lo, hi in _chunks(n, length * wr.shape[2] * groups):
+        cols = _cols_cf(xp, x[lo:hi], padding, w.shape[2:], stride, dilation, out, groups)
+        part = scratch(xp, "part", (groups, og, cols.shape[2]), y.dtype)
+        for i in range(groups):
+            xp.matmul(wr[i], cols[i], out=part[i])
+        y[lo:hi].reshape(hi - lo, groups, og, length)[...] = \
+            part.reshape(groups, og, hi - lo, length).transpose(2, 0, 1, 3)
+    return y
+
+
 def _conv_impl(xp, x, w, stride, padding, dilation, groups):
     out = _out_sizes(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    if _few_channels(w.shape[2:], w.shape[1], stride, out):
+        return _conv_cf(xp, x, padding, w, stride, dilation, out, groups)
     return _conv_cl(xp, x, tuple((p, p) for p in padding), w, stride, dilation, out, groups)
 
 
@@ -151,6 +196,8 @@ def _flipped(xp, w, groups):
 
 
 def _input_grad_impl(xp, g, w, input_size, stride, padding, dilation, groups):
+    if _few_channels(w.shape[2:], w.shape[1], stride, g.shape[2:]):
+        return _input_grad_cf(xp, g, w, input_size, stride, padding, dilation, groups)
     if any(s != 1 for s in stride) or 2 * w.shape[1] < w.shape[0] // groups:
         # strided, or few input channels (the col2im columns, C/G wide, are the smaller
         # matrix: 64x16x28x28 <- 1 channel 1.6 -> 1.0 ms)
@@ -160,6 +207,31 @@ def _input_grad_impl(xp, g, w, input_size, stride, padding, dilation, groups):
     spatial = tuple(input_size[2:])
     pads = tuple((d * (k - 1) - p,) * 2 for k, p, d in zip(w.shape[2:], padding, dilation))
     return _conv_cl(xp, g, pads, _flipped(xp, w, groups), stride, dilation, spatial, groups)
+
+
+def _input_grad_cf(xp, g, w, input_size, stride, padding, dilation, groups):
+    """Few input channels: one GEMM per group W^T (K, O/G) @ g (O/G, N * L) into
+    channels-first columns, added into the strided windows of a channels-first padded buffer
+    in runs of out width (the channels-last buffer's runs are kernel width * C/G short)."""
+    n, c, spatial = input_size[0], input_size[1], tuple(input_size[2:])
+    kernel, out, o = tuple(w.shape[2:]), tuple(g.shape[2:]), w.shape[0]
+    og, length = o // groups, math.prod(out)
+    rows = scratch(xp, "rows", (o, n, length), g.dtype)
+    rows[...] = g.reshape(n, o, length).transpose(1, 0, 2)
+    rows = rows.reshape(groups, og, -1)
+    wt = w.reshape(groups, og, -1)
+    dt = xp.result_type(g, w)
+    dcols = scratch(xp, "cols", (groups, wt.shape[2], n * length), dt)
+    for i in range(groups):
+        xp.matmul(wt[i].T, rows[i], out=dcols[i])
+    dcols = dcols.reshape((c,) + kernel + (n,) + out)
+    buf = scratch(xp, "padded", (n, c) + tuple(s + 2 * p for s, p in zip(spatial, padding)), dt)
+    buf.fill(0)
+    for off, win in zip(itertools.product(*map(range, kernel)),
+                        _windows(kernel, stride, dilation, out)):
+        buf[(slice(None),) * 2 + win] += xp.moveaxis(dcols[(slice(None),) + off], 1, 0)
+    crop = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
+    return buf[(slice(None),) * 2 + crop].copy()  # (a copy: buf is scratch)
 
 
 def _input_grad_col2im(xp, g, w, input_size, stride, padding, dilation, groups):
@@ -194,6 +266,8 @@ def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
     o, cg = weight_size[0], weight_size[1]
     gw = xp.zeros((groups, o // groups, math.prod(kernel) * cg), xp.result_type(x, g))
     part = xp.empty(gw.shape[1:], gw.dtype)
+    if _few_channels(kernel, cg, stride, out):
+        return _weight_grad_cf(xp, x, g, gw, kernel, stride, padding, dilation, out)
     pads = tuple((p, p) for p in padding)
     for lo, hi in _chunks(x.shape[0], math.prod(out) * gw.shape[2] * groups):
         cols = _cols(xp, x[lo:hi], pads, kernel, stride, dilation, out, groups)
@@ -203,6 +277,23 @@ def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
             gw[i] += part
     gw = gw.reshape((o,) + kernel + (cg,))
     return xp.ascontiguousarray(xp.moveaxis(gw, -1, 1))
+
+
+def _weight_grad_cf(xp, x, g, gw, kernel, stride, padding, dilation, out):
+    """`_weight_grad_impl` on channels-first columns, summed into gw (G, O/G, K): per chunk
+    and group g (O/G, rows) @ cols^T, with g moved to (O, N, L) in runs of L."""
+    groups, og = gw.shape[:2]
+    o, length = groups * og, math.prod(out)
+    part = xp.empty(gw.shape[1:], gw.dtype)
+    for lo, hi in _chunks(x.shape[0], length * gw.shape[2] * groups):
+        cols = _cols_cf(xp, x[lo:hi], padding, kernel, stride, dilation, out, groups)
+        rows = scratch(xp, "rows", (o, hi - lo, length), g.dtype)
+        rows[...] = g[lo:hi].reshape(hi - lo, o, length).transpose(1, 0, 2)
+        rows = rows.reshape(groups, og, -1)
+        for i in range(groups):
+            xp.matmul(rows[i], cols[i].T, out=part)
+            gw[i] += part
+    return gw.reshape((o, -1) + tuple(kernel))
 
 
 def _at(win):
