@@ -148,6 +148,8 @@ def _local_rules() -> dict:
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
     rules[grad_mode._GradModeContext.clone] = _grad_clone_rule
+    for name in ("new_ones", "new_full", "new_empty"):
+        rules[getattr(Tensor, name)] = _new_filled_rule
     rules[grad_mode.is_grad_enabled] = lambda tx, fn, args, kwargs: ConstantVariable(
         tx.out.grad_enabled)  # (the symbolic mode: entries are guarded on the call's)
     return rules
@@ -329,3 +331,33 @@ def _grad_clone_rule(tx, fn, args, kwargs):
     if not isinstance(mode, bool):
         raise vocabulary.no_graph_form(tx, fn, "inference_mode or another context")
     return GradModeVariable(mode)
+
+
+def _new_filled_rule(tx, fn, args, kwargs):
+    """`x.new_full(size, value)`, `x.new_ones(*size)`, `x.new_empty(*size)` (zeros) with
+    constant sizes and value: filled as `*_like` factories are (`vocabulary._fill`), in x's
+    dtype unless `dtype=`; on x's device; requires_grad=True breaks."""
+    import inspect as _inspect
+
+    t = args[0] if args else None
+    if not isinstance(t, TensorVariable):
+        raise vocabulary.no_graph_form(tx, fn, "a receiver that is not a tensor")
+    bound = _inspect.signature(fn).bind(*args, **kwargs)
+    plain = {}
+    for k, v in bound.arguments.items():
+        if k == "self":
+            continue
+        if isinstance(v, tuple):  # *size
+            v = tuple(_constant_data(x)[1] if _constant_data(x)[0] else x for x in v)
+        elif _constant_data(v)[0]:
+            v = _constant_data(v)[1]
+        plain[k] = v
+    size = plain.get("size", ())
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    value = {"new_ones": 1, "new_empty": 0}.get(fn.__name__, plain.get("fill_value"))
+    if plain.get("requires_grad") or plain.get("device") not in (None, "cpu") or \
+            not all(isinstance(n, int) for n in size) or isinstance(value, VariableTracker):
+        raise vocabulary.no_graph_form(tx, fn, "sizes, value or options that are not constants")
+    return vocabulary._fill(tx, fn, t, size, value, plain.get("dtype"))

@@ -446,6 +446,28 @@ def named_output():
     return LM(), (_ints(10, 2, 4), _ints(10, 2, 4, seed=3)), list
 
 
+def attention_pooling():
+    """Masked attention pooling by lengths: `scores.new_full((), -inf)` in torch.where,
+    x.new_zeros / new_ones / new_full([n], v, dtype=...) factories of a tensor."""
+    class AttnPool(nn.Module):
+        def __init__(self, d=6):
+            super().__init__()
+            self.query = nn.Parameter(torch.randn(d) * 0.1)
+            self.proj = nn.Linear(d, d)
+
+        def forward(self, x, lengths):
+            B, T, _ = x.shape
+            mask = torch.arange(T)[None, :] < lengths[:, None]
+            scores = self.proj(x) @ self.query
+            scores = torch.where(mask, scores, scores.new_full((), float("-inf")))
+            pooled = (scores.softmax(-1).unsqueeze(-1) * x).sum(1)
+            counts = x.new_zeros(B).index_add_(0, torch.arange(B), lengths.to(x.dtype))
+            flags = x.new_full([B], 3, dtype=torch.int32) + x.new_ones(B, dtype=torch.int32)
+            return pooled, counts, flags
+
+    return AttnPool(), (_rand(3, 5, 6), torch.tensor(np.array([5, 2, 1]))), list
+
+
 # (case, graphs, breaks, break sites): 1/0/0 = one graph, no break reason at all
 CASES = [
     (llama_ffn, 1, 0, 0), (einsum_attention, 1, 0, 0), (gated_tcn, 1, 0, 0),
@@ -454,6 +476,7 @@ CASES = [
     (focal_loss, 1, 0, 0), (ema_teacher, 1, 0, 0), (gan_step, 2, 1, 4),
     (clipped_adamw_step, 2, 1, 2), (eval_switch, 1, 0, 1), (giou, 1, 0, 0),
     (running_normalizer, 1, 0, 0), (topk_sampling, 1, 0, 0), (named_output, 1, 0, 0),
+    (attention_pooling, 1, 0, 0),
 ]
 
 
