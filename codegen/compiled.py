@@ -128,6 +128,13 @@ class CompiledGraph:
         """The kernel compiled for inputs with element `strides` {node: strides} (views)."""
         return self._compile_kernel(kernel.group, strides.get, kernel.name + "_v")
 
+    def specialise_later(self, kernel: Kernel, strides: dict) -> tuple:
+        """`specialise` with the compile off the caller's thread (a layout met while the graph
+        runs need not stop it): (the kernel lowered for `strides`, its `jit.Pending`)."""
+        variant = lower_group(kernel.group, kernel.name + "_v", strides.get)
+        variant.group = kernel.group
+        return variant, jit.compile_later(_job(variant))
+
     def __call__(self, *arrays) -> tuple:
         check_arity(arrays, self._placeholders)
         env = [None] * self._nslots
@@ -337,13 +344,23 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
             strides = element_strides(in_nodes, arrs)
             if strides is None:
                 return None
-            try:
-                k = cg.specialise(kernel, strides)
-            except Exception as e:  # noqa: BLE001 (e.g. UnresolvedSymbolError: copy instead)
-                _log.info("codegen: %s not specialised for strides %s: %s: %s", kernel.name,
-                          key, type(e).__name__, e)
-                k = False
-            variants[key] = k
+            try:   # compiled off this thread: the inputs are copied until it is ready
+                k = variants[key] = cg.specialise_later(kernel, strides)
+            except Exception as e:  # noqa: BLE001 (not lowered: copy instead)
+                k = variants[key] = e
+        if type(k) is tuple:
+            variant, pending = k
+            if not pending.done():
+                return None
+            k = pending.result
+            if not isinstance(k, Exception):
+                _attach(variant, k)
+                k = variant
+        if isinstance(k, Exception):   # e.g. UnresolvedSymbolError: copy instead
+            _log.info("codegen: %s not specialised for strides %s: %s: %s", kernel.name,
+                      key, type(k).__name__, k)
+            k = False
+        variants[key] = k
         return None if k is False else k
 
     def general(env, free):

@@ -229,6 +229,38 @@ def compile_batch(jobs) -> list:
     return out
 
 
+class Pending:
+    """A compile on a background thread (`compile_later`): `done()`, then `result`, its
+    JitFunction or the Exception that stopped it."""
+
+    def __init__(self):
+        self._done = threading.Event()
+        self.result = None
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+
+def compile_later(job) -> Pending:
+    """`compile_batch([job])[0]` on a thread of its own (not a daemon: the interpreter waits
+    for it at exit); with `WICK_COMPILE_THREADS=1`, compiled before this returns."""
+    pending = Pending()
+
+    def work():
+        try:
+            pending.result = compile_batch([job])[0]
+        except BaseException as e:  # noqa: BLE001 (handed to the caller)
+            pending.result = e
+        finally:
+            pending._done.set()
+
+    if emit.threads_wanted() <= 1:
+        work()
+    else:
+        threading.Thread(target=work, name="wick-jit").start()
+    return pending
+
+
 def _compile_many(st: dict, misses: dict) -> dict:
     """{key: JitFunction} of the kernels `misses` (at least two), compiled as one object per
     part of the batch (`emit.split`: one part per compile thread) and kept as one disk entry

@@ -244,3 +244,50 @@ def test_kernels_compiled_on_threads_equal_those_compiled_serially(monkeypatch):
             got.setdefault(threads, []).append(float(b[0]))
             assert b[0] == np.sqrt(np.float32(2.0) * np.float32(base + k + 0.5))
     assert len(got["1"]) == len(got["4"]) == 9
+
+
+# ---------------------------------------------------------------- layouts met while running
+
+
+def _strided_graph():
+    g = ir.Graph()
+    x, y = ph(g, "x", (6, 5)), ph(g, "y", (6, 5))
+    g.output((c(g, "add", c(g, "mul", x, 1.0625), y),))
+    return g
+
+
+def _addresses(monkeypatch):
+    from codegen import threads
+
+    seen = []
+    real = threads.run
+
+    def spy(fn, args, n_outer, work):
+        seen.append(args[0])   # the kernel's address (the trampoline's first argument)
+        return real(fn, args, n_outer, work)
+
+    monkeypatch.setattr(threads, "run", spy)
+    return seen
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_layout_variant_compiles_off_the_running_graph(monkeypatch, threads):
+    import time
+
+    monkeypatch.setenv("WICK_COMPILE_THREADS", threads)
+    seen = _addresses(monkeypatch)
+    g = _strided_graph()
+    cg = codegen.compile_graph(g)
+    if cg.kernels[0].address == 0 or compiled._DATA_OFFSET is None:
+        pytest.skip("no trampoline calls on this platform")
+    x = np.random.default_rng(1).standard_normal((5, 6)).astype(np.float32).T   # a view
+    y = np.ones((6, 5), np.float32)
+    want = np.asarray(ir.Interpreter(g).run(x, y)[0])
+    for _ in range(400):   # copies (the contiguous kernel) until the variant is ready
+        np.testing.assert_array_equal(cg(x, y)[0], want)
+        if seen[-1] != cg.kernels[0].address:
+            break
+        assert threads == "2"   # serially, the very first call has its variant
+        time.sleep(0.01)
+    assert seen[-1] != cg.kernels[0].address
+    np.testing.assert_array_equal(cg(x, y)[0], want)
