@@ -123,7 +123,7 @@ def _bn_samples(rng, dt):
 declare(
     "_batch_norm_train", "composite", "input, weight=None, bias=None, eps=1e-05", 3,
     scalar_ok=False, method=False, decomp=_bn_decomp, eager_impl=_bn_eager,
-    eager_backward=_bn_backward,
+    eager_impl_rounding=True, eager_backward=_bn_backward,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _bn_whole(tuple(m.dtype.np for m in metas), metas[0]),
     ref=_bn_ref, sample_inputs=_bn_samples, test_dtypes=(D.float32, D.float64),
@@ -168,7 +168,7 @@ def _stats_ref(x, correction=1):
 # variance). A composite: compiled graphs fuse its reductions, eager runs it whole
 declare(
     "_batch_stats", "composite", "input, correction=1", 1, method=False, scalar_ok=False,
-    decomp=_stats_decomp, eager_impl=_stats_eager, ref=_stats_ref,
+    decomp=_stats_decomp, eager_impl=_stats_eager, eager_impl_rounding=True, ref=_stats_ref,
     sample_inputs=lambda rng, dt: iter([((arr(rng, (4, 3, 5), dt),), {}),
                                         ((arr(rng, (6, 2), dt),), {"correction": 0})]),
     test_dtypes=(D.float32, D.float64),
