@@ -278,7 +278,7 @@ def _compile_many(st: dict, misses: dict) -> dict:
                 return _finish_many(keys, misses, *hit)
     syms = [f"{misses[k][1]}_{k}" for k in keys]
     srcs = [n.replace(NEUTRAL, s) for n, s in zip(neutrals, syms)]
-    parts = emit.split([len(t) for t in srcs], min(emit.threads_wanted(), len(srcs) // 2))
+    parts = emit.split([emit.cost(t) for t in srcs], min(emit.threads_wanted(), len(srcs) // 2))
     built = emit.emit_parts(st, [[srcs[i] for i in p] for p in parts], optimize_many)
     addresses: list = [0] * len(keys)
     for part, (obj, opt_ir) in zip(parts, built):
