@@ -77,6 +77,21 @@ def _chain(node) -> list | None:
     return [node, *reversed(links)]
 
 
+def _link_texts(links: list) -> list:
+    """The source text of each link after the first of a `_chain` (`G['m']`, `G['m'][0]`,
+    ...), each built from the one before (`ast.unparse` of every link was quadratic in the
+    chain's length: ~70 ms of an LM's first call)."""
+    text = links[0].id
+    out = []
+    for link in links[1:]:
+        if isinstance(link, ast.Attribute):
+            text = f"{text}.{link.attr}"
+        else:
+            text = f"{text}[{link.slice.value!r}]"
+        out.append(text)
+    return out
+
+
 class _Shared(ast.NodeTransformer):
     """Rewrites expressions evaluated in sequence so that each source prefix read more than
     once (`G['mlp'][0]` behind every guard on one submodule) is computed once: its first
@@ -114,8 +129,7 @@ class _Shared(ast.NodeTransformer):
         if links is None:
             return self.generic_visit(node)
         base = links[0]
-        texts = [ast.unparse(link) for link in links[1:]]
-        for link, text in zip(links[1:], texts):
+        for link, text in zip(links[1:], _link_texts(links)):
             link.value = base
             known = self.names.get(text)
             if known is not None:
@@ -142,8 +156,7 @@ def share_reads(exprs: list) -> tuple[list, dict]:
             links = None if id(node) in inner else _chain(node)
             if links is not None:
                 inner.update(id(link) for link in links)
-                for link in links[1:]:
-                    key = ast.unparse(link)
+                for key in _link_texts(links):
                     counts[key] = counts.get(key, 0) + 1
     tx = _Shared(counts)
     return [ast.unparse(tx.visit(t)) for t in trees], tx.names
@@ -155,8 +168,8 @@ def read_through(expr: str, names: dict) -> str:
     links = _chain(node)
     if links is None:
         return expr
-    for link in reversed(links[1:]):
-        name = names.get(ast.unparse(link))
+    for link, text in reversed([*zip(links[1:], _link_texts(links))]):
+        name = names.get(text)
         if name is not None:
             if link is node:
                 return name
