@@ -92,26 +92,47 @@ class OutputGraph:
         return var
 
     def _wrap(self, value, source: str) -> VariableTracker:
-        g = self.guards
+        """A fresh tracker for `value` (not read before): by its kind, each kind's guards."""
         if isinstance(value, Tensor):
-            meta = value.meta
-            dims = {d for d in self.dynamic_dims.get(source, self.dynamic_dims.get("*", ()))
-                    if d < len(meta.shape)
-                    and meta.shape[d] > 1}
-            g.tensor(source, value, dims)
-            name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
-            node = self.graph.placeholder(name.replace("__", "_") or "input", meta)
-            self.input_sources.append(source)
-            self.tensor_shapes[source] = tuple(meta.shape)
-            self.values[source] = value
-            var = TensorVariable(node, meta, value.requires_grad, source)
-            if dims:
-                for d in dims:
-                    self.dynamic_inputs[(source, d)] = meta.shape[d]
-                pmeta = dynamic.perturbed(meta, dims)
-                var.shadow = TensorVariable(self.shadow_tx.out.graph.placeholder(name, pmeta),
-                                            pmeta, value.requires_grad)
+            return self._wrap_tensor(value, source)
+        var = self._wrap_data(value, source)
+        if var is None:
+            var = self._wrap_resumed(value, source)
+        if var is None:
+            var = self._wrap_callable(value, source)
+        if var is not None:
             return var
+        self.guards.type_is(source, value)
+        if type(value).__module__ == "builtins" or not hasattr(value, "__dict__") or \
+                type(value).__module__.split(".")[0] == "numpy":
+            return UnknownVariable(value, source)
+        return UserObjectVariable(value, source)
+
+    def _wrap_tensor(self, value: Tensor, source: str) -> TensorVariable:
+        """A graph input (placeholder) guarded on its metadata; dynamic dims get a shadow."""
+        g = self.guards
+        meta = value.meta
+        dims = {d for d in self.dynamic_dims.get(source, self.dynamic_dims.get("*", ()))
+                if d < len(meta.shape)
+                and meta.shape[d] > 1}
+        g.tensor(source, value, dims)
+        name = "".join(c if c.isalnum() else "_" for c in source).strip("_")
+        node = self.graph.placeholder(name.replace("__", "_") or "input", meta)
+        self.input_sources.append(source)
+        self.tensor_shapes[source] = tuple(meta.shape)
+        self.values[source] = value
+        var = TensorVariable(node, meta, value.requires_grad, source)
+        if dims:
+            for d in dims:
+                self.dynamic_inputs[(source, d)] = meta.shape[d]
+            pmeta = dynamic.perturbed(meta, dims)
+            var.shadow = TensorVariable(self.shadow_tx.out.graph.placeholder(name, pmeta),
+                                        pmeta, value.requires_grad)
+        return var
+
+    def _wrap_data(self, value, source: str) -> VariableTracker | None:
+        """Numbers, literals, dtypes/devices, tuples, dicts and lists (None: another kind)."""
+        g = self.guards
         if type(value) in (int, float) and source in self.dynamic_numbers:
             g.type_is(source, value)  # the value is a graph input (`dynamic.SymNumberVariable`)
             if type(value) is int:  # int64 arithmetic in the graph is Python's in this range
@@ -149,7 +170,12 @@ class OutputGraph:
             g.length(source, value)
             return ListVariable([self.wrap(v, f"{source}[{i}]") for i, v in enumerate(value)],
                                 source)
-        name = getattr(value, "__name__", "___c")
+        return None
+
+    def _wrap_resumed(self, value, source: str) -> VariableTracker | None:
+        """The rebuilt state a graph break left for its resume function: a loop's iterator, an
+        autocast or grad-mode exit (None: another kind)."""
+        g = self.guards
         if type(value) is ResumeIter:  # a loop's iterator after a break: its items known
             g.type_is(source, value)
             g.add(f"{source}.pos == {value.pos} and len({source}.items) == {len(value.items)}")
@@ -161,6 +187,13 @@ class OutputGraph:
             g.type_is(source, value)
             g.add(f"{source}.prev is {value.prev}")
             return GradModeExitVariable(value.prev)
+        return None
+
+    def _wrap_callable(self, value, source: str) -> VariableTracker | None:
+        """Modules, registry functions, compiled and plain functions, methods, builtins,
+        classes and partials, each guarded by identity (None: another kind)."""
+        g = self.guards
+        name = getattr(value, "__name__", "___c")
         if isinstance(value, types.ModuleType):
             g.identity(source, value, name)
             return ModuleVariable(value, source)
@@ -201,12 +234,7 @@ class OutputGraph:
                 [self.wrap(a, f"{source}.args[{i}]") for i, a in enumerate(value.args)],
                 {k: self.wrap(v, f"{source}.keywords[{k!r}]") for k, v in value.keywords.items()},
                 source)
-        g.type_is(source, value)
-        if type(value).__module__ == "builtins" or not hasattr(value, "__dict__") or \
-                type(value).__module__.split(".")[0] == "numpy":
-            return UnknownVariable(value, source)
-        return UserObjectVariable(value, source)
-
+        return None
 
 class LazyItems(Mapping):
     """The items of a dict read from the frame (a global table, an attribute), wrapped and

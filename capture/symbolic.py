@@ -6,9 +6,10 @@ and symbolic locals (TorchDynamo's `symbolic_convert.py`, in miniature). Tensors
 `BreakReason` naming the user's file:line. Handlers are methods named after the opname and
 registered for a range of CPython versions (`@handler(..., min=, max=)`), so 3.11, 3.12 and 3.13
 share one table; the container, function-building and formatting opcodes live in the
-`BuildOps` mixin of `builders.py`. The top frame takes a snapshot of its stack and locals
-before every instruction, so that a graph break can compile the graph so far and resume after
-the instruction (`transform.py`). Touches `capture` only (and `dis`).
+`BuildOps` mixin of `builders.py`, the operator and control-flow opcodes (branches, loops,
+`with`, return) in the `FlowOps` mixin of `flowops.py`. The top frame takes a snapshot of its
+stack and locals before every instruction, so that a graph break can compile the graph so far
+and resume after the instruction (`transform.py`). Touches `capture` only (and `dis`).
 """
 
 from __future__ import annotations
@@ -17,27 +18,21 @@ import builtins
 import dis
 import importlib
 import linecache
-import operator
 import os
 from typing import TYPE_CHECKING
 
-from . import autocast, calls, config, sideeffects, vocabulary
+from . import calls, config, sideeffects
 from .breaks import BreakReason, GraphBreak, Snapshot, Unsupported
 from .builders import PY, TABLE, BuildOps, handler
+from .flowops import BINARY_SYMBOLS, COMPARE_SHIFT, FlowOps  # noqa: F401 (re-exported)
 from .variables import (
     NULL,
     CellVariable,
     ConstantVariable,
     DictVariable,
-    GradModeExitVariable,
-    GradModeVariable,
-    IteratorVariable,
     ModuleVariable,
     NullVariable,
     ObjectVariable,
-    SequenceVariable,
-    SymBoolVariable,
-    TensorVariable,
     TupleVariable,
     VariableTracker,
 )
@@ -47,8 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PY", "BreakReason", "GraphBreak", "InstructionTranslator", "Unsupported"]
 
-BINARY_SYMBOLS = [sym for _, sym in dis._nb_ops]
-COMPARE_SHIFT = 0 if PY <= (3, 11) else 4 if PY == (3, 12) else 5
 BACKWARD_JUMPS = {"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "POP_JUMP_BACKWARD_IF_TRUE",
                   "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE",
                   "POP_JUMP_BACKWARD_IF_NOT_NONE"}
@@ -62,7 +55,7 @@ class _Func:
         self.__name__ = self.__qualname__ = name
 
 
-class InstructionTranslator(BuildOps):
+class InstructionTranslator(BuildOps, FlowOps):
     """Symbolically runs one code object; `run()` returns the tracker of its return value.
 
     `fn` is a Python function (or `_Func`); `f_locals` maps parameter names to trackers;
@@ -451,211 +444,6 @@ class InstructionTranslator(BuildOps):
         result = calls.call_function(self, fn, list(args), kwargs)
         self.popn(n)
         self.push(result)
-
-    # ---- operators
-
-    @handler("BINARY_OP")
-    def BINARY_OP(self, inst):
-        b, a = self.stack[-1], self.stack[-2]
-        result = calls.binary_op(self, BINARY_SYMBOLS[inst.arg], a, b)
-        self.popn(2)
-        self.push(result)
-
-    @handler("COMPARE_OP")
-    def COMPARE_OP(self, inst):
-        b, a = self.stack[-1], self.stack[-2]
-        result = calls.compare_op(self, dis.cmp_op[inst.arg >> COMPARE_SHIFT], a, b)
-        if PY >= (3, 13) and inst.arg & 16:
-            result = self._to_bool(result)
-        self.popn(2)
-        self.push(result)
-
-    @handler("IS_OP")
-    def IS_OP(self, inst):
-        b, a = self.stack[-1], self.stack[-2]
-        if a.is_constant() and b.is_constant():
-            same = a.value is b.value
-        elif a is b:
-            same = True
-        elif isinstance(a, (ObjectVariable, ConstantVariable)) and \
-                isinstance(b, (ObjectVariable, ConstantVariable)):
-            same = a.value is b.value  # (`type(w) is nn.Parameter`: a class both ways)
-        elif (a.is_constant() and a.value is None) or (b.is_constant() and b.value is None):
-            same = False  # a non-constant tracker is never None
-        elif isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-            same = a.node is b.node
-        else:
-            raise self.unsupported("`is` between values capture cannot compare")
-        self.popn(2)
-        self.push(ConstantVariable(same != bool(inst.arg)))
-
-    @handler("CONTAINS_OP")
-    def CONTAINS_OP(self, inst):
-        b, a = self.stack[-1], self.stack[-2]
-        if a.is_constant() and b.is_constant():
-            found = a.value in b.value
-        elif a.is_constant() and isinstance(b, DictVariable):
-            found = a.value in b.items
-        elif a.is_constant() and isinstance(b, SequenceVariable) and \
-                all(v.is_constant() for v in b.items):
-            found = a.value in [v.value for v in b.items]
-        elif a.is_constant() and vocabulary.container_entries(self, b) is not None:
-            found = hasattr(type(b.value), "keys") and \
-                a.value in [k for k, _ in vocabulary.container_entries(self, b)]  # guarded
-        else:
-            raise self.unsupported("`in` on values that are not constants")
-        self.popn(2)
-        self.push(ConstantVariable(found != bool(inst.arg)))
-
-    def _unary(self, dunder, fold):
-        result = calls.unary_op(self, dunder, fold, self.stack[-1])
-        self.pop()
-        self.push(result)
-
-    @handler("UNARY_NEGATIVE")
-    def UNARY_NEGATIVE(self, inst):
-        self._unary("__neg__", operator.neg)
-
-    @handler("UNARY_POSITIVE", max=(3, 11))
-    def UNARY_POSITIVE(self, inst):
-        self._unary("__pos__", operator.pos)
-
-    @handler("UNARY_INVERT")
-    def UNARY_INVERT(self, inst):
-        self._unary("__invert__", operator.invert)
-
-    @handler("UNARY_NOT")
-    def UNARY_NOT(self, inst):
-        v = self.stack[-1]
-        if isinstance(v, SymBoolVariable):
-            result = SymBoolVariable(v.tensor, not v.negate)
-        else:
-            result = ConstantVariable(not self._truth(v).value)
-        self.pop()
-        self.push(result)
-
-    @handler("TO_BOOL", min=(3, 13))
-    def TO_BOOL(self, inst):
-        result = self._to_bool(self.stack[-1])
-        self.pop()
-        self.push(result)
-
-    def _to_bool(self, v):
-        if isinstance(v, (TensorVariable, SymBoolVariable)):
-            return v if isinstance(v, SymBoolVariable) else SymBoolVariable(v)
-        return self._truth(v)
-
-    # ---- control flow on values known at capture time
-
-    def _truth(self, v: VariableTracker) -> ConstantVariable:
-        if v.is_constant():
-            return ConstantVariable(bool(v.value))
-        if isinstance(v, (TensorVariable, SymBoolVariable)):
-            raise self.unsupported("branch on a tensor value (data-dependent control flow)")
-        if isinstance(v, (SequenceVariable, DictVariable)):
-            return ConstantVariable(bool(v.items))
-        if isinstance(v, ObjectVariable) and type(v.value).__bool__ is object.__bool__ \
-                if hasattr(type(v.value), "__bool__") else isinstance(v, ObjectVariable) and \
-                not hasattr(type(v.value), "__len__"):
-            return ConstantVariable(True)
-        raise self.unsupported(f"truth value of {v.describe()}")
-
-    def _branch(self, inst, jump_when: bool) -> None:
-        v = self.stack[-1]
-        if isinstance(v, (TensorVariable, SymBoolVariable)):
-            tensor = v.tensor if isinstance(v, SymBoolVariable) else v
-            negate = v.negate if isinstance(v, SymBoolVariable) else False
-            raise self.unsupported("branch on a tensor value (data-dependent control flow)",
-                                   "branch", tensor, negate)
-        cond = self._truth(v).value
-        self.pop()
-        if cond == jump_when:
-            self.jump(inst)
-
-    @handler("POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE")
-    def POP_JUMP_IF_TRUE(self, inst):
-        self._branch(inst, True)
-
-    @handler("POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE")
-    def POP_JUMP_IF_FALSE(self, inst):
-        self._branch(inst, False)
-
-    def _is_none(self, v: VariableTracker) -> bool:
-        return v.is_constant() and v.value is None
-
-    @handler("POP_JUMP_IF_NONE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE")
-    def POP_JUMP_IF_NONE(self, inst):
-        if self._is_none(self.pop()):
-            self.jump(inst)
-
-    @handler("POP_JUMP_IF_NOT_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
-             "POP_JUMP_BACKWARD_IF_NOT_NONE")
-    def POP_JUMP_IF_NOT_NONE(self, inst):
-        if not self._is_none(self.pop()):
-            self.jump(inst)
-
-    @handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP", max=(3, 11))
-    def JUMP_IF_X_OR_POP(self, inst):
-        cond = self._truth(self.stack[-1]).value
-        if cond == (inst.opname == "JUMP_IF_TRUE_OR_POP"):
-            self.jump(inst)
-        else:
-            self.pop()
-
-    @handler("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP")
-    def JUMP_FORWARD(self, inst):
-        self.jump(inst)
-
-    @handler("GET_ITER")
-    def GET_ITER(self, inst):
-        v = self.stack[-1]
-        it = v if isinstance(v, IteratorVariable) else IteratorVariable(calls.unpack(self, v))
-        self.pop()
-        self.push(it)
-
-    @handler("FOR_ITER")
-    def FOR_ITER(self, inst):
-        it = self.stack[-1]
-        if not isinstance(it, IteratorVariable):
-            raise self.unsupported(f"iterating over {it.describe()}")
-        if it.index < len(it.items):
-            self.push(it.items[it.index])
-            it.index += 1
-            return
-        self.pop()
-        self.jump(inst)
-        if PY >= (3, 12) and self.instructions[self.ip].opname == "END_FOR":
-            self.ip += 1
-            if PY >= (3, 13) and self.instructions[self.ip].opname == "POP_TOP":
-                self.ip += 1
-
-    # ---- with eager.no_grad(): ...
-
-    @handler("BEFORE_WITH")
-    def BEFORE_WITH(self, inst):
-        ctx = self.stack[-1]
-        region = autocast.region_of(self, ctx)
-        if region is not None:  # with eager.autocast(...): see capture/autocast.py
-            self.pop()
-            self.stack.extend(autocast.enter(self, region))
-            return
-        if not isinstance(ctx, GradModeVariable):
-            raise self.unsupported(f"`with` on {ctx.describe()}")
-        self.pop()
-        prev = ctx.prev if ctx.prev is not None else self.out.grad_enabled
-        self.push(GradModeExitVariable(prev))
-        self.out.grad_enabled = ctx.mode
-        self.push(ConstantVariable(None))
-
-    # ---- return
-
-    @handler("RETURN_VALUE")
-    def RETURN_VALUE(self, inst):
-        self.result = self.pop()
-
-    @handler("RETURN_CONST", min=(3, 12))
-    def RETURN_CONST(self, inst):
-        self.result = ConstantVariable(inst.argval)
 
 
 def supported_opnames() -> list:

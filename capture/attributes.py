@@ -1,0 +1,239 @@
+"""Attribute reads and tensor methods during capture: `get_attr(tx, obj, name)` is the tracker of
+`obj.name` (tensor attributes, module and object attributes guarded by source, container methods,
+named-tuple fields, constants), and `call_tensor_method` handles the Tensor methods that are not
+registry ops (shape queries fold, casts record `cast`, reads into Python break). An attribute
+computed by user code (a property, `__getattr__`) is a graph break. Re-exported by `calls`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import types
+
+from eager import Tensor, device
+from ir.dtypes import DType, to_dtype
+
+from . import dynamic
+from .recording import call_op
+from .variables import (
+    ConstantMethodVariable,
+    ConstantVariable,
+    ContainerMethodVariable,
+    DictVariable,
+    FunctionVariable,
+    ModuleVariable,
+    OpFunctionVariable,
+    SequenceVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TupleVariable,
+    UserObjectVariable,
+    VariableTracker,
+)
+
+
+TENSOR_BREAKS = {
+    "item": "Tensor.item() reads a tensor value into Python",
+    "tolist": "Tensor.tolist() reads tensor values into Python",
+    "numpy": "Tensor.numpy() leaves the graph (a numpy array aliases the tensor's memory)",
+    "backward": "Tensor.backward() runs autograd (call it outside the compiled function)",
+}
+CAST_METHODS = {"float": "float32", "double": "float64", "long": "int64", "bool": "bool"}
+
+
+def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dict):
+    """Tensor methods that are not registry ops: shape queries fold, casts record `cast`."""
+    if name in TENSOR_BREAKS:
+        raise tx.unsupported(TENSOR_BREAKS[name])
+    if not all(v.is_constant() or isinstance(v, TensorVariable)
+               for v in args + list(kwargs.values())):
+        raise tx.unsupported(f"Tensor.{name}() with arguments capture does not model")
+    shape = t.meta.shape
+    if name == "size":
+        dim = (args[0] if args else kwargs.get("dim", ConstantVariable(None))).value
+        if dim is None:
+            dynamic.check_read(tx, t)
+            return ConstantVariable(_size(shape))
+        from ir.opdef import normalize_dim
+
+        d = normalize_dim(dim, len(shape))
+        dynamic.check_read(tx, t, (d,))
+        return ConstantVariable(shape[d])
+    if name == "dim" and not args:
+        return ConstantVariable(len(shape))
+    if name == "numel" and not args:
+        dynamic.check_read(tx, t)
+        return ConstantVariable(math.prod(shape))
+    if name == "cpu" and not args:
+        return t
+    if name == "t" and not args:
+        if len(shape) > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{len(shape)}D")
+        return _transpose(tx, t, 0, 1) if len(shape) == 2 else t
+    if name in CAST_METHODS and not args:
+        return _cast(tx, t, to_dtype(CAST_METHODS[name]))
+    if name == "to":
+        dtype = kwargs.get("dtype", ConstantVariable(None)).value
+        for a in args:
+            if isinstance(a, TensorVariable):
+                dtype = a.meta.dtype
+            elif isinstance(a.value, (str, device)):
+                if device(a.value).type != "cpu":
+                    raise tx.unsupported(f"Tensor.to({a.value!r})")
+            else:
+                dtype = a.value
+        return t if dtype is None else _cast(tx, t, to_dtype(dtype))
+    raise tx.unsupported(f"Tensor.{name}() is not supported by capture")
+
+
+def _size(shape):
+    from eager.tensor import Size
+
+    return Size(shape)
+
+
+def _cast(tx, t, dtype: DType):
+    if dtype is t.meta.dtype:
+        return t
+    return call_op(tx, OpFunctionVariable(_function_of_name("cast")), [t], {
+        "dtype": ConstantVariable(dtype)})
+
+
+def _transpose(tx, t, d0, d1):
+    return call_op(tx, OpFunctionVariable(_function_of_name("transpose")), [t],
+                   {"dim0": ConstantVariable(d0), "dim1": ConstantVariable(d1)})
+
+
+def _function_of_name(name):
+    from eager.dispatch import FUNCTIONS
+
+    return FUNCTIONS[name]
+
+
+# ---------------------------------------------------------------- attribute reads
+
+TENSOR_METHODS = {"size", "dim", "numel", "t", "to", "cpu", "item", "tolist", "numpy",
+                  "backward", *CAST_METHODS}
+
+
+def _trusted(cls) -> bool:
+    """Classes of wick itself, whose attribute hooks only read (nn.Module.__getattr__)."""
+    return getattr(cls, "__module__", "").split(".")[0] in ("eager", "ir", "capture",
+                                                             "builtins")
+
+
+def _getter_runs_user_code(value, name: str) -> bool:
+    """True when reading `value.name` would run user code (a property, another descriptor
+    with `__get__` written in Python, `__getattr__`/`__getattribute__`): capture must not run
+    it while tracing (and guards must not re-read it), so the read is a graph break."""
+    if isinstance(value, types.ModuleType):
+        return False
+    cls = type(value)
+    ga = getattr(cls, "__getattribute__", None)
+    if ga is not object.__getattribute__ and ga is not type.__getattribute__ and \
+            not _trusted(_owner(cls, "__getattribute__")):
+        return True
+    try:
+        attr = inspect.getattr_static(value, name)
+    except AttributeError:
+        return hasattr(cls, "__getattr__") and not _trusted(_owner(cls, "__getattr__"))
+    if isinstance(attr, (types.FunctionType, staticmethod, classmethod,
+                         types.BuiltinFunctionType, types.MemberDescriptorType,
+                         types.GetSetDescriptorType, types.WrapperDescriptorType,
+                         types.MethodDescriptorType, types.MethodWrapperType)):
+        return False
+    if not hasattr(type(attr), "__get__"):
+        return False
+    if not isinstance(value, type) and name in getattr(value, "__dict__", {}) and \
+            not hasattr(type(attr), "__set__"):
+        return False  # an instance attribute (a non-data descriptor in the class is shadowed)
+    owner = next((c for c in (value.__mro__ if isinstance(value, type) else cls.__mro__)
+                  if name in c.__dict__), cls)
+    return not _trusted(owner)
+
+
+def _owner(cls, name: str):
+    return next((c for c in cls.__mro__ if name in c.__dict__), object)
+
+
+def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
+    """The tracker of `obj.name`."""
+    if isinstance(obj, TensorVariable):
+        return tensor_attr(tx, obj, name)
+    if type(obj).__name__ == "SuperVariable":
+        from .supers import super_attr
+
+        return super_attr(tx, obj, name)
+    if isinstance(obj, UserObjectVariable) and obj.source is not None:
+        stored = tx.out.side_effects.load_attr(obj.value, name)  # `self.n = ...` before
+        if stored is not None:
+            return stored
+        tx.out.side_effects.note_read(obj, name)
+    if isinstance(obj, (ModuleVariable, UserObjectVariable)):
+        if _getter_runs_user_code(obj.value, name):  # a property: run it once, eagerly
+            raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "
+                                 "code (a property or __getattr__)")
+        value = getattr(obj.value, name)  # an AttributeError here is the user's
+        if obj.source is None:
+            raise tx.unsupported(f"attribute {name!r} of {obj.describe()} made by the code")
+        if isinstance(value, types.MethodType) and value.__self__ is obj.value and \
+                isinstance(value.__func__, types.FunctionType):
+            tx.out.guards.identity(f"{obj.source}.{name}.__func__", value.__func__,
+                                   value.__func__.__name__)
+            return FunctionVariable(value.__func__, None, self_var=obj)
+        return tx.out.wrap(value, f"{obj.source}.{name}")
+    if isinstance(obj, (SequenceVariable, DictVariable)) and not isinstance(obj, TupleVariable):
+        from .pycalls import CONTAINER_METHODS
+
+        if name in CONTAINER_METHODS:
+            return ContainerMethodVariable(obj, name)
+    fields = getattr(getattr(obj, "namedtuple", None), "_fields", ())
+    if isinstance(obj, TupleVariable) and name in fields:  # `x.max(dim=0).values`
+        return obj.items[fields.index(name)]
+    if isinstance(obj, ConstantVariable):
+        value = getattr(obj.value, name)
+        if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
+            return ConstantMethodVariable(value)
+        if isinstance(value, types.FunctionType):  # `type(self)._fn(x)`: a class's function
+            return FunctionVariable(value, None)
+        return ConstantVariable(value)
+    raise tx.unsupported(f"attribute {name!r} of {obj.describe()}")
+
+
+def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
+    meta = t.meta
+    if name == "shape":
+        if t.shadow is None:
+            return ConstantVariable(_size(meta.shape))
+        return dynamic.SizeVariable(tx, t)
+    if name == "dtype":
+        return ConstantVariable(meta.dtype)
+    if name == "ndim":
+        return ConstantVariable(len(meta.shape))
+    if name == "device":
+        return ConstantVariable(device(meta.device))
+    if name == "requires_grad":
+        return ConstantVariable(t.requires_grad)
+    if name == "grad":
+        from .sideeffects import load_grad
+
+        got = load_grad(tx, t)
+        if got is not None:
+            return got
+    if name == "is_leaf" and t.node.op == "call_function":
+        return ConstantVariable(not t.requires_grad)
+    if name == "T":
+        out, n = t, len(meta.shape)
+        for i in range(n // 2):
+            out = _transpose(tx, out, i, n - 1 - i)
+        return out
+    if name in TENSOR_METHODS:
+        return TensorMethodVariable(t, name)
+    attr = getattr(Tensor, name, None)
+    if attr is not None and hasattr(attr, "__wick_op__"):
+        return OpFunctionVariable(attr, None, self_var=t)
+    if isinstance(inspect.getattr_static(Tensor, name, None), types.FunctionType):
+        return FunctionVariable(attr, None, self_var=t)  # eager's vocabulary (call_eager)
+    raise tx.unsupported(f"Tensor attribute {name!r} is not supported by capture")

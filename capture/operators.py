@@ -1,0 +1,127 @@
+"""Python operators during capture: `binary_op`/`compare_op`/`unary_op` map `a + b`, `a < b`,
+`-a` (in-place forms included) to the dunders of `eager.Tensor` from one table; constants fold,
+sequences concatenate or repeat, symbolic sizes go through `dynamic`. Re-exported by `calls`.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from eager import Tensor
+from ir.opdef import is_number
+
+from . import dynamic
+from .recording import call_op, inplace
+from .variables import (
+    ConstantVariable,
+    ListVariable,
+    OpFunctionVariable,
+    SequenceVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
+
+
+BINARY = {
+    "+": "add", "-": "sub", "*": "mul", "/": "truediv", "@": "matmul", "**": "pow",
+    "//": "floordiv", "%": "mod", "&": "and", "|": "or", "^": "xor", "<<": "lshift",
+    ">>": "rshift",
+}
+COMPARE = {"<": ("lt", "gt"), "<=": ("le", "ge"), ">": ("gt", "lt"), ">=": ("ge", "le"),
+           "==": ("eq", "eq"), "!=": ("ne", "ne")}
+
+
+def _operand_ok(v) -> bool:
+    return isinstance(v, TensorVariable) or (v.is_constant() and is_number(v.value))
+
+
+def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """`a <symbol> b` (in-place forms `+=` included) for BINARY_OP."""
+    inplace = symbol.endswith("=")
+    base = symbol[:-1] if inplace else symbol
+    name = BINARY[base]
+    num = dynamic.number_binary(tx, name, a, b)
+    if num is not None:
+        return num
+    if a.is_constant() and b.is_constant():
+        fn = getattr(operator, ("i" if inplace else "") + (name if name not in
+                                                            ("and", "or") else name + "_"))
+        return ConstantVariable(fn(a.value, b.value))
+    if base == "*" and not (inplace and isinstance(a, ListVariable)):
+        rep = _repeat(a, b)
+        if rep is not None:
+            return rep
+    if base == "+" and (isinstance(a, SequenceVariable) or isinstance(b, SequenceVariable)):
+        sa, sb = _as_sequence(a), _as_sequence(b)  # `() + (t,)`: a constant side as items
+        if sa is not None and sb is not None and sa.kind is sb.kind and \
+                (isinstance(a, SequenceVariable) or not inplace):
+            a, b = sa, sb
+    if isinstance(a, SequenceVariable) and isinstance(b, SequenceVariable) and base == "+":
+        items = a.items + b.items
+        if inplace and isinstance(a, ListVariable):
+            tx.out.side_effects.mutate(tx, a)  # the caller's list: replayed after the graph
+            a.items = items
+            return a
+        return type(a)(items)
+    if inplace and isinstance(a, TensorVariable) and hasattr(Tensor, f"__i{name}__"):
+        return inplace_op(tx, a, name, b)
+    return _dunder(tx, f"__{name}__", f"__r{name}__", a, b, base)
+
+
+def _as_sequence(v):
+    """A constant tuple/list as a sequence tracker of constants (None for anything else)."""
+    if isinstance(v, SequenceVariable):
+        return v
+    if v.is_constant() and type(v.value) in (tuple, list):
+        return (TupleVariable if type(v.value) is tuple else ListVariable)(
+            [ConstantVariable(x) for x in v.value])
+    return None
+
+
+def _repeat(a, b):
+    """`seq * n` / `n * seq` on a sequence tracker (`(k,) * 2` of a built tuple), or None."""
+    s, n = (a, b) if isinstance(a, SequenceVariable) else (b, a)
+    if isinstance(s, SequenceVariable) and n.is_constant() and isinstance(n.value, int) \
+            and not isinstance(n.value, bool):
+        return type(s)(s.items * n.value)
+    return None
+
+
+def inplace_op(tx, a, name, b):
+    return inplace(tx, a, lambda: _dunder(tx, f"__{name}__", f"__r{name}__", a, b, name))
+
+
+def _dunder(tx, fwd: str, rev: str, a, b, symbol: str) -> VariableTracker:
+    a, b = dynamic.number_operands(tx, fwd, a, b)
+    if not (_operand_ok(a) and _operand_ok(b)):
+        raise tx.unsupported(f"operator {symbol} on {a.describe()} and {b.describe()}")
+    if isinstance(a, TensorVariable):
+        fn = getattr(Tensor, fwd, None)
+        args = [a, b]
+    else:
+        fn = getattr(Tensor, rev, None)
+        args = [b, a]
+    if fn is None or not hasattr(fn, "__wick_op__"):
+        raise tx.unsupported(f"operator {symbol} on tensors is not supported by capture")
+    var = OpFunctionVariable(fn)
+    return call_op(tx, var, args, {})
+
+
+def compare_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    if a.is_constant() and b.is_constant():
+        fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+              "==": operator.eq, "!=": operator.ne}[symbol]
+        return ConstantVariable(fn(a.value, b.value))
+    fwd, rev = COMPARE[symbol]
+    return _dunder(tx, f"__{fwd}__", f"__{rev}__", a, b, symbol)
+
+
+def unary_op(tx, dunder: str, fold, v: VariableTracker) -> VariableTracker:
+    if v.is_constant():
+        return ConstantVariable(fold(v.value))
+    if isinstance(v, TensorVariable):
+        fn = getattr(Tensor, dunder, None)
+        if fn is not None and hasattr(fn, "__wick_op__"):
+            return call_op(tx, OpFunctionVariable(fn), [v], {})
+    raise tx.unsupported(f"unary {dunder} on {v.describe()}")
