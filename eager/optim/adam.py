@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..creation import zeros_like
 from ..dispatch import FUNCTIONS
+from .arrays import adam_update
 from .optimizer import (
     Optimizer,
     _check_not_differentiable,
@@ -90,6 +91,10 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = zeros_like(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_like(p)
+                elif not amsgrad and adam_update(p, state, lr, beta1, beta2, eps, wd,
+                                                 group["decoupled_weight_decay"],
+                                                 group["maximize"]):
+                    continue  # (the same numbers on the arrays: optim/arrays.py)
                 grad = -p.grad if group["maximize"] else p.grad
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 max_sq = state.get("max_exp_avg_sq") if amsgrad else None

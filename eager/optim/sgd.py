@@ -7,6 +7,7 @@ version counters and autograd see it as PyTorch's. Touches `eager.optim.optimize
 
 from __future__ import annotations
 
+from .arrays import sgd_update
 from .optimizer import Optimizer, _check_not_differentiable, _no_grad_step, _to_scalar
 
 __all__ = ["SGD"]
@@ -61,12 +62,17 @@ class SGD(Optimizer):
             lr = _to_scalar(group["lr"])
             wd, momentum = group["weight_decay"], group["momentum"]
             dampening, nesterov = group["dampening"], group["nesterov"]
+            maximize = group["maximize"]
             for p in self._params_with_grad(group):
-                grad = -p.grad if group["maximize"] else p.grad
+                state = self.state[p] if momentum != 0 else None
+                if (momentum == 0 or state) and sgd_update(
+                        p, state.get("momentum_buffer") if state else None, lr, momentum,
+                        dampening, wd, nesterov, maximize):
+                    continue  # (the same numbers on the arrays: optim/arrays.py)
+                grad = -p.grad if maximize else p.grad
                 if wd != 0:
                     grad = grad.add(p, alpha=wd)
                 if momentum != 0:
-                    state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
                         buf = grad.detach().clone()
