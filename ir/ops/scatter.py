@@ -492,6 +492,8 @@ def _nll_eager(xp, x, target, ignore_index=-100, reduction="mean"):
     check_bounds(xp, safe, x.shape[cd], cd)
     if x.ndim == 1:
         picked = x[safe.reshape(1)].reshape(())
+    elif x.ndim == 2:  # (gather's values, indexed directly: bounds checked above)
+        picked = x[np.arange(x.shape[0]), safe]
     else:
         picked = _gather_impl(xp, x, 1, np.expand_dims(safe, 1)).squeeze(1)
     loss = np.where(keep, -picked, x.dtype.type(0))
