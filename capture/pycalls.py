@@ -101,7 +101,19 @@ def unpack(tx, v: VariableTracker) -> list:
 
 
 def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
-    name = getattr(f, "__name__", repr(f))
+    """A call of builtin `f`: an answer about its arguments (`len`, `isinstance`, `type`,
+    `getattr`...), a container built from trackers (`tuple`, `zip`, `enumerate`, `sum`...), a
+    fold on constants, else a graph break naming it."""
+    result = _introspect(tx, f, args, kwargs)
+    if result is None:
+        result = _build(tx, f, args, kwargs)
+    if result is not None:
+        return result
+    return _fold(tx, f, args, kwargs)
+
+
+def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
+    """`len`, `bool`, `isinstance`, `type`, `abs`, `getattr` on trackers (None: not one)."""
     if f is len and len(args) == 1 and not kwargs:
         (x,) = args
         if isinstance(x, TensorVariable):
@@ -146,6 +158,12 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
             if len(args) == 3:
                 return args[2]
             raise
+    return None
+
+
+def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
+    """Containers and iteration over trackers: `tuple`/`list`/`set`/`dict`, `enumerate`,
+    `zip`, `map`, `reversed`, `sum`/`any`/`all`/`min`/`max`, `iter`, `next` (None: not one)."""
     if f in (tuple, list, set, frozenset) and len(args) == 1 and not args[0].is_constant():
         items = unpack(tx, args[0])
         if f in (set, frozenset):
@@ -181,6 +199,12 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
             raise tx.unsupported("next() on an exhausted iterator")
         it.index += 1
         return it.items[it.index - 1]
+    return None
+
+
+def _fold(tx, f, args: list, kwargs: dict) -> VariableTracker:
+    """A pure builtin (or math/operator function) on constant data runs now; else a break."""
+    name = getattr(f, "__name__", repr(f))
     pure = f in PURE_BUILTINS or getattr(f, "__module__", None) in FOLDABLE_MODULES
     if pure and all(_is_const_data(v) for v in args + list(kwargs.values())):
         result = f(*[_const_data(v) for v in args],
@@ -197,7 +221,6 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
         raise tx.unsupported("call to builtin breakpoint (runs eagerly)")
     raise tx.unsupported(f"call to builtin {name}"
                          + ("" if pure else " (a C function capture does not model)"))
-
 
 def _exact_type(tx, v):
     """`type(v)` where capture knows it exactly (a graph input's own class: Parameter; a

@@ -202,8 +202,32 @@ def build_backward(fwd: Graph, wrt: list, seeded=None):
             saved[n] = Value(p)
         return saved[n]
 
-    ph = fwd.placeholders
     needs = grad_paths(fwd, wrt)
+    grads, grad_ph = _seed_grads(fwd, bwd, needs, seeded)
+    for n in reversed(fwd.nodes):
+        if n.op != "call_function" or n not in grads or n not in needs:
+            continue
+        _backprop_node(F, n, _sum_grads(F, grads.pop(n)), fv, needs, grads)
+    result = []
+    for p, w in zip(fwd.placeholders, wrt):
+        if not w:
+            continue
+        gs = grads.get(p)
+        result.append(_sum_grads(F, gs).node if gs else None)
+    return _final_backward(bwd, saved, grad_ph, result)
+
+
+def _sum_grads(F, gs: list):
+    """The gradients reaching one value, added in the order they arrived."""
+    g = gs[0]
+    for extra in gs[1:]:
+        g = F.add(g, extra)
+    return g
+
+
+def _seed_grads(fwd: Graph, bwd: Graph, needs: set, seeded):
+    """One incoming-gradient placeholder per tensor output of `fwd` (grad_ph, in output order)
+    and the gradients they seed ({forward node: [Value]}, for the `seeded` outputs on a path)."""
     outs = fwd.output_node.args[0]
     seeded = (True,) * len(outs) if seeded is None else tuple(seeded)
     grads: dict = {}
@@ -214,46 +238,38 @@ def build_backward(fwd: Graph, wrt: list, seeded=None):
             grad_ph.append(g)
             if o in needs and seeded[i]:
                 grads[o] = grads[o] + [g] if o in grads else [g]
-    for n in reversed(fwd.nodes):
-        if n.op != "call_function" or n not in grads or n not in needs:
+    return grads, grad_ph
+
+
+def _backprop_node(F, n: Node, g, fv, needs: set, grads: dict) -> None:
+    """Apply `n`'s backward rule to its gradient `g`, adding each operand's gradient (summed to
+    the operand's shape, cast to its dtype) to `grads`; `fv` gives saved forward values."""
+    whole = whole_rule(n)
+    if whole is not None:  # a composite eager records as one node: eager's rule
+        op, operands, attrs = whole
+        rule = op.eager_backward
+    else:
+        op, operands, attrs, rule = n.target, n.args, n.kwargs, n.target.backward
+    if rule is None:
+        raise RuntimeError(f"{op.name} has no backward rule: cannot differentiate %{n.name}")
+    args = tuple(fv(a) if isinstance(a, Node) else a for a in operands)
+    out_grads = rule(F, g, fv(n), *args, **attrs)
+    for a, ga in zip(operands, out_grads):
+        if not isinstance(a, Node) or a not in needs or ga is None:
             continue
-        gs = grads.pop(n)
-        g = gs[0]
-        for extra in gs[1:]:
-            g = F.add(g, extra)
-        whole = whole_rule(n)
-        if whole is not None:  # a composite eager records as one node: eager's rule
-            op, operands, attrs = whole
-            rule = op.eager_backward
-        else:
-            op, operands, attrs, rule = n.target, n.args, n.kwargs, n.target.backward
-        if rule is None:
-            raise RuntimeError(f"{op.name} has no backward rule: cannot differentiate %{n.name}")
-        args = tuple(fv(a) if isinstance(a, Node) else a for a in operands)
-        out_grads = rule(F, g, fv(n), *args, **attrs)
-        for a, ga in zip(operands, out_grads):
-            if not isinstance(a, Node) or a not in needs or ga is None:
-                continue
-            if is_number(ga):
-                ga = F.mul(F.expand(F.cast(g, a.meta["val"].dtype), tuple(a.meta["val"].shape)),
-                           0.0)
-            ga = sum_to_shape(F, ga, tuple(a.meta["val"].shape))
-            if ga.dtype is not a.meta["val"].dtype:
-                ga = F.cast(ga, a.meta["val"].dtype)
-            grads[a] = grads[a] + [ga] if a in grads else [ga]
-    result = []
-    for p, w in zip(ph, wrt):
-        if not w:
-            continue
-        gs = grads.get(p)
-        if not gs:
-            result.append(None)
-            continue
-        g = gs[0]
-        for extra in gs[1:]:
-            g = F.add(g, extra)
-        result.append(g.node)
-    # the final graph: saved values first, then incoming gradients, then the body
+        if is_number(ga):
+            ga = F.mul(F.expand(F.cast(g, a.meta["val"].dtype), tuple(a.meta["val"].shape)),
+                       0.0)
+        ga = sum_to_shape(F, ga, tuple(a.meta["val"].shape))
+        if ga.dtype is not a.meta["val"].dtype:
+            ga = F.cast(ga, a.meta["val"].dtype)
+        grads[a] = grads[a] + [ga] if a in grads else [ga]
+
+
+def _final_backward(bwd: Graph, saved: dict, grad_ph: list, result: list):
+    """The backward graph in its final form: saved values first, then incoming gradients, then
+    the body (views to the same shape dropped, dead code and unread saved values pruned).
+    Returns (graph, the forward nodes still saved, in placeholder order)."""
     saved_nodes = list(saved)
     final = Graph(bwd.name)
     m: dict = {}
@@ -282,7 +298,6 @@ def build_backward(fwd: Graph, wrt: list, seeded=None):
         else:
             final.erase_node(p)
     return final, keep
-
 
 def decompose(graph: Graph) -> Graph:
     """A copy of `graph` with single-output composite nodes replaced by their registry

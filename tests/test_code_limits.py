@@ -28,11 +28,9 @@ FILES_OVER = {
 # "path:Qualified.name" -> why the function is still over 80 lines
 FUNCTIONS_OVER = {
     "capture/compiler.py:CompiledFunction._capture": "the frame-capture driver; capture",
-    "capture/pycalls.py:call_builtin": "one branch per builtin; capture",
     "codegen/compiled.py:_kernel_factory": "kernel wrapper generation; codegen",
     "codegen/kernel.py:lower_group": "lowering one fusion group; codegen",
     "codegen/partition.py:partition": "the fusion partitioner's one pass; codegen",
-    "ir/autodiff.py:build_backward": "the joint-graph backward builder (issue 15's item 2)",
 }
 
 
