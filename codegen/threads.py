@@ -2,9 +2,15 @@
 
 Kernels are ctypes calls, which release the GIL, so plain Python threads run chunks of one
 kernel in parallel (CODEGEN.md, "Threads": 1.7-1.9x on 2 cores). A dispatch costs tens of
-microseconds, so only kernels of at least `MIN_PARALLEL` elements with at least two outer
-iterations are split; smaller ones run inline on the calling thread. `WICK_NUM_THREADS`
-overrides the thread count (default: the CPUs this process may use, looked up once).
+microseconds when a core is free and up to milliseconds when it is not (the woken worker
+waits for a core and the GIL), so only kernels of at least `MIN_PARALLEL` elements (2^20: a
+memory-bound kernel of that size takes ~100 us on one core) with at least two outer
+iterations are split; smaller ones run inline on the calling thread. (On a loaded 2-core
+machine, splitting 2^16-2^18 element adds took 29-55 us against 7-32 us inline, and the
+transformer LM step of benchmarks/bench_compile_models.py waited longer for workers than its
+kernels ran.) The caller runs its own chunk, then every chunk no worker has started yet (its
+future is cancelled), so a late worker never makes it wait. `WICK_NUM_THREADS` overrides the
+thread count (default: the CPUs this process may use, looked up once).
 Imports nothing of ours.
 """
 
@@ -14,7 +20,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-MIN_PARALLEL = 1 << 16
+MIN_PARALLEL = 1 << 20
 
 _pool: list = []
 _lock = threading.Lock()
@@ -56,5 +62,8 @@ def run(cfunc, ptrs: list, n_outer: int, work: int) -> None:
     ex = _executor(n)
     futs = [ex.submit(cfunc, *ptrs, bounds[k], bounds[k + 1]) for k in range(1, n)]
     cfunc(*ptrs, bounds[0], bounds[1])
-    for f in futs:
-        f.result()
+    for k, f in enumerate(futs, 1):
+        if f.cancel():   # no worker took it yet (a loaded machine): run it here, not wait
+            cfunc(*ptrs, bounds[k], bounds[k + 1])
+        else:
+            f.result()

@@ -161,6 +161,7 @@ def test_big_kernels_from_eight_threads_do_not_interleave(monkeypatch):
     """Kernels split into chunks over codegen's one thread pool: eight callers at once each
     get their own rows (the chunks of different calls never mix)."""
     monkeypatch.setattr(kernel_threads, "num_threads", lambda: 4)
+    monkeypatch.setattr(kernel_threads, "MIN_PARALLEL", 1 << 16)
 
     def g(x):
         return (eager.exp(x * 0.01) * 3 - x).sum(1)

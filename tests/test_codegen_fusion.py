@@ -270,6 +270,7 @@ def test_large_kernels_split_across_threads(monkeypatch):
         return real(cfunc, ptrs, n_outer, work)
 
     monkeypatch.setattr(threads, "run", spy)
+    monkeypatch.setattr(threads, "MIN_PARALLEL", 1 << 16)
     monkeypatch.setenv("WICK_NUM_THREADS", "3")
     g = ir.Graph()
     x = ph(g, "x", (300, 1000))
