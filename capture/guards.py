@@ -23,6 +23,8 @@ from eager.amp.policy import state_key as autocast_key
 from eager.grad_mode import is_grad_enabled
 from ir import dtypes as D
 
+from . import library
+
 _SIMPLE = (bool, int, float, str, type(None), complex)
 
 
@@ -291,6 +293,10 @@ class GuardSet:
         self.G = self.name_for(fn.__globals__, "G")
         self.B = self.name_for(builtins.__dict__, "B")
         self.Tensor = self.name_for(Tensor, "Tensor")
+        for attr in ("__defaults__", "__kwdefaults__"):  # (the closures copy them: see function)
+            if getattr(fn, attr, None) is not None:
+                self.add(f"{self.name_for(fn, '___fn')}.{attr} is "
+                         f"{self.name_for(getattr(fn, attr), '___fn' + attr)}")
         self.add(f"{self.name_for(is_grad_enabled, 'grad_enabled')}() is {is_grad_enabled()}")
         key = autocast_key()  # (the autocast state: capture/autocast.py)
         self.add(f"{self.name_for(autocast_key, 'autocast_key')}() "
@@ -395,8 +401,12 @@ class GuardSet:
     def shared_condition(self) -> tuple[str, dict]:
         """(`condition`, the map from a source prefix to the local holding it once the
         condition held: `read_through` fetches sources through it)."""
-        terms, names = share_reads(list(self.terms) or ["True"])
+        terms = library.group_defaults(list(self.terms), self.ns)
+        lib, terms = library.split(terms, self.ns, self._taken)
+        terms, names = share_reads(terms or ["True"])
         terms = _container_reads(terms, self.ns)
+        if lib:  # (eager's own code: one version check, `capture/library.py`)
+            terms.insert(0, library.check(lib, self.ns))
         return "(" + " and ".join(terms) + ")", names
 
     def build(self):
