@@ -56,10 +56,13 @@ NO_OUT = frozenset({
 _ND = np.ndarray
 _grad_enabled = grad_mode.is_grad_enabled
 _SCALARS = (bool, int, float, complex)
-# The fast paths call numpy's kernels from here: IEEE results (1/0 = inf) without numpy's
-# RuntimeWarnings, as PyTorch and ir.execute (which runs every other kernel) do.
+# The fast paths (fastpaths.py), backward plans and programs and the optimizers' array path
+# call numpy's kernels from these modules: IEEE results (1/0 = inf) without numpy's
+# RuntimeWarnings, as PyTorch and ir.execute (which runs every other kernel) do; a filter, not
+# the far slower `np.errstate` around each call.
 warnings.filterwarnings("ignore", r"(divide by zero|invalid value|overflow|underflow) encountered",
-                        RuntimeWarning, r"eager\.dispatch$")
+                        RuntimeWarning,
+                        r"eager\.(dispatch|fastpaths|autograd\.(plans|programs)|optim\.arrays)$")
 _CACHES: list = []  # every cache of checks' outcomes: dtype rules read the default dtype
 
 

@@ -96,7 +96,8 @@ class _Tracer:
 
     def __init__(self):
         self.lines: list = []  # (target, expression, [refs used])
-        self.env: dict = {"np": np, "asarray": np.asarray, "ndarray": np.ndarray, "fix": _fix}
+        self.env: dict = {"np": np, "asarray": np.asarray, "ndarray": np.ndarray, "fix": _fix,
+                          "__name__": __name__}  # (numpy's warnings: see eager.dispatch)
         self.n = 0
 
     def const(self, value) -> str:

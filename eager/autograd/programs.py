@@ -151,8 +151,7 @@ def run(root, g, retain_graph: bool) -> bool:
     sid = root.struct_id
     if sid is not None and sid not in BY_ID and root._clock == MUTATIONS[0]:
         remember(BY_ID, sid, _guarded(sig, nodes, prog), MAX_PROGRAMS)
-    with np.errstate(all="ignore"):
-        prog(nodes, g, retain_graph)
+    prog(nodes, g, retain_graph)  # (numpy's warnings: filtered, see eager.dispatch)
     return True
 
 
@@ -199,11 +198,9 @@ def _guarded(sig, nodes, prog):
         elif len(names) > 2:
             lines.append(f"    if len({{{', '.join(names)}}}) != {len(names)}:")
             lines.append("        return False")
-    lines.append("    with errstate(all='ignore'):")
-    lines.append(f"        program([{', '.join(f'n{i}' for i in range(len(nodes)))}], g0, retain)")
+    lines.append(f"    program([{', '.join(f'n{i}' for i in range(len(nodes)))}], g0, retain)")
     lines.append("    return True")
-    env = {"program": prog, "errstate": np.errstate, "DEFAULT": plans._DEFAULT,
-           "DTYPE": sig[0]}
+    env = {"program": prog, "DEFAULT": plans._DEFAULT, "DTYPE": sig[0], "__name__": __name__}
     src = "\n".join(lines)
     exec(compile(src, "<backward program guards>", "exec"), env)  # noqa: S102  (generated)
     entry = env["entry"]
@@ -385,7 +382,7 @@ def _build(sig, nodes):
 
     sig = _entries(sig, len(nodes))
     env = {"leaf": _leaf, "added": _added, "np": np, "asarray": np.asarray, "ndarray": _ND,
-           "MUTATIONS": MUTATIONS,
+           "MUTATIONS": MUTATIONS, "__name__": __name__,  # (warnings: see eager.dispatch)
            "fix": plans._fix, "B": plans._B}  # (the names plans' lines use)
     for i, e in enumerate(sig):
         if e == "leaf":
