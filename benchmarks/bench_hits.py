@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_autograd import medians_us
+from bench_compile_models import build_cnn, replayed
 
 import capture
 import eager
@@ -70,39 +71,6 @@ def _kernels(cf, args):
     return lambda: fwd(*arrays)
 
 
-def _replayed(compiled, args):
-    """The compiled call with its entry's kernels replaced by a replay of their last results
-    (the hit's overhead alone, free of the kernels' noise); None when it cannot be set up."""
-    entry = compiled.__wick_compiled__.entries[-1]
-    runner, ns = entry.runner, entry.hit.__globals__
-    slots = []  # (namespace, key) holding the forward kernels
-    if runner.aot is not None:
-        slots += [(plan.__dict__, "fwd") for plan in runner.aot.plans.values()]
-        for cell in getattr(ns.get("___aot"), "__closure__", None) or ():
-            found = cell.cell_contents
-            if isinstance(found, list) and found and hasattr(found[0], "__globals__"):
-                slots.append((found[0].__globals__, "fwd"))  # (the generated node builder)
-    elif "___graph" in ns:
-        slots.append((ns, "___graph"))
-    elif runner.compiled is not None:
-        slots.append((runner.__dict__, "compiled"))
-    if not slots:
-        return None
-    last = []
-    for d, key in slots:
-        real = d[key]
-
-        def record(*arrays, real=real):
-            last[:] = [real(*arrays)]
-            return last[0]
-
-        d[key] = record
-    compiled(*args)
-    for d, key in slots:
-        d[key] = lambda *arrays: last[0]
-    return lambda: compiled(*args)
-
-
 def cases():
     """{name: (compiled call, eager call, kernels call, grad mode)}."""
     out = {}
@@ -134,8 +102,6 @@ def cases():
     cf = cc.__wick_compiled__
     kern = _kernels(cf, (cnt, x))
     out["counter"] = (lambda: cc(x), lambda: cnt(x), kern, False, (cc, (x,)))
-    from bench_compile_models import build_cnn
-
     cnn = build_cnn(eager)
     cnn.train()
     xi, yi = eager.randn(64, 1, 8, 8), eager.randint(0, 10, (64,))
@@ -181,7 +147,7 @@ def main(argv=None) -> int:
             fns["k"] = kern
         with eager.set_grad_enabled(grad):
             t = medians_us(fns, repeat, warmup=20)
-            replay = _replayed(compiled, cargs)
+            replay = replayed(compiled, cargs)
             r = None if replay is None else medians_us({"r": replay}, args.repeat)["r"]
         k = t.get("k")
         over = "" if k is None else f"{t['c'] - k:.1f}"

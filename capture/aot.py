@@ -23,7 +23,7 @@ from eager.autograd import Function, engine, forward_ad
 from eager.autograd.function import FREED, FunctionNode
 from eager.autograd.hooks import meta_of
 from eager.autograd.nodes import NO_EDGE, edge_of, grad_accumulator
-from eager.tensor import Tensor, wrap_array
+from eager.tensor import Tensor
 from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
 
@@ -114,12 +114,12 @@ class _AOT(Function):
         seen = getattr(ctx, "_seen", None)
         ctx._seen = seeded if seen is None else tuple(a or b for a, b in zip(seen, seeded))
         bwd, reads = plan.backward_for(seeded)
-        saved = _saved_reads(ctx, reads)  # RuntimeError once freed or modified, as eager
+        arrays = _saved_arrays(ctx, reads)  # RuntimeError once freed or modified, as eager
         garrays = []
         for g, m, s in zip(grads, plan.out_metas, seeded):
             garrays.append(np.zeros(m.shape, m.dtype.np) if not s else
                            np.ascontiguousarray(g._data, dtype=m.dtype.np).reshape(m.shape))
-        res = iter(bwd(*[saved[j]._data for j in reads], *garrays))
+        res = iter(bwd(*arrays, *garrays))
         out = [None]
         for w in plan.wrt:
             r = next(res) if w else None
@@ -178,6 +178,24 @@ class AOTGraph:
         # call (a resume function may start inside a `no_grad` block its graph leaves)
         with grad_mode.enable_grad():
             return _AOT.apply(plan, *inputs)
+
+
+def _saved_arrays(ctx, reads) -> list:
+    """The arrays of the saved entries at `reads`, version-checked; a saved graph temporary
+    is an array with a private version counter (`("o", (array, [0], False), 0, 0)`, as eager
+    stores a node's own outputs): no Tensor is made for it in the forward or here. Errors
+    (freed, modified in place) come from `_saved_reads`, as eager's."""
+    saved = getattr(ctx, "_saved", None)
+    if saved is None:
+        return [t._data for t in _saved_reads(ctx, reads)]
+    out = []
+    for j in reads:
+        kind, t, version, _ = saved[j]
+        data, vc = (t[0], t[1]) if kind == "o" else (t._data, t._vc)
+        if vc[0] != version:
+            return [t._data for t in _saved_reads(ctx, reads)]
+        out.append(data)
+    return out
 
 
 def _saved_reads(ctx, reads) -> tuple:
@@ -254,7 +272,7 @@ def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
             else:
                 saved.append(("t", t, t._vc[0], 0))
         else:
-            saved.append(("t", Tensor._make(np.asarray(res[n + i])), 0, 0))
+            saved.append(("o", (np.asarray(res[n + i]), [0], False), 0, 0))
     ctx._saved = saved
     ctx._to_save = ()
     return outs
@@ -273,8 +291,10 @@ def direct_function(plan: _Plan):
         "materialize_grads": False, "_released": False, "_to_save": ()})
     m, n = len(plan.wrt), plan.n_out
     ins = [f"i{k}" for k in range(m)]
-    edges = "".join(  # (a leaf's edge in line: its AccumulateGrad, as `edge_of` gives it)
-        f"(acc(i{k}), 0) if i{k}.grad_fn is None and i{k}.requires_grad else edge_of(i{k}), "
+    edges = "".join(  # (a leaf's edge in line: its live AccumulateGrad, else `acc` makes it)
+        f"(_a if (_m := i{k}._backward_hooks) is not None and (_w := _m.acc) is not None "
+        f"and (_a := _w()) is not None else acc(i{k}), 0) "
+        f"if i{k}.grad_fn is None and i{k}.requires_grad else edge_of(i{k}), "
         if w else "NO_EDGE, " for k, w in enumerate(plan.wrt))
     lines = [f"def direct({', '.join(ins)}):",
              f"    res = fwd({''.join(f'i{k}._data, ' for k in range(m))})",
@@ -301,14 +321,13 @@ def direct_function(plan: _Plan):
         elif kind == "output":
             saved.append(f"('t', o{i}, 0, 0)")
         else:
-            saved.append(f"('t', wrap(asarray(res[{n + i}])), 0, 0)")
+            saved.append(f"('o', (asarray(res[{n + i}]), [0], False), 0, 0)")
     lines.append(f"    ctx._saved = [{', '.join(saved)}]")
     lines.append(f"    return ({''.join(f'o{i}, ' for i in range(n))})")
     ns = {"fwd": getattr(plan.fwd, "run_unchecked", plan.fwd), "new": object.__new__,
           "Node": node_cls, "Tensor": Tensor, "NO_EDGE": NO_EDGE, "edge_of": edge_of,
           "acc": grad_accumulator,
-          "ndarray": np.ndarray, "asarray": np.asarray, "meta_of": meta_of,
-          "wrap": wrap_array}
+          "ndarray": np.ndarray, "asarray": np.asarray, "meta_of": meta_of}
     exec(compile("\n".join(lines) + "\n", "<aot direct>", "exec"), ns)  # noqa: S102
     return ns["direct"]
 

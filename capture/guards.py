@@ -401,13 +401,14 @@ class GuardSet:
     def shared_condition(self) -> tuple[str, dict]:
         """(`condition`, the map from a source prefix to the local holding it once the
         condition held: `read_through` fetches sources through it)."""
-        terms = library.group_defaults(list(self.terms), self.ns)
+        terms = library.class_reads(library.group_defaults(list(self.terms), self.ns),
+                                    self.ns)
         lib, terms = library.split(terms, self.ns, self._taken)
         terms, names = share_reads(terms or ["True"])
         terms = _container_reads(terms, self.ns)
         if lib:  # (eager's own code: one version check, `capture/library.py`)
             terms.insert(0, library.check(lib, self.ns))
-        return "(" + " and ".join(terms) + ")", names
+        return "(" + " and ".join(f"({t})" for t in terms) + ")", names
 
     def build(self):
         return self._function(self.condition, "guard")

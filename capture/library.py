@@ -30,6 +30,7 @@ tuple (assigning `__defaults__` makes a new tuple). Imports `eager` and `ir` onl
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import types
 
@@ -179,3 +180,43 @@ def group_defaults(terms: list, ns: dict) -> list:
             ns[name] = ns[fn].__defaults__
             out.append(f"{fn}.__defaults__ is {name}")
     return out
+
+
+def class_reads(terms: list, ns: dict) -> list:
+    """`terms` with the reads of an eager module's class made once per class: after a term
+    `type(S) is C` (C an `eager.nn.Module` subclass), `type(S).__call__ is X` becomes
+    `C.__call__ is X` (one term per class) and `S.m.__func__ is X` (the method the code
+    calls) becomes `C.m is X` (per class) and `'m' not in S.__dict__` (no bound method made;
+    an instance attribute `m` falls back to the original term)."""
+    module_cls = getattr(sys.modules.get("eager.nn.module"), "Module", None)
+    cls_of: dict = {}
+    out, seen = [], set()
+
+    def emit(term):
+        if term not in seen:
+            seen.add(term)
+            out.append(term)
+
+    for term in terms:
+        m = _TYPE_IS.fullmatch(term)
+        if m and isinstance(ns.get(m.group(2)), type):
+            cls_of.setdefault(m.group(1), m.group(2))
+        m = _CALL_IS.fullmatch(term)
+        if m and m.group(1) in cls_of:
+            emit(f"{cls_of[m.group(1)]}.__call__ is {m.group(2)}")
+            continue
+        m = _FUNC_IS.fullmatch(term)
+        c = cls_of.get(m.group(1)) if m else None
+        if c is not None and module_cls is not None and issubclass(ns[c], module_cls) \
+                and getattr(ns[c], m.group(2), None) is ns.get(m.group(3)):
+            src, meth, fn = m.groups()
+            emit(f"{c}.{meth} is {fn}")
+            emit(f"({meth!r} not in {src}.__dict__ or {term})")
+            continue
+        emit(term)
+    return out
+
+
+_TYPE_IS = re.compile(r"type\((.+)\) is (\w+)")
+_CALL_IS = re.compile(r"type\((.+)\)\.__call__ is (\w+)")
+_FUNC_IS = re.compile(r"(.+)\.(\w+)\.__func__ is (\w+)")
