@@ -21,7 +21,7 @@ from ir.execute import opmath
 from ir.opdef import OpDef
 from ir.scalar import ArrayBuilder
 
-from . import dispatch
+from . import dispatch, grad_mode
 from .autograd.record import ONE, new_table, record
 from .caches import remember
 from .dispatch import (
@@ -95,7 +95,7 @@ def fast({params}{extra}):
     xd = x._data
     if type(xd) is not nd or hooks:
         return fallback(x)
-    rec = x.requires_grad and grad_on()
+    rec = x.requires_grad and gstate.enabled
     dt = xd.dtype
     e = cache.get(dt)
     if e is None:
@@ -125,13 +125,13 @@ def fast({params}{extra}):
             dx, dy = xd.dtype, yd.dtype
             # mixed dtypes: a zero-dim operand only counts by category (result_type)
             key = dx if dx is dy else (dx, dy, not xd.ndim, not yd.ndim)
-            rec = (x.requires_grad or y.requires_grad) and grad_on()
+            rec = (x.requires_grad or y.requires_grad) and gstate.enabled
         elif ty in scalars and scalar_ok:
             if type(xd) is not nd or hooks:
                 return fallback({params})
             yd = y
             key = (xd.dtype, ty)
-            rec = x.requires_grad and grad_on()
+            rec = x.requires_grad and gstate.enabled
         else:
             return fallback({params})
     elif ty is tensor and tx in scalars and scalar_ok:
@@ -139,7 +139,7 @@ def fast({params}{extra}):
         if type(yd) is not nd or hooks:
             return fallback({params})
         key = (tx, yd.dtype)
-        rec = y.requires_grad and grad_on()
+        rec = y.requires_grad and gstate.enabled
     else:
         return fallback({params})
     e = cache.get(key)
@@ -213,7 +213,7 @@ def _make_fast(op: OpDef, fallback, exact: bool = False, reflected: bool = False
         return e
 
     env = {"fallback": fallback, "tensor": Tensor, "nd": _ND, "hooks": POST_HOOKS,
-           "grad_on": _grad_enabled, "cache": cache, "entry": entry, "_meta": _meta,
+           "gstate": grad_mode._state, "cache": cache, "entry": entry, "_meta": _meta,
            "asarray": np.asarray, "tnew": _tnew, "backward": op.backward, "record": record,
            "ONE": ONE, "plain": PLAIN_SUBCLASSES, "op": op, "defaults": defaults,
            "scalars": _SCALARS, "scalar_ok": op.scalar_ok, "__name__": __name__}

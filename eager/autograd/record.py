@@ -27,7 +27,15 @@ import weakref
 
 from ..caches import remember
 from ..tensor import MUTATIONS, Tensor
-from .nodes import _CHECKS, NO_EDGE, BackwardNode, edge_of, grad_accumulator, node_class
+from .nodes import (
+    _CHECKS,
+    _CLASSES,
+    NO_EDGE,
+    BackwardNode,
+    edge_of,
+    grad_accumulator,
+    node_class,
+)
 
 LEAF = 0
 MAX_IDS = 1024  # keys per table; a full table drops its oldest (a Python number changing every
@@ -75,40 +83,59 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
     an op of one operand), each a CPU tensor or a Python number, `out` a new tensor. `attrs`
     is kept as is (nodes never change theirs). `table` maps operand keys to structure ids for
     this op, attributes, operand dtypes and Python number types (the caller keeps one table
-    per such combination)."""
+    per such combination). (`_link` and `_close` written out: one call per op, not four.)"""
     n = _new(BackwardNode)
     n.op = op
     n.attrs = attrs
     clock = MUTATIONS[0]
     if isinstance(x, Tensor):
         vx = x._vc[0]
-        ex, px, cx = _link(x)
         kx = x._data.shape
-        if cx is not None and cx < clock:
-            clock = cx
+        if x.requires_grad:
+            ex, px, cx = _link(x)
+            if cx is not None and cx < clock:
+                clock = cx
+        else:
+            ex, px = NO_EDGE, -1
     else:
         vx, ex, px, kx = None, NO_EDGE, -1, x
     if y is ONE:
         n.saved = (x,)
         n.versions = [vx]
         n.next_functions = (ex,)
-        key = (kx, px)
-        ok = px is not None
+        key = (kx, px) if px is not None else None
     else:
         n.saved = (x, y)
         if isinstance(y, Tensor):
             vy = y._vc[0]
-            ey, py, cy = _link(y)
             ky = y._data.shape
-            if cy is not None and cy < clock:
-                clock = cy
+            if y.requires_grad:
+                ey, py, cy = _link(y)
+                if cy is not None and cy < clock:
+                    clock = cy
+            else:
+                ey, py = NO_EDGE, -1
         else:
             vy, ey, py, ky = None, NO_EDGE, -1, y
         n.versions = [vx, vy]
         n.next_functions = (ex, ey)
-        key = (kx, px, ky, py)
-        ok = px is not None and py is not None
-    return _close(n, out, key if ok else None, clock, table)
+        key = (kx, px, ky, py) if px is not None and py is not None else None
+    n.out_data = out._data  # (as _close)
+    n.out_vc = vc = out._vc
+    n.out_version = vc[0]
+    n._hk = n._old = n._freed = n._pkey = None
+    sid = None
+    if key is not None:
+        sid = table.get(key)
+        if sid is None:
+            sid = remember(table, key, next(_ids), MAX_IDS)
+    n.struct_id = sid
+    n._clock = clock
+    n.__class__ = _CLASSES.get(op.name) or node_class(op)  # (set last: see _close)
+    if _CHECKS:
+        for fn in _CHECKS:
+            fn(n, n.saved)
+    return n
 
 
 def record_many(op, inputs: tuple, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
