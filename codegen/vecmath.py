@@ -104,6 +104,26 @@ class VecMath(Float64Functions):
         t = self.b.fmul(self.b.fsub(x, _c((lo + hi) / 2)), _c(2 / (hi - lo)))
         return self.horner(t, coeffs)
 
+    def cheb_poly2(self, x, first, table1, table2):
+        """cheb_poly(x, table1) where `first` (an i1) holds, else cheb_poly(x, table2), as one
+        polynomial with its interval and coefficients selected per lane (the shorter table
+        padded with leading zeros: fma(0, t, c) = c exactly, so the values are bit for bit
+        those of the two separate polynomials at about half the fma count)."""
+        (lo1, hi1, c1), (lo2, hi2, c2) = table1, table2
+        n = max(len(c1), len(c2))
+        c1, c2 = list(c1) + [0.0] * (n - len(c1)), list(c2) + [0.0] * (n - len(c2))
+        b = self.b
+
+        def pick(u, v):
+            return b.select(first, self._k(x, u), self._k(x, v))
+
+        t = b.fmul(b.fsub(x, pick((lo1 + hi1) / 2, (lo2 + hi2) / 2)),
+                   pick(2 / (hi1 - lo1), 2 / (hi2 - lo2)))
+        acc = pick(c1[-1], c2[-1])
+        for u, v in zip(reversed(c1[:-1]), reversed(c2[:-1])):
+            acc = self._intr("fma", acc, t, pick(u, v))
+        return acc
+
     def select(self, c, x, y):
         return self.b.select(c, x, y)
 
@@ -262,15 +282,19 @@ class VecMath(Float64Functions):
         small = b.fmul(a, self.cheb_poly(b.fmul(a, a), TANH_SMALL))
         return self._tanh_from(x, a, small, self.exp(b.fmul(a, _c(2.0))), 0.55)
 
-    def _erfc_pos(self, a):
-        """erfc(a) for a >= 0 (a clamped to 10.5, where erfc is below every float32)."""
+    def _erfc_tail(self, a):
+        """erfc(a) for a >= 1: exp(-a**2) erfcx(a) (a clamped to 10.5, where erfc is below
+        every float32), erfcx's fits on [1, 3] and [3, 10.5] as one selected polynomial."""
         b = self.b
         ac = self.clamp(a, 0.0, 10.5)
-        tail = b.fmul(self.exp(b.fneg(b.fmul(ac, ac))),
-                      self.select(self.cmp("<", ac, 3.0), self.cheb_poly(ac, ERFCX_MID),
-                                  self.cheb_poly(ac, ERFCX_TAIL)))
-        head = b.fsub(_c(1.0), self._erf_small(ac))
-        return self.select(self.cmp("<", ac, 1.0), head, tail)
+        return b.fmul(self.exp(b.fneg(b.fmul(ac, ac))),
+                      self.cheb_poly2(ac, self.cmp("<", ac, 3.0), ERFCX_MID, ERFCX_TAIL))
+
+    def _erfc_pos(self, a):
+        """erfc(a) for a >= 0: 1 - erf(a) below 1, the tail from 1 on."""
+        ac = self.clamp(a, 0.0, 10.5)
+        head = self.b.fsub(_c(1.0), self._erf_small(ac))
+        return self.select(self.cmp("<", ac, 1.0), head, self._erfc_tail(a))
 
     def _erf_small(self, a):
         return self.b.fmul(a, self.cheb_poly(self.b.fmul(a, a), ERF_SMALL))
@@ -286,7 +310,7 @@ class VecMath(Float64Functions):
         return self.select(self.cmp("<", x, 0.0), self.b.fsub(_c(2.0), pos), pos)
 
     def erf(self, x):
-        return self._erf_from(x, 1.0, self._erf_small, self._erfc_pos)
+        return self._erf_from(x, 1.0, self._erf_small, self._erfc_tail)
 
     def erfc(self, x):
         pos = self._erfc_pos(self._intr("fabs", x))
