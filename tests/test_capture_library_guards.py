@@ -12,6 +12,7 @@ import pytest
 import capture
 import eager
 from capture import library
+from eager.nn import losses
 
 nn, F = eager.nn, eager.nn.functional
 
@@ -44,7 +45,7 @@ def setup():
 
 
 def test_library_terms_are_one_check(setup):
-    model, loss_fn, c, x, y = setup
+    c = setup[2]
     guards = c.__wick_compiled__.entries[0].guards
     condition = guards.condition
     lib, _ = library.split(list(guards.terms), guards.ns, guards._taken)
@@ -55,15 +56,14 @@ def test_library_terms_are_one_check(setup):
 
 
 def test_monkeypatched_eager_function_used_inside_eager(setup):
-    model, loss_fn, c, x, y = setup
+    _, loss_fn, c, x, y = setup
     with mock.patch.object(eager.nn.functional, "gelu", lambda t, approximate="none": t * 2):
         _check(c, loss_fn, x, y)  # nn.GELU.forward reads F.gelu from eager's own globals
     _check(c, loss_fn, x, y)
 
 
 def test_monkeypatched_private_eager_helper(setup):
-    model, loss_fn, c, x, y = setup
-    import eager.nn.losses as losses
+    _, loss_fn, c, x, y = setup
 
     before = len(c.__wick_compiled__.entries)
     with mock.patch.object(losses, "_log_softmax", lambda t, dim: F.log_softmax(t, dim) * 0.5):
@@ -73,7 +73,7 @@ def test_monkeypatched_private_eager_helper(setup):
 
 
 def test_unrelated_patch_revalidates_without_recompiling(setup):
-    model, loss_fn, c, x, y = setup
+    _, loss_fn, c, x, y = setup
     n = len(c.__wick_compiled__.entries)
     eager.nn.functional._w1_unrelated = 1  # a write to a watched module: the version moves
     del eager.nn.functional._w1_unrelated
@@ -83,7 +83,7 @@ def test_unrelated_patch_revalidates_without_recompiling(setup):
 
 
 def test_user_read_of_patched_function(setup):
-    model, loss_fn, c, x, y = setup
+    _, loss_fn, c, x, y = setup
     ce = F.cross_entropy
     with mock.patch.object(F, "cross_entropy", lambda a, b: ce(a, b) + 1.0):
         _check(c, loss_fn, x, y)
@@ -158,3 +158,14 @@ def test_builtin_shadowed_in_user_globals():
     _check(c, g["f"], x)
     g["len"] = lambda v: 5
     _check(c, g["f"], x)
+
+
+def test_forward_overridden_on_instance_and_class(setup):
+    model, loss_fn, c, x, y = setup
+    with mock.patch.object(nn.GELU, "forward", lambda self, t: t * 3):  # a library class
+        _check(c, loss_fn, x, y)
+    _check(c, loss_fn, x, y)
+    model[1].forward = lambda t: t * 0.5  # an instance attribute shadows the method
+    _check(c, loss_fn, x, y)
+    del model[1].forward
+    _check(c, loss_fn, x, y)
