@@ -189,19 +189,25 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
     if dts is None:
         fast = op.eager_impl
         if fast is not None and (not POST_HOOKS or _whole_under_hooks()):
-            rec = _grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad
-                                          for x in inputs)
-            if not rec or op.eager_backward is not None:
-                arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
-                if all(type(a) is _ND for a in arrays):
-                    r = fast(np, *arrays, **attrs)
-                    if r is not None and not (rec and r.dtype.kind not in "fc"
-                                              and r.dtype.type not in _HALF_TYPES):
-                        out = Tensor._make(r)
-                        if rec:
-                            out.requires_grad = True
-                            out.grad_fn = _node(_whole(op), inputs, attrs, out, ids)
-                        return out
+            rec, arrays, plain = False, [], True  # (one pass over the operands)
+            for x in inputs:
+                if isinstance(x, Tensor):
+                    a = x._data
+                    rec = rec or x.requires_grad
+                else:
+                    a = x
+                plain = plain and type(a) is _ND
+                arrays.append(a)
+            rec = rec and _grad_enabled()
+            if plain and (not rec or op.eager_backward is not None):
+                r = fast(np, *arrays, **attrs)
+                if r is not None and not (rec and r.dtype.kind not in "fc"
+                                          and r.dtype.type not in _HALF_TYPES):
+                    out = Tensor._make(r)
+                    if rec:
+                        out.requires_grad = True
+                        out.grad_fn = _node(_whole(op), inputs, attrs, out, ids)
+                    return out
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
     arrays = tuple([x._data if isinstance(x, Tensor) else x for x in inputs])
