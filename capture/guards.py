@@ -290,6 +290,7 @@ class GuardSet:
         self.ns: dict = {"__builtins__": builtins}
         self._ids: dict[int, str] = {}
         self.terms: dict[str, None] = {}
+        self._shared = None  # (number of terms, shared_condition's result)
         self.G = self.name_for(fn.__globals__, "G")
         self.B = self.name_for(builtins.__dict__, "B")
         self.Tensor = self.name_for(Tensor, "Tensor")
@@ -400,7 +401,10 @@ class GuardSet:
 
     def shared_condition(self) -> tuple[str, dict]:
         """(`condition`, the map from a source prefix to the local holding it once the
-        condition held: `read_through` fetches sources through it)."""
+        condition held: `read_through` fetches sources through it). Computed once for a
+        set of terms (the guard and the hit function of an entry both need it)."""
+        if self._shared is not None and self._shared[0] == len(self.terms):
+            return self._shared[1]
         terms = library.class_reads(library.group_defaults(list(self.terms), self.ns),
                                     self.ns)
         lib, terms = library.split(terms, self.ns, self._taken)
@@ -408,7 +412,9 @@ class GuardSet:
         terms = _container_reads(terms, self.ns)
         if lib:  # (eager's own code: one version check, `capture/library.py`)
             terms.insert(0, library.check(lib, self.ns))
-        return "(" + " and ".join(f"({t})" for t in terms) + ")", names
+        got = "(" + " and ".join(f"({t})" for t in terms) + ")", names
+        self._shared = (len(self.terms), got)  # (terms are only ever added)
+        return got
 
     def build(self):
         return self._function(self.condition, "guard")
