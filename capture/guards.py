@@ -464,7 +464,7 @@ class GuardSet:
                 continue
             try:
                 v = self._function(m.group(1), "value")(*args, **kwargs)
-                lit = eval(m.group(2), dict(self.ns))  # noqa: S307 - our own literal
+                lit = eval(m.group(2), dict(self.ns))  # (our own literal)
             except Exception:  # noqa: S112, BLE001
                 continue
             if type(v) is type(lit) and type(lit) in (int, float) and v != lit:
