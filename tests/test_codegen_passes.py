@@ -72,3 +72,41 @@ def test_pass_returns_the_graph_itself_without_a_match():
     assert cat_slice_adjoints(g) is g
     (out,) = CompiledGraph(g)(np.ones((2, 3), np.float32))
     np.testing.assert_array_equal(out, 2 * np.ones((2, 3), np.float32))
+
+
+def test_cat_of_head_merges_is_one_cat_of_the_strided_parts():
+    """cat of reshapes that merge (heads, head_dim) of permuted tensors along the merged dim
+    becomes reshape(cat(parts)): eager's values, no reshape copies before the cat."""
+    from codegen.passes import cat_split_views
+
+    def f(a, b):
+        ha = a.permute(2, 0, 1, 3).reshape(6, 2, 12)
+        hb = b.permute(2, 0, 1, 3).reshape(6, 2, 12)
+        return eager.cat([ha, hb], dim=-1).exp()
+
+    rng = np.random.default_rng(1)
+    a, b = (eager.tensor(rng.standard_normal((2, 3, 6, 4)).astype(np.float32))
+            for _ in range(2))
+    c = capture.compile(f, backend="llvm")
+    np.testing.assert_allclose(c(a, b).numpy(), f(a, b).numpy(), rtol=1e-6)
+    (entry,) = [e for e in c.__wick_compiled__.entries if e.mode == "graph"]
+    g = entry.runner.compiled.graph
+    cats = [n for n in g.nodes if n.op == "call_function" and n.target.name == "cat"]
+    assert cats and all(len(n.meta["val"].shape) == 4 for n in cats)
+
+
+def test_cat_split_views_keeps_other_cats():
+    import ir
+
+    from codegen.passes import cat_split_views
+
+    g = ir.Graph()
+    f32 = ir.dtypes.float32
+    x = g.placeholder("x", ir.TensorMeta((2, 3, 4), f32))
+    y = g.placeholder("y", ir.TensorMeta((2, 12), f32))
+    r = g.call_op(ir.REGISTRY["reshape"], (x, (2, 12)))
+    g.output((g.call_op(ir.REGISTRY["cat"], ([r, y],), {"dim": 0}),))
+    assert cat_split_views(g) is g   # a cat along another dim than the merged one
+    xs = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    (out,) = CompiledGraph(g)(xs, np.ones((2, 12), np.float32))
+    np.testing.assert_array_equal(out, np.concatenate([xs.reshape(2, 12), np.ones((2, 12))]))
