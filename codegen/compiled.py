@@ -33,7 +33,7 @@ from . import jit, threads
 from .kernel import Kernel, lower_group
 from .kernel_key import structural_key
 from .partition import FusionGroup, LibraryCall, partition
-from .passes import cat_slice_adjoints, cat_split_views, decompose
+from .passes import cat_slice_adjoints, decompose
 from .render import render_kernel
 
 _log = logging.getLogger("wick")
@@ -53,7 +53,7 @@ class CompiledGraph:
     backend = "llvm"
 
     def __init__(self, graph):
-        graph = cat_split_views(cat_slice_adjoints(decompose(graph)))
+        graph = cat_slice_adjoints(decompose(graph))
         self.graph = graph
         self.partition = partition(graph)
         self.kernels: list[Kernel] = []

@@ -86,65 +86,6 @@ def _tiling(root: Node) -> tuple | None:
     return (dim, [g for *_, g in leaves]) if at == val.shape[dim] else None
 
 
-def _split_parts(node: Node) -> tuple | None:
-    """For `cat` along dim d of reshapes (each used only by the cat) that merged dims of their
-    inputs into dim d, with the same trailing split for every input: (d, the reshapes' inputs,
-    the split rank); None otherwise. cat(reshape(p_i)) = reshape(cat(p_i)) there: one copy of
-    strided inputs instead of a copy per reshape and one for the cat."""
-    val = node.meta.get("val")
-    if not _is(node, "cat") or val is None or len(node.args) < 2:
-        return None
-    d = node.kwargs.get("dim", 0) % len(val.shape)
-    srcs, tail = [], None
-    for x in node.args:
-        if not _is(x, "reshape") or len(x.users) != 1 or not isinstance(x.args[0], Node):
-            return None
-        xs, p = x.meta.get("val"), x.args[0]
-        ps = p.meta.get("val")
-        if xs is None or ps is None or ps.dtype is not val.dtype:
-            return None
-        xs, pshape = tuple(xs.shape), tuple(ps.shape)
-        k = len(pshape) - len(xs)   # extra dims that the reshape merged into dim d
-        if k < 1 or pshape[:d] != xs[:d] or pshape[d + 1 + k:] != xs[d + 1:]:
-            return None
-        t = pshape[d + 1:d + 1 + k]
-        if (tail is not None and t != tail) or pshape[d] * _prod(t) != xs[d]:
-            return None
-        tail = t
-        srcs.append(p)
-    return d, srcs
-
-
-def _prod(xs) -> int:
-    out = 1
-    for x in xs:
-        out *= x
-    return out
-
-
-def cat_split_views(graph: Graph) -> Graph:
-    """`graph`, or a copy with each `cat` of dim-merging reshapes (`_split_parts`) replaced by
-    a reshape of the cat of their inputs (the same values; a contiguous result's reshape is a
-    view). Attention's head merge before the qkv gradient's cat: 3 copies less per layer."""
-    if not any(_split_parts(n) for n in graph.nodes if _is(n, "cat")):
-        return graph
-    graph, _ = graph.copy()
-    for n in list(graph.nodes):
-        plan = _split_parts(n) if _is(n, "cat") else None
-        if plan is None:
-            continue
-        d, srcs = plan
-        with graph.inserting_before(n):
-            joined = graph.call_op(REGISTRY["cat"], (srcs,), {"dim": d})
-            new = graph.call_op(REGISTRY["reshape"], (joined, tuple(n.meta["val"].shape)))
-        for m in (joined, new):
-            if "source" in n.meta:
-                m.meta["source"] = n.meta["source"]
-        n.replace_all_uses_with(new)
-    graph.eliminate_dead_code()
-    return graph
-
-
 def cat_slice_adjoints(graph: Graph) -> Graph:
     """`graph`, or a copy with each sum of slice adjoints that tiles a dimension replaced by
     `cat` of the slices' gradients (equal values: each element is one gradient plus zeros)."""
@@ -167,4 +108,4 @@ def cat_slice_adjoints(graph: Graph) -> Graph:
     return graph
 
 
-__all__ = ["cat_slice_adjoints", "cat_split_views", "decompose"]
+__all__ = ["cat_slice_adjoints", "decompose"]
