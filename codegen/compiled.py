@@ -26,8 +26,8 @@ import numpy as np
 from ir import dtypes as D
 from ir.execute import apply_arrays, opmath, run_kernel
 from ir.graph import Node, map_arg
-from ir.opdef import TensorMeta, is_number
 from ir.interpreter import Interpreter
+from ir.opdef import TensorMeta, is_number
 
 from . import jit, threads
 from .kernel import Kernel, lower_group
