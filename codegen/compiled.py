@@ -4,7 +4,9 @@ The plan (`steps`) is the partition's order: fused kernels, called through ctype
 buffers (inputs read in place with their real strides: a kernel is specialised, once per
 layout, for inputs that are transposed, sliced or broadcast views; outputs allocated with
 `np.empty` once per call; large kernels split across the thread pool), and library calls run
-through `ir.execute` on numpy. Everything per call that can be decided at compile time is:
+the op's impl on numpy (through `ir.execute` where operands need casts; views of a known shape
+as `ndarray.reshape`). The graph first goes through `passes` (decompositions, slice-adjoint
+sums as `cat`). Everything per call that can be decided at compile time is:
 values live in a flat list of slots, each step is a closure over its slot indices, ctypes
 function and output shapes, and a slot is dropped after its last reader so intermediate
 buffers are freed early. A group that cannot be lowered (a formula numpy rejects for these
