@@ -1,6 +1,7 @@
 """The op-graph fuzzer (tests/fuzz_opgraphs.py) in the suite: a fixed seed of a few hundred
-random op graphs with gradients, and one fresh seed (printed, to replay with
-`python tests/fuzz_opgraphs.py --seed S --n N`), each compiled with backend "llvm" and "eager"
+random op graphs with gradients (gating), and one fresh seed with WICK_FUZZ_FRESH=1 (printed,
+to replay with `python tests/fuzz_opgraphs.py --seed S --n N`; .ci/run's non-gating exploration
+step), each compiled with backend "llvm" and "eager"
 and compared with eager: no disagreement, no crash. Features excluded by default are listed
 in `fuzz_opgraphs.EXCLUDED` with the reason."""
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import os
 import random
+
+import pytest
 
 import fuzz_opgraphs as fz
 
@@ -24,6 +27,9 @@ def test_fixed_seed():
     _check(FIXED_SEED, FIXED_N)
 
 
+@pytest.mark.skipif(not os.environ.get("WICK_FUZZ_FRESH"),
+                    reason="a fresh seed explores: .ci/run runs it (WICK_FUZZ_FRESH=1) as a "
+                           "reported, non-gating step, so a new find never turns CI red at random")
 def test_fresh_seed():
     seed = int(os.environ.get("WICK_FUZZ_SEED", random.SystemRandom().randrange(1 << 30)))
     print(f"op-graph fuzz fresh seed: {seed} (replay: python tests/fuzz_opgraphs.py "

@@ -1,10 +1,13 @@
 """The Python-function fuzzer (tests/fuzz_pyfuncs.py) in the suite: random functions mixing
 tensor ops with ordinary Python, run plainly and under `capture.compile`, must agree in results,
 exceptions and every side effect, and never crash the process (issue 13, items 2, 4 and 5).
-A fixed seed, plus one fresh seed printed in the output (rerun it with
-`python tests/fuzz_pyfuncs.py --seed S --n 60`)."""
+A fixed seed gates; a fresh seed (printed; rerun it with `python tests/fuzz_pyfuncs.py --seed S
+--n 60`) runs with WICK_FUZZ_FRESH=1, as .ci/run's reported, non-gating exploration step."""
 
+import os
 import time
+
+import pytest
 
 import fuzz_pyfuncs as F
 
@@ -25,10 +28,15 @@ def test_fixed_seed():
     _run(1, 250)
 
 
+@pytest.mark.skipif(not os.environ.get("WICK_FUZZ_FRESH"),
+                    reason="a fresh seed explores: .ci/run runs it (WICK_FUZZ_FRESH=1) as a "
+                           "reported, non-gating step, so a new find never turns CI red at random")
 def test_fresh_seed():
-    seed = int(time.time() * 1000) % 1000003
+    seed = int(os.environ.get("WICK_FUZZ_SEED", int(time.time() * 1000) % 1000003))
     print(f"fresh fuzz seed: {seed}")
-    _run(seed, 60)
+    report = F.fuzz(seed, 60, CONSTRUCTS, do_shrink=False)  # shrinking can take many minutes
+    print(report.text())
+    assert not report.failures, report.text()
 
 
 def test_crash_is_reported_not_fatal(tmp_path, monkeypatch):
