@@ -275,14 +275,49 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
     broadcast views are read in place. Raises TypeError for a formula numpy rejects.
     """
     shape, rdims = tuple(group.shape), tuple(group.rdims)
-    kshape = keep_shape(shape, rdims)
-    members = set(group.nodes)
     red = [n for n in group.nodes if n.target.kind == "reduction"]
+    phase, ready, nphases = _phase_plan(group, shape, rdims, red)
+    tracer = _GroupTracer(group, shape, strides_of, red)
+    tb = TraceBuilder()
+    outputs: list[Buffer] = []
+    phases = []
+    full_stored = [n for n in group.stored if n in phase]
+    row_stored = [n for n in group.stored if n not in phase]
+    for k in range(nphases):
+        ph = Phase()
+        start = len(tb.body)
+        cache: dict = {}
+        reds = [r for r in red if ready[r] == k]
+        srcs = tracer.trace(tb, [r.all_input_nodes[0] for r in reds], cache)
+        for r, v in zip(reds, srcs):
+            a = tracer.acc_of[r]
+            adt, _, comb, _, _ = tracer.accs[a]
+            ph.accs.append((a, comb, tb.as_dtype(v, adt) if not isinstance(v, Var) or
+                            v.dtype is not adt else v))
+        mine = [n for n in full_stored if phase[n] == k]
+        for n, v in zip(mine, tracer.trace(tb, mine, cache)):
+            outputs.append(_out_buffer(len(outputs), n, shape))
+            ph.stores.append((len(outputs) - 1, v))
+        ph.body = tb.body[start:]
+        phases.append(ph)
+    start = len(tb.body)
+    epi_stores = []
+    for n, v in zip(row_stored, tracer.trace(tb, row_stored, {})):
+        outputs.append(_out_buffer(len(outputs), n, shape, rdims))
+        epi_stores.append((len(outputs) - 1, v))
+    epilogue = tb.body[start:]
+    return _make_kernel(group, name, shape, rdims, tracer, outputs, phases, epilogue,
+                        epi_stores, tb)
+
+
+def _phase_plan(group, shape: tuple, rdims: tuple, red: list) -> tuple[dict, dict, int]:
+    """The phase of each full-shape node, the phase each per-row value is ready in (-1: it
+    needs no reduction), and the number of phases (one pass over the reduced dims each)."""
+    members = set(group.nodes)
 
     def is_full(n):
         return tuple(n.meta["val"].shape) == shape and n.target.kind != "reduction"
 
-    # phase of each full node; "ready" phase of each per-row value (-1: needs no reduction)
     phase: dict = {}
     ready: dict = {}
     for n in group.nodes:
@@ -300,92 +335,80 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
         else:
             phase[n] = 0
     nphases = max(list(phase.values()) + [ready[r] for r in red] + [0]) + 1
+    return phase, ready, nphases
 
-    inputs: list[Buffer] = []
-    in_index: dict = {}
-    outputs: list[Buffer] = []
-    accs: list = []
-    acc_of: dict = {}
-    for r in red:
-        meta = r.meta["val"]
-        compute, result = r.target.dtypes((r.all_input_nodes[0].meta["val"],), r.kwargs)
-        comb, ident = r.target.reduce  # (OpDef.reduce: combine primitive, identity)
-        adt = compute
-        acc_of[r] = len(accs)
-        accs.append((adt, identity(ident, adt), comb, result, meta))
 
-    def input_buffer(a: Node, over: tuple) -> int:
-        if a not in in_index:
+class _GroupTracer:
+    """Traces a fusion group's values into a `TraceBuilder`: loads of the values it reads
+    (one input `Buffer` each, strided over the group's shape), accumulator reads of its
+    reductions, and each member's `scalar` formula with its operands cast as eager does."""
+
+    def __init__(self, group, shape: tuple, strides_of, red: list):
+        self.members = set(group.nodes)
+        self.shape = shape
+        self.strides_of = strides_of
+        self.inputs: list[Buffer] = []
+        self.in_index: dict = {}
+        self.accs: list = []  # (accumulator dtype, identity, combine, result dtype, meta)
+        self.acc_of: dict = {}
+        for r in red:
+            meta = r.meta["val"]
+            compute, result = r.target.dtypes((r.all_input_nodes[0].meta["val"],), r.kwargs)
+            comb, ident = r.target.reduce  # (OpDef.reduce: combine primitive, identity)
+            adt = compute
+            self.acc_of[r] = len(self.accs)
+            self.accs.append((adt, identity(ident, adt), comb, result, meta))
+
+    def input_buffer(self, a: Node, over: tuple) -> int:
+        if a not in self.in_index:
             meta = a.meta["val"]
-            st = strides_of(a) if strides_of else None
-            in_index[a] = len(inputs)
-            inputs.append(Buffer(f"in{len(inputs)}", a, meta.dtype, tuple(meta.shape),
-                                 broadcast_strides(tuple(meta.shape), shape, st)))
-        return in_index[a]
+            st = self.strides_of(a) if self.strides_of else None
+            self.in_index[a] = len(self.inputs)
+            self.inputs.append(Buffer(f"in{len(self.inputs)}", a, meta.dtype, tuple(meta.shape),
+                                      broadcast_strides(tuple(meta.shape), self.shape, st)))
+        return self.in_index[a]
 
-    def trace(tb: TraceBuilder, targets, cache: dict):
+    def trace(self, tb: TraceBuilder, targets, cache: dict):
         """Trace the values of `targets` (nodes) into `tb`; per-phase memo `cache`."""
-        def value(n: Node):
-            if n in cache:
-                return cache[n]
-            if n not in members:
-                cache[n] = tb.emit("load", (), n.meta["val"].dtype, input=input_buffer(n, shape))
-                return cache[n]
-            if n.target.kind == "reduction":
-                a = acc_of[n]
-                v = tb.emit("acc", (), accs[a][0], acc=a)
-                cache[n] = tb.as_dtype(v, accs[a][3])
-                return cache[n]
-            op = n.target
-            metas = tuple(x.meta["val"] if isinstance(x, Node) else x for x in n.args)
-            compute = opmath(op, op.dtypes(metas, n.kwargs)[0])   # float32 for half types
-            narrow_int = compute.category == D.INTEGER and compute is not D.int64
-            result = n.meta["val"].dtype
-            xs = []
-            for i, x in enumerate(n.args):
-                if isinstance(x, Node):
-                    v = value(x)
-                    if i >= op.promote_from and v.dtype is not compute:
-                        v = tb.cast(v, compute)
-                    xs.append(v)
-                elif narrow_int and type(x) is int and i >= op.promote_from:
-                    xs.append(Const(convert_number(x, compute), compute))  # uint8 + 300 wraps
-                else:
-                    xs.append(x)
-            cache[n] = tb.as_dtype(op.scalar(tb, *xs, **n.kwargs), result)
+        return [self._value(tb, t, cache) for t in targets]
+
+    def _value(self, tb: TraceBuilder, n: Node, cache: dict):
+        if n in cache:
             return cache[n]
+        if n not in self.members:
+            cache[n] = tb.emit("load", (), n.meta["val"].dtype,
+                               input=self.input_buffer(n, self.shape))
+            return cache[n]
+        if n.target.kind == "reduction":
+            a = self.acc_of[n]
+            v = tb.emit("acc", (), self.accs[a][0], acc=a)
+            cache[n] = tb.as_dtype(v, self.accs[a][3])
+            return cache[n]
+        op = n.target
+        metas = tuple(x.meta["val"] if isinstance(x, Node) else x for x in n.args)
+        compute = opmath(op, op.dtypes(metas, n.kwargs)[0])   # float32 for half types
+        narrow_int = compute.category == D.INTEGER and compute is not D.int64
+        result = n.meta["val"].dtype
+        xs = []
+        for i, x in enumerate(n.args):
+            if isinstance(x, Node):
+                v = self._value(tb, x, cache)
+                if i >= op.promote_from and v.dtype is not compute:
+                    v = tb.cast(v, compute)
+                xs.append(v)
+            elif narrow_int and type(x) is int and i >= op.promote_from:
+                xs.append(Const(convert_number(x, compute), compute))  # uint8 + 300 wraps
+            else:
+                xs.append(x)
+        cache[n] = tb.as_dtype(op.scalar(tb, *xs, **n.kwargs), result)
+        return cache[n]
 
-        return [value(t) for t in targets]
 
-    tb = TraceBuilder()
-    phases = []
-    full_stored = [n for n in group.stored if n in phase]
-    row_stored = [n for n in group.stored if n not in phase]
-    for k in range(nphases):
-        ph = Phase()
-        start = len(tb.body)
-        cache: dict = {}
-        reds = [r for r in red if ready[r] == k]
-        srcs = trace(tb, [r.all_input_nodes[0] for r in reds], cache)
-        for r, v in zip(reds, srcs):
-            a = acc_of[r]
-            adt, _, comb, _, _ = accs[a]
-            ph.accs.append((a, comb, tb.as_dtype(v, adt) if not isinstance(v, Var) or
-                            v.dtype is not adt else v))
-        mine = [n for n in full_stored if phase[n] == k]
-        for n, v in zip(mine, trace(tb, mine, cache)):
-            outputs.append(_out_buffer(len(outputs), n, shape))
-            ph.stores.append((len(outputs) - 1, v))
-        ph.body = tb.body[start:]
-        phases.append(ph)
-    start = len(tb.body)
-    epi_stores = []
-    for n, v in zip(row_stored, trace(tb, row_stored, {})):
-        outputs.append(_out_buffer(len(outputs), n, shape, rdims))
-        epi_stores.append((len(outputs) - 1, v))
-    epilogue = tb.body[start:]
-
-    # loops: outer dims then reduced dims, each class collapsed on its own
+def _make_kernel(group, name, shape, rdims, tracer, outputs, phases, epilogue, epi_stores,
+                 tb) -> Kernel:
+    """The `Kernel` of a traced group: loops (outer dims then reduced dims, each class
+    collapsed on its own) and the blocking and rewrites chosen for them."""
+    inputs, accs = tracer.inputs, tracer.accs
     bufs = inputs + outputs
     odims = [d for d in range(len(shape)) if d not in rdims]
     osz, ost = collapse_loops([shape[d] for d in odims], [[b.strides[d] for d in odims]
@@ -396,7 +419,6 @@ def lower_group(group, name: str, strides_of=None) -> Kernel:
         b.strides = tuple(so) + tuple(sr)
     outer = [(f"i{d}", n) for d, n in enumerate(osz)]
     rloops = [(f"r{d}", n) for d, n in enumerate(rsz)]
-    del kshape
     kernel = Kernel(name, list(group.nodes), shape, outer, rloops, inputs, outputs, phases,
                     [(a[0], a[1]) for a in accs], epilogue, epi_stores)
     rnumel = int(np.prod([n for _, n in rloops], dtype=np.int64))

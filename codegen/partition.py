@@ -194,19 +194,40 @@ def partition(graph, device: str = "cpu") -> Partition:
     calls = [n for n in graph.nodes if n.op == "call_function"]
     order = {n: i for i, n in enumerate(graph.nodes)}
     ok = {n: fusible(n, device) for n in calls}
-
-    cand = nx.DiGraph()
-    members = {i: [n] for i, n in enumerate(calls)}
-    group_of = {n: i for i, n in enumerate(calls)}
-    space = {i: _space(n) if ok[n] else None for i, n in enumerate(calls)}
-    for i, n in enumerate(calls):
-        cand.add_node(i)
+    c = _Candidates(calls, order, ok)
+    c.merge()
+    steps, step_of = _steps(c, ok)
+    _mark_stored(graph, steps)
+    boundaries = []
+    for n in calls:
         for a in n.all_input_nodes:
-            if a in group_of:
-                cand.add_edge(group_of[a], i)
+            if a.op == "placeholder":
+                continue
+            if step_of[a] is not step_of[n]:
+                boundaries.append((a, n, _boundary_reason(a, n, ok, c.group_of, c.members,
+                                                          c.space, c.creates_cycle)))
+    return Partition(graph, steps, boundaries)
 
-    def merged_space(u, v):
+
+class _Candidates:
+    """The fusion candidates of one graph: a networkx DiGraph of candidate ids, each with its
+    member nodes (graph order) and iteration space (None: not fusible)."""
+
+    def __init__(self, calls: list, order: dict, ok: dict):
+        self.order = order
+        self.cand = nx.DiGraph()
+        self.members = {i: [n] for i, n in enumerate(calls)}
+        self.group_of = {n: i for i, n in enumerate(calls)}
+        self.space = {i: _space(n) if ok[n] else None for i, n in enumerate(calls)}
+        for i, n in enumerate(calls):
+            self.cand.add_node(i)
+            for a in n.all_input_nodes:
+                if a in self.group_of:
+                    self.cand.add_edge(self.group_of[a], i)
+
+    def merged_space(self, u, v):
         """The space of u + v, or None when they cannot share a kernel."""
+        space, members = self.space, self.members
         su, sv = space[u], space[v]
         if su is None or sv is None:
             return None
@@ -230,31 +251,41 @@ def partition(graph, device: str = "cpu") -> Partition:
                 return None
         return full
 
-    def creates_cycle(u, v):
+    def creates_cycle(self, u, v):
         """Another path u -> ... -> v: merging u and v would make a cycle through it."""
+        cand = self.cand
         for s in cand.successors(u):
             if s != v and nx.has_path(cand, s, v):
                 return s
         return None
 
-    changed = True
-    while changed:
-        changed = False
-        for u, v in sorted(cand.edges, key=lambda e: (order[members[e[0]][0]],
-                                                      order[members[e[1]][0]])):
-            if not (cand.has_node(u) and cand.has_node(v) and cand.has_edge(u, v)):
-                continue
-            sp = merged_space(u, v)
-            if sp is None or creates_cycle(u, v) is not None:
-                continue
-            nx.contracted_nodes(cand, u, v, self_loops=False, copy=False)
-            members[u] = sorted(members[u] + members.pop(v), key=order.__getitem__)
-            space[u] = sp
-            del space[v]
-            for n in members[u]:
-                group_of[n] = u
-            changed = True
+    def merge(self) -> None:
+        """Merge producer->consumer pairs to a fixed point, in graph order."""
+        cand, members, order = self.cand, self.members, self.order
+        space, group_of = self.space, self.group_of
+        changed = True
+        while changed:
+            changed = False
+            for u, v in sorted(cand.edges, key=lambda e: (order[members[e[0]][0]],
+                                                          order[members[e[1]][0]])):
+                if not (cand.has_node(u) and cand.has_node(v) and cand.has_edge(u, v)):
+                    continue
+                sp = self.merged_space(u, v)
+                if sp is None or self.creates_cycle(u, v) is not None:
+                    continue
+                nx.contracted_nodes(cand, u, v, self_loops=False, copy=False)
+                members[u] = sorted(members[u] + members.pop(v), key=order.__getitem__)
+                space[u] = sp
+                del space[v]
+                for n in members[u]:
+                    group_of[n] = u
+                changed = True
 
+
+def _steps(c: _Candidates, ok: dict) -> tuple[list, dict]:
+    """The merged candidates as steps in topological order (ties by first node), and the step
+    of each node."""
+    order, members, space, cand = c.order, c.members, c.space, c.cand
     first = {g: order[members[g][0]] for g in cand.nodes}
     steps, step_of = [], {}
     for g in nx.lexicographical_topological_sort(cand, key=first.__getitem__):
@@ -267,7 +298,11 @@ def partition(graph, device: str = "cpu") -> Partition:
         for n in nodes:
             step_of[n] = step
         steps.append(step)
+    return steps, step_of
 
+
+def _mark_stored(graph, steps: list) -> None:
+    """Each fusion group's stored values (with why) and the values it loads."""
     outputs = set(_output_nodes(graph))
     for step in steps:
         if not isinstance(step, FusionGroup):
@@ -282,16 +317,6 @@ def partition(graph, device: str = "cpu") -> Partition:
             for a in n.all_input_nodes:
                 if a not in inside and a not in step.inputs:
                     step.inputs.append(a)
-
-    boundaries = []
-    for n in calls:
-        for a in n.all_input_nodes:
-            if a.op == "placeholder":
-                continue
-            if step_of[a] is not step_of[n]:
-                boundaries.append((a, n, _boundary_reason(a, n, ok, group_of, members, space,
-                                                          creates_cycle)))
-    return Partition(graph, steps, boundaries)
 
 
 def _output_nodes(graph) -> list:

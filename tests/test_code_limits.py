@@ -29,8 +29,6 @@ FILES_OVER = {
 FUNCTIONS_OVER = {
     "capture/compiler.py:CompiledFunction._capture": "the frame-capture driver; capture",
     "codegen/compiled.py:_kernel_factory": "kernel wrapper generation; codegen",
-    "codegen/kernel.py:lower_group": "lowering one fusion group; codegen",
-    "codegen/partition.py:partition": "the fusion partitioner's one pass; codegen",
 }
 
 
