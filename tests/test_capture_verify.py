@@ -263,7 +263,8 @@ def _codes(obj, out):
 
 
 @pytest.mark.parametrize("module", ["json.decoder", "argparse", "textwrap", "capture.symbolic",
-                                    "capture.transform", "eager.tensor"])
+                                    "capture.flowops", "capture.transform", "capture.templates",
+                                    "eager.tensor"])
 def test_real_code_objects_are_all_accepted(module):
     mod = importlib.import_module(module)
     codes = []

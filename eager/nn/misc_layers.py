@@ -418,8 +418,12 @@ class Unfold(Module):
 class _MHAWeights:
     """The attributes `MultiheadAttention._attention` reads, from explicit tensors."""
 
-    _in_projection = _attention.MultiheadAttention._in_projection
-    _attention = _attention.MultiheadAttention._attention
+    _MHA = _attention.MultiheadAttention
+    _in_projection = _MHA._in_projection
+    _checked_masks = _MHA._checked_masks
+    _sdpa_heads = _MHA._sdpa_heads
+    _attention = _MHA._attention
+    del _MHA
 
     def out_proj(self, x):
         return FUNCTIONS["linear"](x, self._out_w, self._out_b)
