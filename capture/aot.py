@@ -149,7 +149,7 @@ class AOTGraph:
 
         def call(*inputs):
             if found:
-                if engine._CHECKS or forward_ad._LEVEL:
+                if (engine._CHECKS or forward_ad._LEVEL) and not _direct_ok(inputs):
                     return self(*inputs)
                 return found[0](*inputs)
             out = self(*inputs)
@@ -172,7 +172,7 @@ class AOTGraph:
         plan = self.plans.get(wrt)
         if plan is None:
             plan = self.plans[wrt] = _Plan(self.graph, wrt, self.compile_graph)
-        if not engine._CHECKS and not forward_ad._LEVEL:
+        if not (engine._CHECKS or forward_ad._LEVEL) or _direct_ok(inputs):
             return _apply_direct(plan, inputs)
         # every node was recorded with grad mode on (`supported`), whatever the mode at the
         # call (a resume function may start inside a `no_grad` block its graph leaves)
@@ -227,6 +227,21 @@ class _AOTNodeBase(FunctionNode):
             self._done = seen  # a second pass through these outputs raises, as eager's
             return
         FunctionNode.release(self)
+
+
+_AOT._node_class = _AOTNodeBase  # `Function.apply` (anomaly mode, inference checks) too
+
+
+def _direct_ok(inputs) -> bool:
+    """Whether a call may build its node directly although `engine._CHECKS` or forward AD is
+    on: only when every check reads just the inputs (inference tensors: once inference mode
+    was used in the process, its check stays on), which then runs here; anomaly mode and
+    forward AD take `Function.apply`."""
+    if forward_ad._LEVEL or not all(getattr(f, "inputs_only", False) for f in engine._CHECKS):
+        return False
+    for f in engine._CHECKS:
+        f(None, inputs)
+    return True
 
 
 def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:

@@ -154,3 +154,38 @@ def test_general_path_serves_anomaly_and_forward_ad(monkeypatch, mode):
             r = c(*ins)
         np.testing.assert_allclose(r[0].detach().numpy(), _two_outputs(*ref)[0].detach().numpy())
     assert calls, "the general Function.apply path was not taken"
+
+
+def test_direct_path_after_inference_mode_runs_its_check():
+    """Once inference mode was used in the process its saved-tensor check stays on: hits keep
+    the generated node builder and run the check, raising as eager for an inference input;
+    and a graph whose outputs are differentiated one at a time (a GAN step) keeps its saved
+    values on the general `Function.apply` path too (anomaly mode)."""
+    import eager
+    from eager import autograd
+
+    with eager.inference_mode():
+        frozen = eager.ones(3)
+    c = capture.compile(lambda w, x: (w * x).sum())
+    w = eager.ones(3, requires_grad=True)
+    for _ in range(3):
+        out = c(w, eager.full((3,), 2.0))
+    assert type(out.grad_fn).__name__ == "_AOTNode"
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved"):
+        (w * frozen).sum()
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved"):
+        c(w, frozen)
+
+    def two(w, x):
+        h = w * x
+        return (h * 3.0).sum(), h.exp().sum()
+
+    g = capture.compile(two)
+    with autograd.detect_anomaly():
+        for _ in range(2):
+            w.grad = None
+            a, b = g(w, eager.full((3,), 0.5))
+            a.backward()
+            b.backward()  # the second output's path survives the first pass
+            np.testing.assert_allclose(w.grad.numpy(), 1.5 + 0.5 * np.exp(0.5 * np.ones(3)),
+                                       rtol=1e-6)

@@ -177,6 +177,8 @@ class Function(metaclass=_FunctionMeta):
     """Base class of custom differentiable ops; subclass with static `forward(ctx, *args)` and
     `backward(ctx, *grad_outputs)`, call `MyFn.apply(*args)`. See the module docstring."""
 
+    _node_class = FunctionNode  # the ctx/grad_fn class of `apply` (a subclass may refine it)
+
     def __init__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is not "
                            "supported. Please use new-style autograd function with static "
@@ -212,7 +214,7 @@ class Function(metaclass=_FunctionMeta):
             cls.backward = cls.vjp
         recording = grad_mode.is_grad_enabled() and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
-        ctx = FunctionNode(cls, len(args))
+        ctx = cls._node_class(cls, len(args))
         if recording:
             ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad
                                          for a in args)

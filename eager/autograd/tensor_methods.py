@@ -172,6 +172,9 @@ def _no_inference_saved(node, inputs) -> None:
                     "autograd, or use `eager.no_grad()` instead of `eager.inference_mode()`.")
 
 
+_no_inference_saved.inputs_only = True  # reads only the inputs: compiled hits run it in line
+
+
 def _on_inference(mode: bool) -> None:
     Tensor._init = _marking_init if mode else _ORIGINAL["_init"]
     if mode and _no_inference_saved not in engine._CHECKS:
