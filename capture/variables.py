@@ -13,6 +13,7 @@ Touches nothing outside `capture` except the types of `ir`.
 from __future__ import annotations
 
 from ir import TensorMeta
+from ir.opdef import MetaView
 from ir.graph import Node
 
 
@@ -58,7 +59,7 @@ class ConstantVariable(VariableTracker):
         return repr(self.value)
 
 
-class TensorVariable(VariableTracker):
+class TensorVariable(MetaView, VariableTracker):
     """A tensor value: the graph `node` that computes it, its static meta and requires_grad.
 
     `shape`, `dtype`, `ndim` mirror the Tensor's so that registry decompositions and backward
@@ -72,21 +73,6 @@ class TensorVariable(VariableTracker):
         self.requires_grad = requires_grad
         self.source = source
         self.shadow = shadow  # the same value under perturbed dynamic sizes (dynamic.py)
-
-    @property
-    def shape(self) -> tuple:
-        return self.meta.shape
-
-    @property
-    def dtype(self):
-        return self.meta.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.meta.shape)
-
-    def dim(self) -> int:
-        return len(self.meta.shape)
 
     def python_type(self) -> type:
         from eager import Tensor

@@ -21,10 +21,10 @@ the primitives (whose NaN/inf placement differs: softmax's). Imports only `ir`.
 from __future__ import annotations
 
 from .graph import Graph, Node, map_arg
-from .opdef import OpNamespace, TensorMeta, is_number, sum_to_shape
+from .opdef import MetaView, OpNamespace, TensorMeta, is_number, sum_to_shape
 
 
-class Value:
+class Value(MetaView):
     """A recorded graph value, with the tensor metadata rules read (`x.shape`, `x.dtype`)."""
 
     __slots__ = ("node",)
@@ -35,25 +35,6 @@ class Value:
     @property
     def meta(self) -> TensorMeta:
         return self.node.meta["val"]
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(self.meta.shape)
-
-    @property
-    def dtype(self):
-        return self.meta.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.meta.shape)
-
-    @property
-    def device(self) -> str:
-        return self.meta.device
-
-    def dim(self) -> int:
-        return self.ndim
 
     def __repr__(self) -> str:
         return f"Value(%{self.node.name}: {self.meta})"

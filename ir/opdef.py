@@ -53,6 +53,42 @@ class TensorMeta:
         return f"{short.get(self.dtype.name, self.dtype.name)}[{', '.join(map(str, self.shape))}]"
 
 
+class MetaView:
+    """Tensor-style metadata read off `self.meta` (a `TensorMeta`): `shape`, `dtype`, `device`,
+    `ndim`, `dim()`, `size(dim)`, `numel()`, as eager's Tensor shows them, so registry
+    decompositions and backward rules (which read `x.shape`) run on every layer's values: the
+    autodiff recorder's `Value`, the tracer's `Proxy`, capture's `TensorVariable`. A subclass
+    provides `meta` (an attribute or a property that raises when the metadata is unknown)."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple:
+        return self.meta.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.meta.dtype
+
+    @property
+    def device(self) -> str:
+        return self.meta.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.meta.shape)
+
+    def dim(self) -> int:
+        return len(self.meta.shape)
+
+    def size(self, dim: int | None = None):
+        shape = self.meta.shape
+        return shape if dim is None else shape[dim]
+
+    def numel(self) -> int:
+        return self.meta.numel
+
+
 # ---------------------------------------------------------------- shape helpers
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .dtypes import from_numpy
 from .graph import Graph, Node, op_meta
-from .opdef import REGISTRY, OpDef, OpNamespace, TensorMeta, is_number
+from .opdef import REGISTRY, MetaView, OpDef, OpNamespace, TensorMeta, is_number
 
 CALLER = object()  # Tracer(source=CALLER): each node's source is its caller's file:line
 _IR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -32,7 +32,7 @@ class TraceError(RuntimeError):
     shape, an operand that is neither a proxy, an array nor a number)."""
 
 
-class Proxy:
+class Proxy(MetaView):
     """A traced tensor: `node` is the graph node that will compute it. Supports the registry's
     dunders and methods, and `.shape`/`.dtype`/`.ndim`/`.size()`/`.dim()` when the node's meta
     is known (from `specs`)."""
@@ -44,37 +44,14 @@ class Proxy:
         self.node = node
         self.tracer = tracer
 
-    def _meta(self, what: str) -> TensorMeta:
+    @property
+    def meta(self) -> TensorMeta:
         val = self.node.val
         if val is None:
-            raise TraceError(f"{what} of %{self.node.name} is unknown while tracing: pass "
-                             "TensorMeta specs (or example arrays) to symbolic_trace")
+            raise TraceError(f"the metadata (shape, dtype) of %{self.node.name} is unknown "
+                             "while tracing: pass TensorMeta specs (or example arrays) to "
+                             "symbolic_trace")
         return val
-
-    @property
-    def shape(self) -> tuple:
-        return self._meta("shape").shape
-
-    @property
-    def dtype(self):
-        return self._meta("dtype").dtype
-
-    @property
-    def device(self) -> str:
-        return self._meta("device").device
-
-    @property
-    def ndim(self) -> int:
-        return self._meta("ndim").ndim
-
-    def dim(self) -> int:
-        return self.ndim
-
-    def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[dim]
-
-    def numel(self) -> int:
-        return self._meta("numel").numel
 
     def __len__(self) -> int:
         if not self.shape:

@@ -101,7 +101,7 @@ def test_trace_errors():
         ir.symbolic_trace(branchy, *SPECS[:1])
     with pytest.raises(ir.TraceError, match="in-place method add_"):
         ir.symbolic_trace(lambda x: x.add_(1), *SPECS[:1])
-    with pytest.raises(ir.TraceError, match="shape of %x is unknown"):
+    with pytest.raises(ir.TraceError, match=r"metadata \(shape, dtype\) of %x is unknown"):
         ir.symbolic_trace(lambda x: x.reshape(x.shape[0], -1))
     with pytest.raises(AttributeError, match="no attribute 'frobnicate'"):
         ir.symbolic_trace(lambda x: x.frobnicate(), *SPECS[:1])
