@@ -1,21 +1,20 @@
 """Resampling of `torch.nn.functional`: `interpolate` (nearest, nearest-exact, linear,
 bilinear, bicubic, trilinear, area), its deprecated `upsample*` aliases, `grid_sample`,
 `affine_grid`, and the modules `Upsample`, `UpsamplingNearest2d`, `UpsamplingBilinear2d`,
-composed of registry ops (no new op).
+composed of registry ops.
 
 Every interpolation of `interpolate` is separable: nearest picks rows with `index_select`; the
 linear and cubic modes multiply each spatial dim by a constant (out, in) weight matrix built
 with numpy from ATen's source-index formulas (`area_pixel_compute_source_index`, the cubic
 convolution with A = -0.75 and clamped taps), so the gradient is a matmul. `grid_sample`
-gathers the corner (or 4 x 4 tap) values at integer positions computed on the host and
-weights them by tensors of the grid coordinates, so gradients reach both input and grid.
+is the registry composite `_grid_sample` (taps, weights and gathers as graph values: one graph
+under capture; gradients reach both input and grid).
 Semantics, defaults and errors: torch.nn.functional and ATen's UpSample.h / GridSampler.h.
 Touches `eager` only.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 
@@ -26,6 +25,8 @@ from ..dispatch import FUNCTIONS
 from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 from .module import Module
 from .pooling import adaptive_avg_pool3d
+
+_grid_sample = FUNCTIONS["_grid_sample"]
 
 __all__ = ["GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES", "affine_grid",
            "grid_sample", "interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
@@ -262,84 +263,6 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # ---------------------------------------------------------------- grid_sample / affine_grid
 
 
-def _unnormalize(coord, size, align_corners):
-    if align_corners:
-        return (coord + 1) * ((size - 1) / 2)
-    return ((coord + 1) * size - 1) / 2
-
-
-def _reflect(x, twice_low, twice_high):
-    """ATen's `reflect_coordinates` on a tensor of coordinates."""
-    if twice_low == twice_high:
-        return x * 0
-    low, span = twice_low / 2, (twice_high - twice_low) / 2
-    x = (x - low).abs()
-    extra = FUNCTIONS["fmod"](x, span)
-    flips = np.floor(x.detach()._host() / span)
-    even = _const((flips % 2) == 0, x)
-    return FUNCTIONS["where"](even, extra + low, (extra * -1 + span) + low)
-
-
-def _padded(coord, size, padding_mode, align_corners):
-    """ATen's `compute_coordinates`: border clamps, reflection folds then clamps."""
-    if padding_mode == "border":
-        return coord.clamp(0, size - 1)
-    if padding_mode == "reflection":
-        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners \
-            else _reflect(coord, -1, 2 * size - 1)
-        return coord.clamp(0, size - 1)
-    return coord
-
-
-def _check_grid_sample(input, grid, mode, padding_mode):
-    if mode not in GRID_SAMPLE_INTERPOLATION_MODES:
-        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
-                         f"'nearest' or 'bicubic', but got: '{mode}'")
-    if padding_mode not in GRID_SAMPLE_PADDING_MODES:
-        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
-                         f"'border', or 'reflection', but got: '{padding_mode}'")
-    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same "
-                           f"number of dimensions, but got input with sizes "
-                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
-    nd = input.ndim - 2
-    if grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
-                           f"but got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
-    if grid.shape[-1] != nd:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last "
-                           f"dimension, but got grid with sizes {list(grid.shape)}")
-    if mode == "bicubic" and nd != 2:
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-
-
-def _sample_taps(input, taps):
-    """sum over taps of weight * input[n, :, position] (zero where out of bounds): taps is a
-    list of (per-dim int positions (N, M) in spatial order, weight tensor (N, M) or None).
-    Values are rows of the (N * S, C) channels-last input picked by `index_select` (its
-    backward a segment sum)."""
-    n, c = input.shape[0], input.shape[1]
-    spatial = tuple(input.shape[2:])
-    plane = math.prod(spatial)
-    rows = input.reshape(n, c, plane).transpose(1, 2).reshape(n * plane, c)
-    base = np.arange(n, dtype=np.int64)[:, None] * plane
-    out = None
-    for pos, weight in taps:
-        valid = np.ones(pos[0].shape, dtype=bool)
-        index = np.zeros(pos[0].shape, dtype=np.int64)
-        for p, size in zip(pos, spatial):
-            valid &= (p >= 0) & (p < size)
-            index = index * size + np.clip(p, 0, size - 1)
-        m = index.shape[1]
-        val = FUNCTIONS["index_select"](rows, 0, _const((index + base).reshape(-1), input))
-        scale = _const(valid.astype(input.dtype.np), input)
-        scale = scale if weight is None else weight * scale
-        term = val.reshape(n, m, c) * scale.reshape(n, m, 1)
-        out = term if out is None else out + term
-    return out.transpose(1, 2)
-
-
 @autocast_function("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample `input` (N, C, H, W) at `grid` (N, H_out, W_out, 2) locations (x, y) in
@@ -348,66 +271,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     padding_mode "zeros" | "border" | "reflection"; align_corners (default False) maps -1/1
     to the corner pixels' centres (else their outer edges). Gradients reach input and grid
     (not through nearest's rounding). ValueError for an unknown mode; RuntimeError for shapes
-    that do not match."""
-    _check_grid_sample(input, grid, mode, padding_mode)
+    that do not match. The registry composite `_grid_sample` (`ir/ops/grid_sample.py`)."""
     if align_corners is None:
         align_corners = False
-    nd = input.ndim - 2
-    n, out_sp = input.shape[0], tuple(grid.shape[1:-1])
-    g = grid.reshape(n, -1, nd)
-    sizes = tuple(input.shape[2:])
-    coords = []  # spatial order: the grid's last entry is the first spatial dim
-    for d in range(nd):
-        size = sizes[d]
-        c = _unnormalize(g[..., nd - 1 - d], size, align_corners)
-        coords.append(c if mode == "bicubic" else
-                      _padded(c, size, padding_mode, align_corners))
-    host = [c.detach()._host() for c in coords]
-    if mode == "nearest":
-        taps = [([np.rint(h).astype(np.int64) for h in host], None)]
-    elif mode == "bilinear":
-        base = [np.floor(h).astype(np.int64) for h in host]
-        frac = [c - _const(b.astype(h.dtype), c) for c, b, h in zip(coords, base, host)]
-        taps = []
-        for bits in itertools.product((0, 1), repeat=nd):
-            w = None
-            for f, bit in zip(frac, bits):
-                wd = f if bit else f * -1 + 1
-                w = wd if w is None else w * wd
-            taps.append(([b + bit for b, bit in zip(base, bits)], w))
-    else:
-        taps = _bicubic_taps(coords, host, sizes, padding_mode, align_corners)
-    return _sample_taps(input, taps).reshape((n, input.shape[1]) + out_sp)
-
-
-def _bicubic_taps(coords, host, sizes, padding_mode, align_corners):
-    """4 x 4 taps of ATen's bicubic grid sampler: weights from the fractional offsets, tap
-    positions passed through `compute_coordinates` and rounded toward zero."""
-    base = [np.floor(h) for h in host]
-    weights = [_cubic_weights(c - _const(b.astype(h.dtype), c))
-               for c, b, h in zip(coords, base, host)]
-    taps = []
-    for i, j in itertools.product(range(4), repeat=2):
-        pos = []
-        for b, k, size in zip(base, (i, j), sizes):
-            p = b - 1 + k
-            if padding_mode == "border":
-                p = np.clip(p, 0, size - 1)
-            elif padding_mode == "reflection":
-                p = _reflect_np(p, size, align_corners)
-            pos.append(np.trunc(p).astype(np.int64))
-        taps.append((pos, weights[0][i] * weights[1][j]))
-    return taps
-
-
-def _reflect_np(p, size, align_corners):
-    lo, hi = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
-    if lo == hi:
-        return np.zeros_like(p)
-    low, span = lo / 2, (hi - lo) / 2
-    x = np.abs(p - low)
-    extra, flips = np.fmod(x, span), np.floor(x / span)
-    return np.clip(np.where(flips % 2 == 0, extra + low, span - extra + low), 0, size - 1)
+    return _grid_sample(input, grid, mode, padding_mode, align_corners)
 
 
 def _linspace(steps, align_corners, dt):

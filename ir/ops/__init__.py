@@ -23,3 +23,4 @@ from . import rnn  # noqa: F401  (whole-sequence LSTM/GRU/RNN layers with BPTT b
 from . import conv  # noqa: F401
 from . import transformer  # noqa: F401  (layer norm and attention weights run whole)
 from . import batch_norm  # noqa: F401  (training batch norm run whole, one backward node)
+from . import grid_sample  # noqa: F401  (grid_sample as one composite: taps as graph values)
