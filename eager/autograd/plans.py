@@ -112,6 +112,9 @@ class _Tracer:
             raise Untraceable  # a tensor made outside the rule's ops (data of some kind)
         attrs = op.canonical_attrs(metas, attrs)
         if op.decomp is not None:
+            if op.eager_applies is not None and not op.eager_impl_rounding and \
+                    op.eager_applies(metas, attrs):
+                return self._whole(op, inputs, attrs)
             return op.decomp(self.ns, *inputs, **attrs)
         if op.dynamic_shape:
             raise Untraceable
@@ -150,6 +153,22 @@ class _Tracer:
         onp = None if sure else self.const(out_dtype.np)
         self.lines.append((target, call, onp, used))
         return Sym(meta, target)
+
+    def _whole(self, op: OpDef, inputs: tuple, attrs: dict):
+        """A composite eager runs whole (`eager_impl`, the decomposition's exact results) as
+        one step calling that kernel; the decomposition, traced and dropped, gives its meta."""
+        n0 = len(self.lines)
+        r = op.decomp(self.ns, *inputs, **attrs)
+        if not isinstance(r, Sym):  # (several outputs, or an operand itself: keep its steps)
+            return r
+        del self.lines[n0:]
+        args = [x.ref if isinstance(x, Sym) else self.const(x) for x in inputs]
+        target = f"t{self.n}"
+        self.n += 1
+        call = f"{self.const(op.eager_impl)}(np, {', '.join(args)}{self._kw(attrs)})"
+        self.lines.append((target, call, self.const(r.dtype.np),
+                           [x.ref for x in inputs if isinstance(x, Sym)]))
+        return Sym(r.meta, target)
 
     def _kw(self, attrs: dict) -> str:
         """Attributes as keyword arguments (each a constant: no dict built per call)."""
