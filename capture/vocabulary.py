@@ -114,6 +114,9 @@ def _table() -> dict:
 
     _KEEP.append(Optimizer.zero_grad)  # `p.grad = None` per parameter: Python side effects
     table[id(Optimizer.zero_grad)] = ("eager.optim.Optimizer.zero_grad", zero_grad_rule)
+    from .optim_forms import register
+
+    register(table, _KEEP)  # SGD/Adam/AdamW `step`: the update as graph nodes
     _TABLE = table
     return table
 

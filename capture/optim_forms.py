@@ -1,0 +1,465 @@
+"""Graph forms of `opt.step()` for eager's SGD, Adam and AdamW (Dynamo traces torch.optim's
+`_single_tensor_sgd` / `_single_tensor_adam`; wick records the same algorithm as graph nodes).
+
+Each supported optimizer has one functional update written once (`sgd_update`,
+`adam_update`) on an `ops` namespace: `GraphOps` records registry ops into the capture, and
+`EagerOps` runs the same steps on eager tensors and Python numbers (tests check it against
+eager's own `step`). The updates follow eager's `SGD.step` / `Adam.step` op for op (the same
+ops in the same order on the same dtypes: compiled steps equal eager's bit for bit).
+
+`step_rule` is the vocabulary rule of `SGD.step` and `Adam.step` (AdamW's too): for each
+parameter group and parameter with a gradient it reads the parameter, its `.grad` and its
+state tensors as graph inputs (sources `opt.param_groups[g]['params'][i]`, `....grad`,
+`opt.state[p]['exp_avg']`), records the update under no_grad, and writes the new parameter
+and state values back in place after the graph (`writeback.py`, as `p.add_(...)` under
+`no_grad`). Guards: the hyperparameters of every group by value (`momentum`, `betas`, ...),
+the number of groups and parameters, which parameters have a grad, whether each parameter's
+state exists, no step hooks. The learning rate is a 0-d float64 graph input read from
+`param_groups[g]['lr']` on every call, so a scheduler's change takes effect without a
+recompile. Adam's `step` counter is a state tensor advanced in the graph; its bias
+corrections are computed in float64 from it as eager computes them from `step.item()`.
+
+The first step, which creates the state (momentum buffer, Adam's moments and counter), is
+captured too: the new state tensors are graph outputs stored into `opt.state[p]` after the
+graph by a recorded side effect (`_StateWriter`), in eager's order and key order.
+
+Named breaks remain for: a closure, step hooks, a Tensor learning rate or beta, complex or
+non-float parameters, a grad of another shape or dtype, state missing some key, and the
+optimizer's groups or state changed earlier in the same frame. Touches `eager.optim`,
+`ir.REGISTRY` and `capture`.
+"""
+
+from __future__ import annotations
+
+from ir import dtypes as D
+
+from .variables import (
+    ConstantVariable,
+    DictVariable,
+    OpFunctionVariable,
+    TensorVariable,
+    TupleVariable,
+    UserObjectVariable,
+)
+
+__all__ = ["EagerOps", "GraphOps", "adam_update", "register", "sgd_update", "step_rule"]
+
+
+# ---------------------------------------------------------------- the functional updates
+
+
+def sgd_update(ops, p, g, buf, lr, momentum, dampening, wd, nesterov, maximize):
+    """One SGD step of parameter `p` with gradient `g` (`SGD.step`'s ops): returns (new p,
+    new momentum buffer, or None with momentum 0). `buf` None with momentum != 0 is the first
+    step (the buffer starts as a copy of the gradient). `lr` a number or 0-d tensor."""
+    if maximize:
+        g = ops.neg(g)
+    if wd != 0:
+        g = ops.add(g, ops.mul(p, wd))  # grad.add(p, alpha=wd)
+    if momentum != 0:
+        if buf is None:
+            buf = ops.clone(g)
+        else:
+            buf = ops.mul(buf, momentum)
+            a = 1 - dampening
+            buf = ops.add(buf, g if a == 1 else ops.mul(g, a))
+        g = ops.add(g, ops.mul(buf, momentum)) if nesterov else buf
+    p = ops.add(p, ops.mul(g, ops.like(ops.neg(lr), p)))
+    return p, (buf if momentum != 0 else None)
+
+
+def adam_update(ops, p, g, m, v, vmax, step, lr, beta1, beta2, eps, wd, decoupled, maximize,
+                amsgrad):
+    """One Adam/AdamW step (`Adam.step`'s ops): returns (new p, exp_avg, exp_avg_sq,
+    max_exp_avg_sq or None, step). `step` is the 0-d step counter before the step."""
+    step = ops.add(step, 1)
+    if maximize:
+        g = ops.neg(g)
+    if wd != 0:
+        if decoupled:
+            p = ops.mul(p, ops.like(ops.sub(1, ops.mul(lr, wd)), p))
+        else:
+            g = ops.add(g, ops.mul(p, wd))
+    w = 1 - beta1
+    if abs(w) < 0.5:  # optimizer.lerp_'s two-operand form
+        m = ops.add(m, ops.mul(ops.sub(g, m), w))
+    else:
+        m = ops.lerp(m, g, w)
+    v = ops.mul(v, beta2)
+    t = ops.mul(g, g)
+    if 1 - beta2 != 1:
+        t = ops.mul(t, 1 - beta2)
+    v = ops.add(v, t)
+    s = ops.f64(step)
+    step_size = ops.div(lr, ops.sub(1, ops.pow(beta1, s)))
+    bc2_sqrt = ops.pow(ops.sub(1, ops.pow(beta2, s)), 0.5)
+    if amsgrad:
+        vmax = ops.maximum(vmax, v)
+    denom = ops.add(ops.div(ops.sqrt(vmax if amsgrad else v), ops.like(bc2_sqrt, p)), eps)
+    p = ops.add(p, ops.mul(ops.div(m, denom), ops.like(ops.neg(step_size), p)))
+    return p, m, v, (vmax if amsgrad else None), step
+
+
+# ---------------------------------------------------------------- the two namespaces
+
+
+def _number(x) -> bool:
+    return type(x) in (int, float)
+
+
+class EagerOps:
+    """The updates on eager tensors; numbers (lr, bias corrections) as Python floats, as
+    eager's `step` computes them."""
+
+    neg = staticmethod(lambda x: -x)
+    add = staticmethod(lambda a, b: a + b)
+    sub = staticmethod(lambda a, b: a - b)
+    mul = staticmethod(lambda a, b: a * b)
+    div = staticmethod(lambda a, b: a / b)
+    pow = staticmethod(lambda a, b: a ** b)
+    sqrt = staticmethod(lambda x: x.sqrt())
+    clone = staticmethod(lambda x: x.detach().clone())
+    lerp = staticmethod(lambda a, b, w: a.lerp(b, w))
+    f64 = staticmethod(lambda t: float(t.item()))
+
+    @staticmethod
+    def maximum(a, b):
+        from eager.dispatch import FUNCTIONS
+
+        return FUNCTIONS["maximum"](a, b)
+
+    @staticmethod
+    def like(x, p):
+        return x  # (a Python number meets a tensor as eager's weak scalar)
+
+
+class GraphOps:
+    """The updates recorded into capture `tx`: registry ops on trackers; numbers fold. A 0-d
+    float64 tracker (lr, bias corrections) is cast to the parameter's dtype by `like`
+    before it meets a tensor: the rounding eager's weak Python scalars get."""
+
+    def __init__(self, tx):
+        self.tx = tx
+
+    def _op(self, name, *inputs, **attrs):
+        from eager.dispatch import FUNCTIONS
+
+        from .recording import call_op
+
+        args = [x if isinstance(x, TensorVariable) else ConstantVariable(x) for x in inputs]
+        return call_op(self.tx, OpFunctionVariable(FUNCTIONS[name]), args,
+                       {k: ConstantVariable(v) for k, v in attrs.items()})
+
+    def _bin(self, name, a, b, py):
+        return py(a, b) if _number(a) and _number(b) else self._op(name, a, b)
+
+    def neg(self, x):
+        return -x if _number(x) else self._op("neg", x)
+
+    def add(self, a, b):
+        return self._bin("add", a, b, lambda x, y: x + y)
+
+    def sub(self, a, b):
+        return self._bin("sub", a, b, lambda x, y: x - y)
+
+    def mul(self, a, b):
+        return self._bin("mul", a, b, lambda x, y: x * y)
+
+    def div(self, a, b):
+        return self._bin("div", a, b, lambda x, y: x / y)
+
+    def pow(self, a, b):
+        return self._bin("pow", a, b, lambda x, y: x ** y)
+
+    def sqrt(self, x):
+        return self._op("sqrt", x)
+
+    def maximum(self, a, b):
+        return self._op("maximum", a, b)
+
+    def clone(self, x):
+        return self._op("clone", x)
+
+    def lerp(self, a, b, w):
+        return self._op("lerp", a, b, w)
+
+    def f64(self, t):
+        return self.cast(t, D.float64)
+
+    def cast(self, t, dtype):
+        return t if t.meta.dtype is dtype else self._op("cast", t, dtype=dtype)
+
+    def like(self, x, p):
+        return x if _number(x) else self.cast(x, p.meta.dtype)
+
+    def zeros(self, like, shape, dtype):
+        return self._op("new_zeros", like, size=tuple(shape), dtype=dtype)
+
+
+# ---------------------------------------------------------------- the capture rule
+
+_HYPER = {
+    "sgd": ("momentum", "dampening", "weight_decay", "nesterov", "maximize"),
+    "adam": ("betas", "eps", "weight_decay", "amsgrad", "maximize", "decoupled_weight_decay"),
+}
+_ADAM_KEYS = ("step", "exp_avg", "exp_avg_sq")
+_KINDS: dict = {}  # id(step function) -> "sgd" / "adam"
+
+
+def register(table: dict, keep: list) -> None:
+    """Add the rules of the supported optimizers' `step` to vocabulary's table."""
+    from eager.optim.adam import Adam
+    from eager.optim.sgd import SGD
+
+    for cls, kind in ((SGD, "sgd"), (Adam, "adam")):
+        fn = cls.__dict__["step"]
+        keep.append(fn)
+        _KINDS[id(fn)] = kind
+        table[id(fn)] = (f"eager.optim.{cls.__name__}.step", step_rule)
+
+
+class _StateWriter:
+    """The target of the recorded side effect that stores a first step's new state: setting
+    any attribute to a list of (optimizer, parameter, {key: tensor}) runs
+    `opt.state[p].update(d)` for each, in order (eager's insertion and key order)."""
+
+    def __setattr__(self, name, value):
+        for opt, p, d in value:
+            opt.state[p].update(d)
+
+
+_WRITER = _StateWriter()
+
+
+def _break(tx, fn, why):
+    from . import vocabulary
+
+    return vocabulary.no_graph_form(tx, fn, why)
+
+
+def _check_call(tx, fn, args, kwargs):
+    """The optimizer's tracker, or the break naming why this call has no graph form."""
+    opt_var, rest = args[0], list(args[1:]) + list(kwargs.values())
+    if any(not (isinstance(a, ConstantVariable) and a.value is None) for a in rest) or \
+            set(kwargs) - {"closure"} or len(args) > 2:
+        raise _break(tx, fn, "a closure re-evaluates the model inside the step")
+    if not isinstance(opt_var, UserObjectVariable) or opt_var.source is None:
+        raise _break(tx, fn, "an optimizer made inside the compiled function")
+    d = opt_var.value.__dict__
+    if d.get("_optimizer_step_pre_hooks") or d.get("_optimizer_step_post_hooks"):
+        raise _break(tx, fn, "step hooks run Python code around the step")
+    if d.get("_in_step"):
+        raise _break(tx, fn, "a step called from inside another step")
+    _check_unmodified(tx, fn, opt_var)
+    return opt_var
+
+
+def _check_unmodified(tx, fn, opt_var) -> None:
+    """Break when this frame changed the optimizer's groups or state before the step (the
+    rule reads the real objects)."""
+    opt, out = opt_var.value, tx.out
+    se = out.side_effects
+    mine = {id(opt.param_groups), id(opt.state), id(opt)}
+    for group in opt.param_groups:
+        mine.update((id(group), id(group["params"])))
+    mine.update(id(s) for s in opt.state.values())
+    real = {id(var): val for val, var in out.containers_by_id.values()}
+    if any(id(real.get(id(c))) in mine for c in se.containers.values()) or \
+            any(rec[0] == "attr" and id(rec[4]) in mine for rec in se.stores.values()):
+        raise _break(tx, fn, "the optimizer's param_groups or state were changed earlier in "
+                     "the compiled function")
+
+
+def _hyper(tx, fn, kind: str, group: dict, gsrc: str) -> dict:
+    """The group's hyperparameters (guarded by value) and its lr (a 0-d float64 input)."""
+    g = tx.out.guards
+    hp = {}
+    for key in _HYPER[kind]:
+        if key not in group:
+            raise _break(tx, fn, f"param group without {key!r}")
+        value = group[key]
+        flat = value if isinstance(value, tuple) else (value,)
+        if not all(type(x) in (int, float, bool) for x in flat):
+            raise _break(tx, fn, f"{key}={value!r} is not a Python number")
+        g.constant(f"{gsrc}[{key!r}]", value)
+        hp[key] = value
+    if group.get("differentiable"):
+        raise _break(tx, fn, "differentiable=True")
+    g.add(f"not {gsrc}.get('differentiable')")
+    lr = group.get("lr")
+    if type(lr) not in (int, float):
+        raise _break(tx, fn, f"lr={lr!r} is not a Python number")
+    hp["lr"] = _lr_input(tx, f"{gsrc}['lr']", lr)
+    return hp
+
+
+def _lr_input(tx, src: str, lr) -> TensorVariable:
+    from .dynamic import _to_tensor_float
+
+    out = tx.out
+    out.guards.type_is(src, lr)
+    conv = out.guards.name_for(_to_tensor_float, "___num_float")
+    expr = f"{conv}({src})"
+    known = out.by_source.get(expr)
+    if known is not None:
+        return known
+    meta = _to_tensor_float(lr).meta
+    node = out.graph.placeholder(f"lr_{len(out.input_sources)}", meta)
+    out.input_sources.append(expr)
+    out.tensor_shapes[expr] = ()
+    var = TensorVariable(node, meta, False, expr)
+    out.by_source[expr] = var
+    return var
+
+
+def _grad_of(tx, fn, pv):
+    """The parameter's gradient tracker (a ConstantVariable None when it has none)."""
+    from .sideeffects import load_grad
+
+    grad = load_grad(tx, pv)
+    if grad is None:
+        raise _break(tx, fn, "a parameter that is not a graph input")
+    if isinstance(grad, ConstantVariable) and grad.value is None:
+        return grad
+    if not isinstance(grad, TensorVariable) or grad.meta.shape != pv.meta.shape or \
+            grad.meta.dtype is not pv.meta.dtype:
+        raise _break(tx, fn, "a grad of another shape or dtype than its parameter")
+    return grad
+
+
+def step_rule(tx, fn, args, kwargs):
+    """`opt.step()` of an SGD, Adam or AdamW: the update as graph nodes (see the module)."""
+    from .sideeffects import store_attr
+
+    kind = _KINDS[id(fn)]
+    opt_var = _check_call(tx, fn, args, kwargs)
+    opt, osrc = opt_var.value, opt_var.source
+    out, g = tx.out, tx.out.guards
+    g.add(f"not {osrc}.__dict__.get('_optimizer_step_pre_hooks')")
+    g.add(f"not {osrc}.__dict__.get('_optimizer_step_post_hooks')")
+    g.add(f"not {osrc}.__dict__.get('_in_step')")
+    g.length(f"{osrc}.param_groups", opt.param_groups)
+    new_state = []
+    prev = out.grad_enabled
+    out.grad_enabled = False
+    try:
+        for gi, group in enumerate(opt.param_groups):
+            gsrc = f"{osrc}.param_groups[{gi}]"
+            g.type_is(gsrc, group)
+            hp = _hyper(tx, fn, kind, group, gsrc)
+            g.length(f"{gsrc}['params']", group["params"])
+            for i, p in enumerate(group["params"]):
+                pv = out.wrap(p, f"{gsrc}['params'][{i}]")
+                if not isinstance(pv, TensorVariable):
+                    raise _break(tx, fn, "a parameter capture does not see as a tensor")
+                grad = _grad_of(tx, fn, pv)
+                if isinstance(grad, ConstantVariable):
+                    continue  # (no grad: skipped, as eagerly)
+                if pv.meta.dtype not in (D.float16, D.bfloat16, D.float32, D.float64):
+                    raise _break(tx, fn, f"a {pv.meta.dtype.name} parameter")
+                step_one = _sgd_param if kind == "sgd" else _adam_param
+                created = step_one(tx, fn, opt, osrc, pv, grad, hp)
+                if created is not None:
+                    new_state.append(TupleVariable([opt_var, pv, DictVariable(created)]))
+    finally:
+        out.grad_enabled = prev
+    if new_state:
+        se = out.side_effects
+        writer = UserObjectVariable(_WRITER, None)
+        name = f"state_{len(se.stores)}"
+        se._record(("attr", id(_WRITER), name),
+                   ("attr", writer, name, _list(new_state), _WRITER))
+    store_attr(tx, opt_var, "_in_step", ConstantVariable(False))
+    store_attr(tx, opt_var, "_opt_called", ConstantVariable(True))
+    return ConstantVariable(None)
+
+
+def _list(items):
+    from .variables import ListVariable
+
+    return ListVariable(items)
+
+
+def _write(tx, target, value) -> None:
+    from .recording import inplace
+
+    inplace(tx, target, lambda: value)
+
+
+def _sgd_param(tx, fn, opt, osrc, pv, grad, hp):
+    momentum = hp["momentum"]
+    ops = GraphOps(tx)
+    buf = None
+    if momentum != 0:
+        psrc, g = pv.source, tx.out.guards
+        state = opt.state.get(_real(tx, pv))
+        have = state is not None and state.get("momentum_buffer") is not None
+        g.add(f"{osrc}.state.get({psrc}, {{}}).get('momentum_buffer') is "
+              f"{'not ' if have else ''}None")
+        if have:
+            buf = tx.out.wrap(state["momentum_buffer"],
+                              f"{osrc}.state[{psrc}]['momentum_buffer']")
+            if not isinstance(buf, TensorVariable) or buf.meta.shape != pv.meta.shape or \
+                    buf.meta.dtype is not pv.meta.dtype:
+                raise _break(tx, fn, "a momentum buffer of another shape or dtype")
+    new_p, new_buf = sgd_update(ops, pv, grad, buf, hp["lr"], momentum, hp["dampening"],
+                                hp["weight_decay"], hp["nesterov"], hp["maximize"])
+    created = None
+    if momentum != 0:
+        if buf is None:
+            created = {"momentum_buffer": new_buf}
+        else:
+            _write(tx, buf, new_buf)
+    _write(tx, pv, new_p)
+    return created
+
+
+def _adam_param(tx, fn, opt, osrc, pv, grad, hp):
+    ops = GraphOps(tx)
+    psrc, g, out = pv.source, tx.out.guards, tx.out
+    amsgrad = hp["amsgrad"]
+    keys = _ADAM_KEYS + (("max_exp_avg_sq",) if amsgrad else ())
+    state = opt.state.get(_real(tx, pv))
+    if not state:
+        g.add(f"len({osrc}.state.get({psrc}, ())) == 0")
+        dt = D.float64 if D.get_default_dtype() is D.float64 else D.float32  # _new_step
+        step = ops.zeros(pv, (), dt)
+        m, v = ops.zeros(pv, pv.meta.shape, pv.meta.dtype), \
+            ops.zeros(pv, pv.meta.shape, pv.meta.dtype)
+        vmax = ops.zeros(pv, pv.meta.shape, pv.meta.dtype) if amsgrad else None
+        tensors = None
+    else:
+        g.add(f"len({osrc}.state.get({psrc}, ())) != 0")
+        tensors = []
+        for key in keys:
+            if state.get(key) is None:
+                raise _break(tx, fn, f"optimizer state without {key!r}")
+            g.add(f"{key!r} in {osrc}.state[{psrc}]")
+            t = out.wrap(state[key], f"{osrc}.state[{psrc}][{key!r}]")
+            if not isinstance(t, TensorVariable) or (key != "step" and (
+                    t.meta.shape != pv.meta.shape or t.meta.dtype is not pv.meta.dtype)):
+                raise _break(tx, fn, f"state {key!r} of another shape or dtype")
+            tensors.append(t)
+        if tensors[0].meta.shape != () or not tensors[0].meta.dtype.is_floating_point:
+            raise _break(tx, fn, "a step counter that is not a 0-d float tensor")
+        step, m, v = tensors[:3]
+        vmax = tensors[3] if amsgrad else None
+    b1, b2 = hp["betas"]
+    new = adam_update(ops, pv, grad, m, v, vmax, step, hp["lr"], b1, b2, hp["eps"],
+                      hp["weight_decay"], hp["decoupled_weight_decay"], hp["maximize"],
+                      amsgrad)
+    new_p, new_m, new_v, new_vmax, new_step = new
+    if tensors is None:
+        created = {"step": new_step, "exp_avg": new_m, "exp_avg_sq": new_v}
+        if amsgrad:
+            created["max_exp_avg_sq"] = new_vmax
+        _write(tx, pv, new_p)
+        return created
+    for target, value in zip(tensors, (new_step, new_m, new_v, new_vmax)):
+        _write(tx, target, value)
+    _write(tx, pv, new_p)
+    return None
+
+
+def _real(tx, pv):
+    return tx.out.values.get(pv.source)
