@@ -76,23 +76,30 @@ def _padded(F, c, size, padding_mode, align_corners):
     return c
 
 
-def _const(F, like, values):
-    """A (K, 1) int64 constant (a tap offset per row) on `like`'s device."""
-    return F._index_const(like, tuple((v,) for v in values))
+class _Offsets:
+    """(K, 1) int64 constants (a tap offset per row) on `like`'s device, made once per call."""
+
+    def __init__(self, F, like):
+        self.F, self.like, self.made = F, like, {}
+
+    def __call__(self, values: tuple):
+        if values not in self.made:
+            self.made[values] = self.F._index_const(self.like, tuple((v,) for v in values))
+        return self.made[values]
 
 
 # ---------------------------------------------------------------- taps of one dim
 
 
-def _bilinear_dim(F, c):
+def _bilinear_dim(F, c, offsets):
     """(positions, weights) of the 2 taps: floor(c) + (0, 1), weights (p + 1) - c, c - p."""
     p0 = F.floor(c)
-    pos = F.add(p0, _const(F, c, (0, 1)))
-    w = F.mul(F.sub(c, F.add(p0, _const(F, c, (1, 0)))), _const(F, c, (-1, 1)))
+    pos = F.add(p0, offsets((0, 1)))
+    w = F.mul(F.sub(c, F.add(p0, offsets((1, 0)))), offsets((-1, 1)))
     return pos, w
 
 
-def _cubic_dim(F, c, size, padding_mode, align_corners):
+def _cubic_dim(F, c, size, padding_mode, align_corners, offsets):
     """(positions, weights) of the 4 taps floor(c) - 1 .. floor(c) + 2, each position passed
     through `compute_coordinates` (ATen's `get_value_bounded`)."""
     p0 = F.floor(c)
@@ -107,22 +114,23 @@ def _cubic_dim(F, c, size, padding_mode, align_corners):
     one_minus = F.add(F.neg(t), 1)
     w = F.cat([conv2(F.add(t, 1)), conv1(t), conv1(one_minus),
                conv2(F.add(one_minus, 1))], 2)
-    pos = _padded(F, F.add(p0, _const(F, c, (-1, 0, 1, 2))), size, padding_mode, align_corners)
+    pos = _padded(F, F.add(p0, offsets((-1, 0, 1, 2))), size, padding_mode, align_corners)
     return pos, w
 
 
-def _dim_taps(F, c, size, mode, padding_mode, align_corners, dtype):
-    """(flat-ready int64 positions, weights or None) of one dim, both (N, 1, K, M)."""
+def _dim_taps(F, c, size, mode, padding_mode, align_corners, dtype, offsets):
+    """(int64 positions, weights or None) of one dim's taps, both (N, 1, K, M)."""
     if mode == "bicubic":
-        pos, w = _cubic_dim(F, c, size, padding_mode, align_corners)
+        pos, w = _cubic_dim(F, c, size, padding_mode, align_corners, offsets)
     else:
         c = _padded(F, c, size, padding_mode, align_corners)
-        pos, w = (F.round(c), None) if mode == "nearest" else _bilinear_dim(F, c)
-    if padding_mode == "zeros":
-        valid = F.cast(F.logical_and(F.ge(pos, 0), F.le(pos, size - 1)), dtype)
-        w = valid if w is None else F.mul(w, valid)
-    if padding_mode == "zeros" or mode == "bilinear":  # (a clipped c = size - 1: its
-        pos = F.clamp(pos, 0, size - 1)               # second tap has weight 0)
+        pos, w = (F.round(c), None) if mode == "nearest" else _bilinear_dim(F, c, offsets)
+    if padding_mode == "zeros" or mode == "bilinear":  # (bilinear: a clipped c = size - 1
+        inside = F.clamp(pos, 0, size - 1)             # has a second tap of weight 0)
+        if padding_mode == "zeros":  # taps outside the input read 0
+            valid = F.eq(inside, pos)
+            w = F.cast(valid, dtype) if w is None else F.where(valid, w, 0.0)
+        pos = inside
     return F.cast(pos, D.int64), w
 
 
@@ -138,9 +146,10 @@ def _grid_sample_decomp(F, x, grid, mode="bilinear", padding_mode="zeros",
     m = math.prod(out_sp)
     g = F.reshape(grid, (n, 1, 1, m, nd))
     index = weight = None
+    offsets = _Offsets(F, grid)
     for d, size in enumerate(sizes):  # grid's last entry is the first spatial dim
         c = _unnormalize(F, F.select(g, 4, nd - 1 - d), size, align_corners)
-        pos, w = _dim_taps(F, c, size, mode, padding_mode, align_corners, x.dtype)
+        pos, w = _dim_taps(F, c, size, mode, padding_mode, align_corners, x.dtype, offsets)
         k = pos.shape[2]
         tap_shape = (n, 1) + (1,) * d + (k,) + (1,) * (nd - 1 - d) + (m,)
         stride = math.prod(sizes[d + 1:])
