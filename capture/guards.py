@@ -24,6 +24,7 @@ from eager.grad_mode import is_grad_enabled
 from ir import dtypes as D
 
 from . import library
+from .moduleguards import ModuleReads
 
 _SIMPLE = (bool, int, float, str, type(None), complex)
 
@@ -291,6 +292,7 @@ class GuardSet:
         self._ids: dict[int, str] = {}
         self.terms: dict[str, None] = {}
         self._shared = None  # (number of terms, shared_condition's result)
+        self.modules = None  # the `ModuleReads` of the last `shared_condition`
         self.G = self.name_for(fn.__globals__, "G")
         self.B = self.name_for(builtins.__dict__, "B")
         self.Tensor = self.name_for(Tensor, "Tensor")
@@ -401,20 +403,26 @@ class GuardSet:
 
     def shared_condition(self) -> tuple[str, dict]:
         """(`condition`, the map from a source prefix to the local holding it once the
-        condition held: `read_through` fetches sources through it). Computed once for a
-        set of terms (the guard and the hit function of an entry both need it)."""
+        condition held: `read_through` fetches sources through it, after `source`). Computed
+        once for a set of terms (the guard and the hit function of an entry both need it)."""
         if self._shared is not None and self._shared[0] == len(self.terms):
             return self._shared[1]
         terms = library.class_reads(library.group_defaults(list(self.terms), self.ns),
                                     self.ns)
         lib, terms = library.split(terms, self.ns, self._taken)
-        terms, names = share_reads(terms or ["True"])
+        self.modules = ModuleReads(self.ns)  # (module attributes from the instance dict)
+        terms, names = share_reads(self.modules.apply(terms) or ["True"])
         terms = _container_reads(terms, self.ns)
         if lib:  # (eager's own code: one version check, `capture/library.py`)
             terms.insert(0, library.check(lib, self.ns))
         got = "(" + " and ".join(f"({t})" for t in terms) + ")", names
         self._shared = (len(self.terms), got)  # (terms are only ever added)
         return got
+
+    def source(self, src: str) -> str:
+        """`src` as the condition reads it (module attributes from the instance dict:
+        `moduleguards.py`), for `read_through` after `shared_condition`."""
+        return self.modules.source(src) if self.modules is not None else src
 
     def build(self):
         return self._function(self.condition, "guard")

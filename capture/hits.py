@@ -167,15 +167,15 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     if expr is None or effects is None:
         return None
     # (sources read through the locals the guard condition left: `guards.share_reads`)
-    lines = [f"    ___i{k} = {read_through(src, shared)}"
+    lines = [f"    ___i{k} = {read_through(entry.guards.source(src), shared)}"
              for k, src in enumerate(entry.input_sources)]
     if aot:  # the AOT bridge (its own autograd node); disabled or failing: the general path
         n = len(runner.graph.output_node.args[0])
         args = ", ".join(f"___i{k}" for k in range(len(entry.input_sources)))
         lines += ["    if ___runner.aot is None:",
                   "        return ___GENERAL", "    try:",
-                  f"        {''.join(f'___o{k}, ' for k in range(n)) + '= ' if n else ''}"
-                  f"___aot({args})", "    except Exception:", "        return ___GENERAL"]
+                  (f"        {''.join(f'___o{k}, ' for k in range(n)) + '= ' if n else ''}"
+                   f"___aot({args})"), "    except Exception:", "        return ___GENERAL"]
         ns["___runner"] = runner
         ns["___aot"] = runner.aot.fixed_call()  # (the guards fix requires_grad and shapes)
     elif not runner.empty:
@@ -193,7 +193,7 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     if entry.writebacks:  # mutated inputs first (`CompiledFunction.run`'s order)
         ns["___write"] = writeback.write_one
         lines += [f"    ___write(___i{i}, ___o{k})" for i, k, _ in entry.writebacks]
-    lines += [f"    ___s{k} = {read_through(src, shared)}"
+    lines += [f"    ___s{k} = {read_through(entry.guards.source(src), shared)}"
               for k, src in enumerate(entry.obj_sources)]
     lines += effects
     if entry.final_grad is not None:

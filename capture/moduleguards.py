@@ -1,0 +1,137 @@
+"""Guard terms on eager module instances read their attributes from the instance dict.
+
+An attribute read on an `eager.nn.Module` instance (`m.weight`, `m.training`) cannot use
+CPython's specialised attribute load: `Module.__getattr__` exists (it only raises), so every
+read takes the generic slot path (~40 ns). A guard of a transformer checks a few hundred such
+reads per call. `module_reads(terms, ns)` rewrites them to `m.__dict__['weight']` (one shared
+`__dict__` local per module, then a dict subscript: ~10 ns) where that is the same value:
+
+- an earlier term fixes the object's type, `type(S) is C`, C an eager `Module` subclass whose
+  `__getattribute__` is `object`'s and whose `__getattr__` is `Module`'s (which raises), and
+- no class of C's MRO has an attribute of that name (no descriptor, method or class default):
+  then normal lookup can only find it in the instance dict, and when it is not there the
+  original read raises AttributeError and the rewritten one KeyError (both fail the guard).
+
+`S._wick_has_hooks is False` (the hook flag: a class default that eager sets to True in an
+instance dict, and pops, never storing False) becomes `'_wick_has_hooks' not in S.__dict__`
+plus one term per class `C._wick_has_hooks is False` (global hooks set it on the base class).
+
+Assumed, as for every class-level read: nobody adds an attribute of such a name to a module
+class after capture (that would shadow or hide the instance value; Dynamo's guards assume the
+same of class dicts). Terms are strings (`guards.GuardSet`); sources in other code generated
+from the same guard (`hits.py`'s input fetches) go through `rewrite_source` to share the locals.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+
+_TYPE_IS = re.compile(r"type\((.+)\) is (\w+)")
+_HOOKS = re.compile(r"(.+)\._wick_has_hooks is False")
+
+
+def _module_class(cls) -> bool:
+    """`cls` is an eager Module subclass whose attribute lookup is the default one."""
+    mod = sys.modules.get("eager.nn.module")
+    base = getattr(mod, "Module", None)
+    return (isinstance(cls, type) and base is not None and issubclass(cls, base)
+            and cls.__getattribute__ is object.__getattribute__
+            and getattr(cls, "__getattr__", None) is base.__getattr__)
+
+
+def _in_classes(cls, name: str) -> bool:
+    return any(name in vars(k) for k in cls.__mro__)
+
+
+def _class_flag(cls) -> bool:
+    """`cls._wick_has_hooks` is a plain bool found in a class dict (no descriptor)."""
+    for k in cls.__mro__:
+        if "_wick_has_hooks" in vars(k):
+            return type(vars(k)["_wick_has_hooks"]) is bool
+    return False
+
+
+def _text(node) -> str | None:
+    """The canonical text of a source chain (`guards._link_texts`), None for other nodes."""
+    from .guards import _chain, _link_texts
+
+    if isinstance(node, ast.Name):
+        return node.id
+    links = _chain(node)
+    return _link_texts(links)[-1] if links is not None else None
+
+
+class _Rewrite(ast.NodeTransformer):
+    """`S.name` -> `S.__dict__['name']` for the module sources S in `classes`."""
+
+    def __init__(self, classes: dict):
+        self.classes = classes
+
+    def visit_Attribute(self, node):
+        key = _text(node.value)  # (the source as the type terms name it, before rewriting)
+        node.value = self.visit(node.value)
+        if not isinstance(node.ctx, ast.Load) or node.attr.startswith("__"):
+            return node
+        cls = self.classes.get(key, (None,))[0]
+        if cls is None or _in_classes(cls, node.attr):
+            return node
+        d = ast.Attribute(node.value, "__dict__", ast.Load())
+        return ast.Subscript(d, ast.Constant(node.attr), ast.Load())
+
+
+class ModuleReads:
+    """The rewrite for one guard's terms: `apply(terms)` once, then `source(src)` for any
+    other expression over the same sources."""
+
+    def __init__(self, ns: dict):
+        self.ns = ns
+        self.classes: dict = {}  # canonical source text -> (its class, the class's name)
+
+    def _note_type(self, term: str) -> None:
+        m = _TYPE_IS.fullmatch(term)
+        if m is None or m.group(1) in self.classes:
+            return
+        cls = self.ns.get(m.group(2))
+        if not _module_class(cls):
+            return
+        try:
+            text = _text(ast.parse(m.group(1), mode="eval").body)
+        except SyntaxError:
+            return
+        if text is not None:
+            self.classes.setdefault(text, (cls, m.group(2)))
+
+    def apply(self, terms: list) -> list:
+        out: list = []
+        seen: set = set()
+        for term in terms:
+            self._note_type(term)
+            m = _HOOKS.fullmatch(term)
+            cls = name = None
+            if m is not None:
+                try:
+                    key = _text(ast.parse(m.group(1), mode="eval").body)
+                except SyntaxError:
+                    key = None
+                cls, name = self.classes.get(key, (None, None))
+            if cls is not None and _class_flag(cls):
+                for t in (f"{name}._wick_has_hooks is False",
+                          f"'_wick_has_hooks' not in {self.source(m.group(1))}.__dict__"):
+                    if t not in seen:
+                        seen.add(t)
+                        out.append(t)
+                continue
+            term = self.source(term)
+            if term not in seen:
+                seen.add(term)
+                out.append(term)
+        return out
+
+    def source(self, expr: str) -> str:
+        """`expr` with its module attribute reads rewritten (unchanged when there are none)."""
+        if not self.classes or "." not in expr:
+            return expr
+        tree = ast.parse(expr, mode="eval").body
+        return ast.unparse(_Rewrite(self.classes).visit(tree))
