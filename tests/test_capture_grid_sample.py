@@ -200,13 +200,27 @@ def test_spatial_transformer_compiles_whole_with_eager_gradients():
     {"mode": "linear"}, {"padding_mode": "wrap"}, {"grid": (3, 4, 4, 2)},
     {"grid": (2, 4, 4, 3)}, {"x": (2, 3, 5), "grid": (2, 4, 2)},
     {"mode": "bicubic", "x": (2, 3, 4, 5, 6), "grid": (2, 2, 2, 2, 3)},
+    {"x": (2, 3, 0, 6)}, {"gdtype": np.float64}, {"xdtype": np.int64, "gdtype": np.int64},
 ])
 def test_bad_arguments_raise_as_torch(bad):
     bad = dict(bad)
     x_shape, g_shape = bad.pop("x", (2, 3, 5, 6)), bad.pop("grid", (2, 4, 4, 2))
-    x, g = np.zeros(x_shape, np.float32), np.zeros(g_shape, np.float32)
+    x = np.zeros(x_shape, bad.pop("xdtype", np.float32))
+    g = np.zeros(g_shape, bad.pop("gdtype", np.float32))
     with pytest.raises(Exception) as want, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # (torch: align_corners default)
         torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g), **bad)
     with pytest.raises(want.type):
         F.grid_sample(eager.tensor(x), eager.tensor(g), **bad)
+
+
+@needs_torch
+@pytest.mark.parametrize("shapes", [((0, 2, 3, 3), (0, 2, 2, 2)), ((1, 0, 3, 3), (1, 2, 2, 2)),
+                                    ((1, 2, 3, 3), (1, 0, 2, 2))])
+def test_empty_batch_channels_or_points_as_torch(shapes):
+    x, grid = np.ones(shapes[0]), np.ones(shapes[1])
+    w = np.ones(shapes[0][:2] + shapes[1][1:-1])
+    kw = {"mode": "bilinear", "padding_mode": "zeros", "align_corners": False}
+    for got, want in zip(_grads(eager, x, grid, kw, w), _grads(torch, x, grid, kw, w)):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from .. import dtypes as D
+from .declare import _title
 from .indexing import declare
 
 MODES = ("bilinear", "nearest", "bicubic")
@@ -144,6 +145,9 @@ def _grid_sample_decomp(F, x, grid, mode="bilinear", padding_mode="zeros",
     nd = len(sizes)
     out_sp = tuple(grid.shape[1:-1])
     m = math.prod(out_sp)
+    if n * ch * m == 0:  # an empty result, still a function of both (zero gradients)
+        tie = F.mul(F.add(F.sum(x), F.sum(grid)), 0)
+        return F.expand(F.reshape(tie, (1,) * x.ndim), (n, ch) + out_sp)
     g = F.reshape(grid, (n, 1, 1, m, nd))
     index = weight = None
     offsets = _Offsets(F, grid)
@@ -189,12 +193,17 @@ def _grid_sample_attrs(inputs, attrs):
                            f"dimension, but got grid with sizes {list(grid.shape)}")
     if mode == "bicubic" and x.ndim != 4:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-    if x.dtype.category < D.FLOATING or x.dtype.is_complex or x.dtype != grid.dtype:
-        raise RuntimeError(f"grid_sampler(): expected input and grid of one floating dtype, "
-                           f"but got {x.dtype.name} and {grid.dtype.name}")
-    if 0 in tuple(x.shape[2:]):
+    if x.dtype.category < D.FLOATING or x.dtype.is_complex:
+        raise NotImplementedError(f'"grid_sampler_{x.ndim - 2}d_cpu_kernel_impl" not '
+                                  f"implemented for '{_title(x.dtype)}'")
+    if grid.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {_title(x.dtype)} but found "
+                           f"{_title(grid.dtype)}")
+    empty = [d for d in range(2, x.ndim) if x.shape[d] == 0]
+    if empty:
         raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
-                           f"dimensions, but input has sizes {list(x.shape)}")
+                           f"dimensions, but input has sizes {list(x.shape)} with dimension "
+                           f"{empty[0]} being empty")
     attrs["align_corners"] = bool(attrs["align_corners"])
     return attrs
 
