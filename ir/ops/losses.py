@@ -121,14 +121,17 @@ def _ce_grad_eager(xp, g, x, target, ignore_index=-100, reduction="mean"):
         return None
     shifted, rows = _shifted(x)
     e = np.exp(shifted)
-    p = e / np.add.reduce(e, axis=1, keepdims=True)
+    p = np.divide(e, np.add.reduce(e, axis=1, keepdims=True), out=e)
     keep = _kept(target, ignore_index, x.shape[1])
     if reduction == "mean":
         g = g / x.dtype.type(x.shape[0] if keep is None else np.add.reduce(keep, axis=None))
-    w = np.broadcast_to(g, target.shape) if keep is None else \
-        np.where(keep, g, x.dtype.type(0))
+    if keep is None:  # (w is g: 0-d, or (N,) for "none")
+        dx = np.multiply(p, g.reshape(-1, 1) if reduction == "none" else g, out=p)
+        dx[rows, target] -= g
+        return dx
+    w = np.where(keep, g, x.dtype.type(0))
     dx = np.multiply(p, w.reshape(-1, 1), out=p)
-    dx[rows, target if keep is None else target * keep] -= w
+    dx[rows, target * keep] -= w
     return dx
 
 
