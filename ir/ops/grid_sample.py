@@ -4,7 +4,7 @@
 
 Semantics: ATen's CPU grid sampler (`GridSampler.h`, `GridSamplerKernel.cpp`): each output
 point's grid entry (x, y[, z]) in [-1, 1] is unnormalized to a pixel coordinate of its dim,
-`((c + 1) / 2) * (size - 1)` with align_corners, else `(c + 1) * size / 2 - 0.5`; bilinear and
+`(c + 1) * ((size - 1) / 2)` with align_corners, else `(c + 1) * (size / 2) - 0.5`; bilinear and
 nearest then apply `compute_coordinates` (border clips to [0, size - 1], reflection folds
 about the edges, then clips; the clip's gradient is 0 on the borders, as ATen's), bicubic
 applies it to each of its 4 x 4 integer taps instead. Taps outside the input read 0.
@@ -12,7 +12,7 @@ applies it to each of its 4 x 4 integer taps instead. Taps outside the input rea
 The decomposition works per spatial dim on (N, 1, K, M) tensors (K taps of the dim, M output
 points): tap positions `floor(c) + k` (nearest: `round(c)`, half to even as `nearbyint`),
 their weights (bilinear: `c - p` and `(p + 1) - c`; bicubic: ATen's cubic convolution with
-A = -0.75; zeros padding: times each tap's in-bounds mask), then the dims' positions combine
+A = -0.75; zeros padding: 0 for a tap outside the input), then the dims' positions combine
 into flat plane positions and their weights into products (K^nd taps), and `_plane_gather`
 reads the taps of every channel: out = sum over taps of weight * value. Gradients reach the
 input through `_plane_gather`'s backward (a scatter-add) and the grid through the weights
