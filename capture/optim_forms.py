@@ -140,15 +140,24 @@ class GraphOps:
 
     def __init__(self, tx):
         self.tx = tx
+        self.memo: dict = {}  # ops on 0-d values (the lr's negation and cast), made once
 
     def _op(self, name, *inputs, **attrs):
         from eager.dispatch import FUNCTIONS
 
         from .recording import call_op
 
+        scalar = all(not isinstance(x, TensorVariable) or x.meta.shape == () for x in inputs)
+        key = (name, tuple(x.node if isinstance(x, TensorVariable) else (type(x), x)
+                           for x in inputs), tuple(attrs.items())) if scalar else None
+        if key is not None and key in self.memo:
+            return self.memo[key]
         args = [x if isinstance(x, TensorVariable) else ConstantVariable(x) for x in inputs]
-        return call_op(self.tx, OpFunctionVariable(FUNCTIONS[name]), args,
-                       {k: ConstantVariable(v) for k, v in attrs.items()})
+        out = call_op(self.tx, OpFunctionVariable(FUNCTIONS[name]), args,
+                      {k: ConstantVariable(v) for k, v in attrs.items()})
+        if key is not None:
+            self.memo[key] = out
+        return out
 
     def _bin(self, name, a, b, py):
         return py(a, b) if _number(a) and _number(b) else self._op(name, a, b)
@@ -340,6 +349,7 @@ def step_rule(tx, fn, args, kwargs):
     g.add(f"not {osrc}.__dict__.get('_in_step')")
     g.length(f"{osrc}.param_groups", opt.param_groups)
     new_state = []
+    ops = GraphOps(tx)
     prev = out.grad_enabled
     out.grad_enabled = False
     try:
@@ -358,7 +368,7 @@ def step_rule(tx, fn, args, kwargs):
                 if pv.meta.dtype not in (D.float16, D.bfloat16, D.float32, D.float64):
                     raise _break(tx, fn, f"a {pv.meta.dtype.name} parameter")
                 step_one = _sgd_param if kind == "sgd" else _adam_param
-                created = step_one(tx, fn, opt, osrc, pv, grad, hp)
+                created = step_one(tx, fn, ops, opt, osrc, pv, grad, hp)
                 if created is not None:
                     new_state.append(TupleVariable([opt_var, pv, DictVariable(created)]))
     finally:
@@ -386,9 +396,8 @@ def _write(tx, target, value) -> None:
     inplace(tx, target, lambda: value)
 
 
-def _sgd_param(tx, fn, opt, osrc, pv, grad, hp):
+def _sgd_param(tx, fn, ops, opt, osrc, pv, grad, hp):
     momentum = hp["momentum"]
-    ops = GraphOps(tx)
     buf = None
     if momentum != 0:
         psrc, g = pv.source, tx.out.guards
@@ -414,8 +423,7 @@ def _sgd_param(tx, fn, opt, osrc, pv, grad, hp):
     return created
 
 
-def _adam_param(tx, fn, opt, osrc, pv, grad, hp):
-    ops = GraphOps(tx)
+def _adam_param(tx, fn, ops, opt, osrc, pv, grad, hp):
     psrc, g, out = pv.source, tx.out.guards, tx.out
     amsgrad = hp["amsgrad"]
     keys = _ADAM_KEYS + (("max_exp_avg_sq",) if amsgrad else ())
