@@ -260,6 +260,9 @@ def _check_call(tx, fn, args, kwargs):
     if d.get("_in_step"):
         raise _break(tx, fn, "a step called from inside another step")
     _check_unmodified(tx, fn, opt_var)
+    if any(rec[4] is _WRITER and any(t.items[0].value is opt_var.value for t in rec[3].items)
+           for rec in tx.out.side_effects.stores.values()):
+        raise _break(tx, fn, "a second step in a graph whose first step creates the state")
     return opt_var
 
 
@@ -274,7 +277,8 @@ def _check_unmodified(tx, fn, opt_var) -> None:
     mine.update(id(s) for s in opt.state.values())
     real = {id(var): val for val, var in out.containers_by_id.values()}
     if any(id(real.get(id(c))) in mine for c in se.containers.values()) or \
-            any(rec[0] == "attr" and id(rec[4]) in mine for rec in se.stores.values()):
+            any(rec[0] == "attr" and id(rec[4]) in mine and
+                rec[2] not in ("_in_step", "_opt_called") for rec in se.stores.values()):
         raise _break(tx, fn, "the optimizer's param_groups or state were changed earlier in "
                      "the compiled function")
 

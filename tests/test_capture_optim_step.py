@@ -287,6 +287,29 @@ def test_groups_changed_in_the_frame_is_a_named_break():
     _compare_break(body, lambda p: torch.optim.SGD(p, lr=0.1), "changed earlier")
 
 
+@pytest.mark.parametrize("make_opt", [
+    lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+    lambda p: torch.optim.Adam(p, lr=0.01, amsgrad=True),
+], ids=["sgd", "adam"])
+def test_two_steps_then_forward_in_one_function(make_opt):
+    """Two steps in one compiled function (the second after the first created the state: a
+    named break, then a graph on later calls), then a forward that reads the new weights."""
+    (me, oe), (mc, oc) = _stepped_pair(make_opt)
+    x = _data(1, seed=5)[0][0]
+
+    def body(m, o):
+        o.step()
+        o.step()
+        return m(x)
+
+    f = capture.compile(body)
+    for _ in range(3):
+        want, got = body(me, oe), f(mc, oc)  # (the compiled forward rounds differently)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6,
+                                   atol=1e-6)
+        _assert_same_state(me, oe, mc, oc)
+
+
 def test_eager_ops_form_equals_eager_step():
     """The functional forms run on eager tensors (`EagerOps`) give eager's step bit for bit
     (the one written form behind the graph)."""
