@@ -103,11 +103,11 @@ def _assert_same_state(me, oe, mc, oc):
             assert _bits(se[k][key]) == _bits(sc[k][key]), (k, key)
 
 
-SGD_CASES = [dict(momentum=mo, dampening=da, nesterov=ne, weight_decay=wd, maximize=mx)
+SGD_CASES = [{"momentum": mo, "dampening": da, "nesterov": ne, "weight_decay": wd, "maximize": mx}
              for mo, da, ne, wd, mx in itertools.product(
                  [0, 0.9], [0, 0.1], [False, True], [0, 0.01], [False, True])
              if not (ne and (mo == 0 or da != 0))]
-ADAM_CASES = [(cls, dict(amsgrad=am, weight_decay=wd, maximize=mx, betas=(b1, 0.999)))
+ADAM_CASES = [(cls, {"amsgrad": am, "weight_decay": wd, "maximize": mx, "betas": (b1, 0.999)})
               for cls, am, wd, mx, b1 in itertools.product(
                   ["Adam", "AdamW"], [False, True], [0, 0.01], [False, True], [0.9, 0.3])]
 
@@ -338,9 +338,9 @@ def test_eager_ops_form_equals_eager_step():
 
 
 @pytest.mark.parametrize("name,kw", [
-    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
-    ("Adam", dict(lr=0.01, weight_decay=0.01, amsgrad=True)),
-    ("AdamW", dict(lr=0.01, maximize=True)),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+    ("Adam", {"lr": 0.01, "weight_decay": 0.01, "amsgrad": True}),
+    ("AdamW", {"lr": 0.01, "maximize": True}),
 ])
 def test_against_torch(name, kw):
     """Compiled wick training against torch.optim's eager steps: within float32 rounding."""
