@@ -92,7 +92,11 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
         vx = x._vc[0]
         kx = x._data.shape
         if x.requires_grad:
-            ex, px, cx = _link(x)
+            fn = x.grad_fn  # (_link's common case in line: a node's output, no hooks)
+            if fn is not None and x._backward_hooks is None and x._base is None:
+                ex, px, cx = (fn, 0), fn.struct_id, fn._clock
+            else:
+                ex, px, cx = _link(x)
             if cx is not None and cx < clock:
                 clock = cx
         else:
@@ -110,7 +114,11 @@ def record(op, x, y, attrs: dict, out: Tensor, table: dict) -> BackwardNode:
             vy = y._vc[0]
             ky = y._data.shape
             if y.requires_grad:
-                ey, py, cy = _link(y)
+                fn = y.grad_fn
+                if fn is not None and y._backward_hooks is None and y._base is None:
+                    ey, py, cy = (fn, 0), fn.struct_id, fn._clock
+                else:
+                    ey, py, cy = _link(y)
                 if cy is not None and cy < clock:
                     clock = cy
             else:
