@@ -23,8 +23,8 @@ The first step, which creates the state (momentum buffer, Adam's moments and cou
 captured too: the new state tensors are graph outputs stored into `opt.state[p]` after the
 graph by a recorded side effect (`_StateWriter`), in eager's order and key order.
 
-Named breaks remain for: a closure, step hooks, a Tensor learning rate or beta, complex or
-non-float parameters, a grad of another shape or dtype, state missing some key, and the
+Named breaks remain for: a closure, step hooks, a Tensor learning rate or beta, parameters
+other than float32/float64 (complex; half types, whose fused kernels would round otherwise), a grad of another shape or dtype, state missing some key, and the
 optimizer's groups or state changed earlier in the same frame. Touches `eager.optim`,
 `ir.REGISTRY` and `capture`.
 """
@@ -369,7 +369,8 @@ def step_rule(tx, fn, args, kwargs):
                 grad = _grad_of(tx, fn, pv)
                 if isinstance(grad, ConstantVariable):
                     continue  # (no grad: skipped, as eagerly)
-                if pv.meta.dtype not in (D.float16, D.bfloat16, D.float32, D.float64):
+                if pv.meta.dtype not in (D.float32, D.float64):  # (half types: fused
+                    # kernels keep float32 intermediates, eager rounds after every op)
                     raise _break(tx, fn, f"a {pv.meta.dtype.name} parameter")
                 step_one = _sgd_param if kind == "sgd" else _adam_param
                 created = step_one(tx, fn, ops, opt, osrc, pv, grad, hp)

@@ -260,6 +260,24 @@ def _compare_break(body, make_opt, why):
     _assert_same_state(me, oe, mc, oc)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_half_parameters_are_a_named_break(dtype):
+    """Half-precision parameters step eagerly (eager rounds after every op; a fused kernel
+    would keep float32 intermediates): the same bits as eager."""
+    def make(p):
+        return torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01)
+
+    (me, oe), (mc, oc) = _stepped_pair(make)
+    for m in (me, mc):
+        m.to(dtype)
+        for p in m.parameters():
+            p.grad = p.grad.to(dtype)
+    ex = capture.explain(lambda: oc.step())()
+    assert any(dtype.name in r.reason for r in ex.break_reasons), str(ex)
+    oe.step()
+    _assert_same_state(me, oe, mc, oc)
+
+
 def test_closure_is_a_named_break():
     _compare_break(lambda o: o.step(lambda: None), lambda p: torch.optim.SGD(p, lr=0.1),
                    "closure")
