@@ -58,6 +58,14 @@ class _Plan:
         self.saved_from = [("input", places[n]) if n in places else
                            ("output", outputs[n]) if n in outputs else ("extra", j)
                            for j, n in enumerate(self.saved)]
+        # (`_DirectNode._lz`: per saved value, its group - 0 extra, 1 input, 2 output - and
+        # its position there: an extra's in the forward's results after the outputs)
+        counts = [0, 0, 0]
+        self.saved_at = []
+        for kind, i in self.saved_from:
+            g = {"extra": 0, "input": 1, "output": 2}[kind]
+            self.saved_at.append((g, i if g == 0 else counts[g]))
+            counts[g] += 1
         self.fwd = compile_graph(self.fwd_graph)
         self.in_meta = self.outs_meta = None  # (shape, dtype) lists, from the first call
         self.bwds: dict = {}
@@ -185,6 +193,31 @@ def _saved_arrays(ctx, reads) -> list:
     is an array with a private version counter (`("o", (array, [0], False), 0, 0)`, as eager
     stores a node's own outputs): no Tensor is made for it in the forward or here. Errors
     (freed, modified in place) come from `_saved_reads`, as eager's."""
+    lz = getattr(ctx, "_lz", None)
+    if lz is not None:  # (a `_DirectNode` nobody made read its list)
+        extras, ins, versions, outs = lz
+        at = ctx.plan.saved_at
+        out = []
+        for j in reads:
+            g, q = at[j]
+            if g == 0:
+                a = extras[q]
+                out.append(a if type(a) is np.ndarray else np.asarray(a))
+                continue
+            if g == 1:
+                t = ins[q]
+                if t._vc[0] != versions[q]:
+                    break
+                out.append(t._data)
+                continue
+            kind, t, version, _ = outs[q]
+            data, vc = (t[0], t[1]) if kind == "o" else (t._data, t._vc)
+            if vc[0] != version:
+                break
+            out.append(data)
+        else:
+            return out
+        return [t._data for t in _saved_reads(ctx, reads)]
     saved = getattr(ctx, "_saved", None)
     if saved is None:
         return [t._data for t in _saved_reads(ctx, reads)]
@@ -230,6 +263,40 @@ class _AOTNodeBase(FunctionNode):
 
 
 _AOT._node_class = _AOTNodeBase  # `Function.apply` (anomaly mode, inference checks) too
+
+
+class _DirectNode(_AOTNodeBase):
+    """The node a hit's generated builder makes (`direct_function`): it keeps what its saved
+    entries need as `_lz` = (the graph's extra outputs, the saved input tensors, their
+    versions at the forward, the saved outputs' entries) - four tuples instead of one
+    entry (two tuples and a version list) per saved value - and `_saved`, eager's list, is
+    made from them when anything reads it (`saved_tensors`, a version error, `release`).
+    The backward reads the arrays from `_lz` directly (`_saved_arrays`)."""
+
+    _lz = None
+    _sv = None
+
+    @property
+    def _saved(self):
+        lz = self._lz
+        if lz is not None:
+            extras, ins, versions, outs = lz
+            got = []
+            for group, q in self.plan.saved_at:
+                if group == 0:
+                    a = extras[q]
+                    got.append(("o", (a if type(a) is np.ndarray else np.asarray(a), [0],
+                                      False), 0, 0))
+                elif group == 1:
+                    got.append(("t", ins[q], versions[q], 0))
+                else:
+                    got.append(outs[q])
+            self._lz, self._sv = None, got
+        return self._sv
+
+    @_saved.setter
+    def _saved(self, value):
+        self._lz, self._sv = None, value
 
 
 def _direct_ok(inputs) -> bool:
@@ -299,8 +366,9 @@ def direct_function(plan: _Plan):
     their shapes, dtypes and requires_grad): the node is an instance of a per-plan subclass
     of `FunctionNode` whose class attributes hold what every call shares (`_cls`, `plan`,
     `needs_input_grad`, input/output metadata), outputs are made in line, saved entries are
-    one list display. The same node state as `_apply_direct` (the parity tests compare)."""
-    node_cls = type("_AOTNode", (_AOTNodeBase,), {
+    four tuples (`_DirectNode`). The same node state as `_apply_direct` once `_saved` is read
+    (the parity tests compare)."""
+    node_cls = type("_AOTNode", (_DirectNode,), {
         "_cls": _AOT, "plan": plan, "needs_input_grad": plan.needs_input_grad,
         "_in_meta": plan.in_meta, "_outs": plan.outs_meta, "num_outputs": plan.n_out,
         "materialize_grads": False, "_released": False, "_to_save": ()})
@@ -327,17 +395,17 @@ def direct_function(plan: _Plan):
         if diff and i:
             lines.append(f"    meta_of(o{i}).output_nr = {i}")
     lines.append(f"    ctx.out_version = {0 if n else None}")
-    saved = []
+    ins_saved, outs_saved = [], []
     for kind, i in plan.saved_from:
         if kind == "input":
-            saved.append(f"('t', i{i}, i{i}._vc[0], 0)")
+            ins_saved.append(i)
         elif kind == "output" and plan.differentiable[i]:
-            saved.append(f"('o', (o{i}._data, o{i}._vc, True), 0, {i})")
+            outs_saved.append(f"('o', (o{i}._data, o{i}._vc, True), 0, {i}), ")
         elif kind == "output":
-            saved.append(f"('t', o{i}, 0, 0)")
-        else:
-            saved.append(f"('o', (asarray(res[{n + i}]), [0], False), 0, 0)")
-    lines.append(f"    ctx._saved = [{', '.join(saved)}]")
+            outs_saved.append(f"('t', o{i}, 0, 0), ")
+    lines.append(f"    ctx._lz = (res[{n}:], ({''.join(f'i{i}, ' for i in ins_saved)}), "
+                 f"({''.join(f'i{i}._vc[0], ' for i in ins_saved)}), "
+                 f"({''.join(outs_saved)}))")
     lines.append(f"    return ({''.join(f'o{i}, ' for i in range(n))})")
     ns = {"fwd": getattr(plan.fwd, "run_unchecked", plan.fwd), "new": object.__new__,
           "Node": node_cls, "Tensor": Tensor, "NO_EDGE": NO_EDGE, "edge_of": edge_of,

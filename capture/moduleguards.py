@@ -135,3 +135,60 @@ class ModuleReads:
             return expr
         tree = ast.parse(expr, mode="eval").body
         return ast.unparse(_Rewrite(self.classes).visit(tree))
+
+
+_ARRAY_TYPE = re.compile(r"type\((.+)\._data\) is (\w+)")
+
+
+def _attribute_read(src: str) -> bool:
+    """`src` reads an object's attribute (`m.__dict__['w']`, `G['m'].w`), not only the
+    function's arguments, globals and cells (`x`, `batch['x']`, `G['w']`)."""
+    from .guards import _chain
+
+    try:
+        links = _chain(ast.parse(src, mode="eval").body)
+    except SyntaxError:
+        return False
+    return links is not None and any(isinstance(k, ast.Attribute) and k.attr != "cell_contents"
+                                     for k in links[1:])
+
+
+def cached_arrays(terms: list, ns: dict) -> list:
+    """`terms` with the array checks of each tensor read from an attribute (a parameter, a
+    buffer) made an identity test: the three terms `type(S._data) is ndarray`,
+    `S._data.shape == (..)`, `S._data.dtype is D` become `S._data is ___arrays[k] or
+    ___array_meta(S._data, k, ...)`: the array that last passed them (type, shape and dtype
+    of an ndarray object do not change: eager replaces `_data` to resize or convert a tensor,
+    it never sets an array's `shape` or `dtype` in place), else the three checks, which
+    remember the array when they hold. Arguments' tensors keep the plain terms (a new batch
+    is a new array every call). `guards.GuardSet.size_failures` reads the original terms."""
+    arrays: list = []
+    out: list = []
+    i = 0
+    while i < len(terms):
+        m = _ARRAY_TYPE.fullmatch(terms[i])
+        src = m.group(1) if m else None
+        if (src is not None and i + 2 < len(terms) and _attribute_read(src)
+                and terms[i + 1].startswith(f"{src}._data.shape == (")
+                and re.fullmatch(rf"{re.escape(src)}\._data\.dtype is \w+", terms[i + 2])):
+            k = len(arrays)
+            arrays.append(None)
+            shape = terms[i + 1][len(f"{src}._data.shape == "):]
+            dtype = terms[i + 2].rsplit(" ", 1)[1]
+            out.append(f"({src}._data is ___arrays[{k}] or ___array_meta({src}._data, {k}, "
+                       f"{m.group(2)}, {shape}, {dtype}))")
+            i += 3
+            continue
+        out.append(terms[i])
+        i += 1
+    if arrays:
+        ns["___arrays"] = arrays
+
+        def meta(a, k, cls, shape, dtype):
+            if type(a) is cls and a.shape == shape and a.dtype is dtype:
+                arrays[k] = a
+                return True
+            return False
+
+        ns["___array_meta"] = meta
+    return out

@@ -76,7 +76,8 @@ CHANGES = {
     "requires_grad off": lambda m: m.lin.weight.requires_grad_(False),
     "requires_grad slot off": lambda m: setattr(m.norm.bias, "requires_grad", False),
     "dtype": lambda m: m.double(),
-    "shape through .data": lambda m: setattr(m.norm.weight, "data", eager.ones(5) * 3),
+    "values through .data": lambda m: setattr(m.norm.weight, "data", eager.ones(5) * 3),
+    "shape through .data": lambda m: setattr(m.lin.bias, "data", eager.ones(1) * 3),
     "eval": lambda m: m.eval(),
     "training behind __setattr__": lambda m: object.__setattr__(m.bn, "training", False),
     "forward hook": lambda m: m.act.register_forward_hook(lambda mod, i, o: o * 3),
@@ -161,3 +162,65 @@ def test_functional_call_swaps_parameters_behind_setattr():
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
     _check(a, b, c, x)
+
+
+def _hit_loss(c, x):
+    for _ in range(3):  # (the third call is a hit whose node the generated builder made)
+        out = c(x).sum()
+    return out
+
+
+def test_saved_parameter_modified_in_place_after_a_hit_raises_as_eager():
+    capture.reset()
+    a, b, c, x = _pair()
+    for m, f in ((a, a), (b, c)):
+        loss = _hit_loss(f, x)
+        with eager.no_grad():
+            m.norm.weight.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+
+
+def test_retain_graph_and_freed_saved_values_after_a_hit():
+    capture.reset()
+    a, b, c, x = _pair()
+    la, lb = _hit_loss(a, x), _hit_loss(c, x)
+    for loss in (la, lb):
+        loss.backward(retain_graph=True)
+        loss.backward()
+    for (name, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters()):
+        np.testing.assert_allclose(pb.grad.numpy(), pa.grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+    for loss in (la, lb):
+        with pytest.raises(RuntimeError):
+            loss.backward()
+    lb = _hit_loss(c, x)
+    node = lb.grad_fn
+    while node is not None and not hasattr(node, "plan"):  # (the compiled graph's node)
+        node = next((f for f, _ in node.next_functions if f is not None), None)
+    assert node is not None
+    saved = node.saved_tensors
+    assert saved and all(t is None or isinstance(t, eager.Tensor) for t in saved)
+    lb.backward()
+    with pytest.raises(RuntimeError):
+        node.saved_tensors  # noqa: B018
+
+
+def test_parameter_dtype_through_data_after_hits():
+    """A parameter's array replaced by a float64 one (`.data`): the array-identity guard
+    falls back to its checks, which fail; the recapture computes in float64 as eager."""
+    capture.reset()
+    eager.manual_seed(0)
+    a = nn.Sequential(nn.Linear(6, 5), nn.LayerNorm(5))
+    b = nn.Sequential(nn.Linear(6, 5), nn.LayerNorm(5))
+    b.load_state_dict(a.state_dict())
+    c = capture.compile(b)
+    x = eager.randn(4, 6)
+    for i in range(5):
+        if i == 2:
+            for m in (a, b):
+                m[1].weight.data = eager.ones(5, dtype=eager.float64) * 2
+        ya, yb = a(x), c(x)
+        assert ya.dtype == yb.dtype
+        np.testing.assert_allclose(yb.detach().numpy(), ya.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
