@@ -379,3 +379,27 @@ def test_against_torch(name, kw):
     for a, b in zip(tm.parameters(), m.parameters()):
         np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_counts_as_torch_dynamo():
+    """Graph and break counts of the step alone and of the whole training step, as
+    `torch._dynamo.explain` counts them on the same code with torch.optim.Adam."""
+    T = pytest.importorskip("torch")
+    counts = {}
+    for lib, explain in ((torch, capture.explain), (T, T._dynamo.explain)):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Linear(6, 10), lib.nn.Tanh(), lib.nn.Linear(10, 3))
+        opt = lib.optim.Adam(m.parameters(), lr=0.01)
+        x, y = lib.randn(8, 6), lib.randn(8, 3)
+        m(x).sum().backward()
+
+        def step(opt=opt):
+            opt.step()
+            opt.zero_grad()
+
+        got = [explain(step)()]
+        if lib is T:
+            T._dynamo.reset()
+        got.append(explain(_train_fn(m, opt))(x, y))
+        counts[lib.__name__] = [(e.graph_count, e.graph_break_count) for e in got]
+    assert counts["eager"] == counts["torch"] == [(1, 0), (2, 1)], counts
