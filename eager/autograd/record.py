@@ -154,21 +154,33 @@ def record_many(op, inputs: tuple, attrs: dict, out: Tensor, table: dict) -> Bac
     n.saved = inputs
     clock = MUTATIONS[0]
     versions, edges, key = [], [], []
+    keyed = True
     for x in inputs:
         if isinstance(x, Tensor):
             versions.append(x._vc[0])
-            e, p, c = _link(x)
-            key += (x._data.shape, p)
-            if c is not None and c < clock:
-                clock = c
+            if not x.requires_grad:
+                e, p = NO_EDGE, -1
+            else:
+                fn = x.grad_fn  # (_link's common case in line, as in `record`)
+                if fn is not None and x._backward_hooks is None and x._base is None:
+                    e, p, c = (fn, 0), fn.struct_id, fn._clock
+                else:
+                    e, p, c = _link(x)
+                if c is not None and c < clock:
+                    clock = c
+                if p is None:
+                    keyed = False
+            key.append(x._data.shape)
+            key.append(p)
         else:
             versions.append(None)
             e = NO_EDGE
-            key += (x, -1)
+            key.append(x)
+            key.append(-1)
         edges.append(e)
     n.versions = versions
     n.next_functions = tuple(edges)
-    return _close(n, out, tuple(key) if None not in key[1::2] else None, clock, table)
+    return _close(n, out, tuple(key) if keyed else None, clock, table)
 
 
 def _close(n: BackwardNode, out: Tensor, key, clock: int, table: dict) -> BackwardNode:

@@ -316,7 +316,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if weight is None and label_smoothing == 0:
         if input.ndim == 2:  # the registry's whole op: one node, one kernel call
             return _cross_entropy(input, target if target.dtype is D.int64 else target.long(),
-                                  ignore_index=ignore_index, reduction=reduction)
+                                  ignore_index, reduction)
         return _nll(_log_softmax(input, class_dim), target, ignore_index, reduction)
     logp = _log_softmax(input, class_dim)
     loss, w, keep = _picked(logp, target, weight, ignore_index, class_dim)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..opdef import OpDef, register
 from .elementwise import FLOATS
-from .indexing import arr, check_index, declare, ints
+from .indexing import arr, check_index, ints
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -167,15 +168,16 @@ def _ce_samples(rng, dt):
     yield (arr(rng, (3, 4), dt), ints(rng, (3,), 4)), {"ignore_index": 1}
 
 
-declare(
+register(OpDef(  # (a plain OpDef: its arguments bind without IndexedOpDef's prebind)
     "_cross_entropy", "composite", "input, target, ignore_index=-100, reduction='mean'", 2,
+    "keep",
     attrs_rule=_ce_attrs, decomp=_ce_decomp, eager_impl=_ce_eager,
     eager_backward=_ce_backward, ref=_ce_ref, sample_inputs=_ce_samples, method=False,
     scalar_ok=False,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _ce_whole(metas[0].dtype.np.type, metas[0].numel),
     test_dtypes=FLOATS,
-)
+))
 
 
 def _ce_grad_samples(rng, dt):
@@ -184,12 +186,12 @@ def _ce_grad_samples(rng, dt):
         yield (arr(rng, shape, dt), x, t), attrs
 
 
-declare(
+register(OpDef(
     "_cross_entropy_backward", "composite",
-    "grad, input, target, ignore_index=-100, reduction='mean'", 3,
+    "grad, input, target, ignore_index=-100, reduction='mean'", 3, "keep",
     attrs_rule=_ce_grad_attrs, decomp=_ce_grad_decomp, eager_impl=_ce_grad_eager,
     ref=_ce_grad_ref, sample_inputs=_ce_grad_samples, method=False, scalar_ok=False,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _ce_whole(metas[1].dtype.np.type, metas[1].numel) and metas[0].dtype == metas[1].dtype,
     test_dtypes=FLOATS,
-)
+))
