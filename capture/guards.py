@@ -24,7 +24,7 @@ from eager.grad_mode import is_grad_enabled
 from ir import dtypes as D
 
 from . import library
-from .moduleguards import ModuleReads, cached_arrays
+from .moduleguards import ModuleReads, cached_arrays, cached_disjoint
 
 _SIMPLE = (bool, int, float, str, type(None), complex)
 
@@ -411,7 +411,7 @@ class GuardSet:
                                     self.ns)
         lib, terms = library.split(terms, self.ns, self._taken)
         self.modules = ModuleReads(self.ns)  # (module attributes from the instance dict)
-        terms = cached_arrays(self.modules.apply(terms), self.ns)
+        terms = cached_disjoint(cached_arrays(self.modules.apply(terms), self.ns), self.ns)
         terms, names = share_reads(terms or ["True"])
         terms = _container_reads(terms, self.ns)
         if lib:  # (eager's own code: one version check, `capture/library.py`)

@@ -20,9 +20,8 @@ import types
 import numpy as np
 
 from eager import grad_mode
-from eager.tensor import wrap_array
+from eager.tensor import MUTATIONS, wrap_array
 
-from . import writeback
 from .guards import read_through
 
 
@@ -191,8 +190,10 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     ns["___cf"] = cf
     lines.append("    ___cf.graph_runs += 1")
     if entry.writebacks:  # mutated inputs first (`CompiledFunction.run`'s order)
-        ns["___write"] = writeback.write_one
-        lines += [f"    ___write(___i{i}, ___o{k})" for i, k, _ in entry.writebacks]
+        ns["___mutations"] = MUTATIONS  # (`writeback.write_one` in line: copy, bump versions)
+        for i, k, _ in entry.writebacks:
+            lines += [f"    ___i{i}._data[...] = ___o{k}._data", f"    ___i{i}._vc[0] += 1",
+                      "    ___mutations[0] += 1"]
     lines += [f"    ___s{k} = {read_through(entry.guards.source(src), shared)}"
               for k, src in enumerate(entry.obj_sources)]
     lines += effects

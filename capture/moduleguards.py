@@ -25,8 +25,11 @@ from the same guard (`hits.py`'s input fetches) go through `rewrite_source` to s
 from __future__ import annotations
 
 import ast
+import operator
 import re
 import sys
+
+import numpy as np
 
 _TYPE_IS = re.compile(r"type\((.+)\) is (\w+)")
 _HOOKS = re.compile(r"(.+)\._wick_has_hooks is False")
@@ -191,4 +194,80 @@ def cached_arrays(terms: list, ns: dict) -> list:
             return False
 
         ns["___array_meta"] = meta
+    return out
+
+
+def _disjoint_term(term: str, ns: dict):
+    """(mutated indices, source texts) of a `writeback.disjoint` guard term, else None."""
+    from .writeback import disjoint
+
+    if "(" not in term or not term.startswith("___"):
+        return None
+    try:
+        node = ast.parse(term, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and ns.get(node.func.id) is disjoint and len(node.args) == 2 and not node.keywords
+            and all(isinstance(a, ast.Tuple) for a in node.args)
+            and all(isinstance(c, ast.Constant) for c in node.args[0].elts)):
+        return None
+    return ([c.value for c in node.args[0].elts], [ast.unparse(e) for e in node.args[1].elts])
+
+
+def _owner(a):
+    """The id of the object owning array `a`'s memory, None when that is not an ndarray."""
+    b = a.base
+    return id(a) if b is None else id(b) if type(b) is np.ndarray else None
+
+
+def memo_disjoint(mutated: list, stable: list):
+    """`writeback.disjoint(mutated, tensors)` remembering the arrays of the tensors read from
+    attributes (`stable`: parameters, buffers) when it held and every memory owner was
+    distinct: while those are the same array objects (strong references: no id is reused)
+    and every other tensor's array owner is another one, it holds again without the pass
+    over all inputs. Called as `check(stable arrays, other tensors, all tensors)`."""
+    from .writeback import disjoint
+
+    memo: list = [None, None]  # (the stable arrays, the ids of their owners)
+    fast = all(m in stable for m in mutated)
+
+    def check(arrays: tuple, others: tuple, tensors: tuple) -> bool:
+        last = memo[0]
+        if last is not None and all(map(operator.is_, arrays, last)):
+            owners = memo[1]
+            seen = set()
+            for t in others:
+                o = _owner(t._data)
+                if o is None or o in owners or o in seen:
+                    break
+                seen.add(o)
+            else:
+                return True
+        if not disjoint(mutated, tensors):
+            return False
+        if fast:
+            owners = {_owner(a) for a in arrays}
+            if None not in owners and len(owners) == len(arrays):
+                memo[0], memo[1] = arrays, owners
+        return True
+
+    return check
+
+
+def cached_disjoint(terms: list, ns: dict) -> list:
+    """`terms` with each `writeback.disjoint` term made a `memo_disjoint` check."""
+    out = []
+    for term in terms:
+        got = _disjoint_term(term, ns)
+        if got is None:
+            out.append(term)
+            continue
+        mutated, srcs = got
+        stable = [i for i, s in enumerate(srcs) if _attribute_read(s)]
+        others = [s for i, s in enumerate(srcs) if i not in stable]
+        name = f"___memo_disjoint{len([k for k in ns if k.startswith('___memo_disjoint')])}"
+        ns[name] = memo_disjoint(mutated, stable)
+        out.append(f"{name}(({''.join(srcs[i] + '._data, ' for i in stable)}), "
+                   f"({''.join(s + ', ' for s in others)}), ({''.join(s + ', ' for s in srcs)}))")
     return out

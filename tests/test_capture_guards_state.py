@@ -224,3 +224,65 @@ def test_parameter_dtype_through_data_after_hits():
         assert ya.dtype == yb.dtype
         np.testing.assert_allclose(yb.detach().numpy(), ya.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_module_with_its_own_getattr_and_a_property():
+    """A class with its own `__getattr__` or a property keeps the plain attribute reads
+    (the instance dict is not where they resolve)."""
+
+    class Lookup(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = {"k": 2.0}
+
+        def __getattr__(self, name):
+            table = self.__dict__.get("table", {})
+            if name in table:
+                return table[name]
+            return super().__getattr__(name)
+
+        @property
+        def offset(self):
+            return self.table.get("offset", 0.0)
+
+        def forward(self, x):
+            return x * self.k + self.offset
+
+    capture.reset()
+    m = Lookup()
+    c = capture.compile(m)
+    x = eager.randn(3)
+    for k, off in ((2.0, 0.0), (2.0, 0.0), (3.0, 0.0), (3.0, 1.5), (3.0, 1.5)):
+        m.table["k"] = k
+        m.table["offset"] = off
+        np.testing.assert_allclose(c(x).numpy(), (x * k + off).numpy(), rtol=1e-6)
+
+
+def test_argument_aliasing_a_mutated_buffer_after_hits():
+    """A BatchNorm graph writes its running statistics back; an argument that is (a view of)
+    one of them must fail the entry's disjointness guard, remembered or not (checked on the
+    guard itself: the miss that follows is capture's own business)."""
+    from capture.hits import MISS
+
+    capture.reset()
+    eager.manual_seed(0)
+    m = nn.BatchNorm1d(4)
+
+    def f(x, e):
+        return m(x) * 2 + e
+
+    c = capture.compile(f)
+    x = eager.randn(6, 4)
+    for _ in range(3):
+        c(x, eager.ones(4))
+    (entry,) = c.__wick_compiled__.entries
+    for e in (eager.ones(4), m.running_mean, m.running_var[:], m.running_var[1:3].reshape(2)
+              .repeat(2), eager.zeros(4), x[0]):
+        aliased = e._data.base is m.running_var._data or e is m.running_mean
+        assert entry.guard(x, e) is not aliased
+        if aliased:
+            assert entry.hit(x, e) is MISS
+    with eager.no_grad():  # (a buffer that is a view of an argument: the other direction)
+        m.running_mean = x[1]
+    assert not entry.guard(x, eager.ones(4))
+    assert entry.hit(x, eager.ones(4)) is MISS
