@@ -167,6 +167,7 @@ class AOTGraph:
                 found.append(direct_function(plan))
             return out
 
+        call.found = found  # (a hit calls `found[0]` itself when no check is on: hits.py)
         return call
 
     def __call__(self, *inputs) -> tuple:

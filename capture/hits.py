@@ -20,6 +20,7 @@ import types
 import numpy as np
 
 from eager import grad_mode
+from eager.autograd import engine, forward_ad
 from eager.tensor import MUTATIONS, wrap_array
 
 from .guards import read_through
@@ -171,12 +172,16 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     if aot:  # the AOT bridge (its own autograd node); disabled or failing: the general path
         n = len(runner.graph.output_node.args[0])
         args = ", ".join(f"___i{k}" for k in range(len(entry.input_sources)))
+        outs = "".join(f"___o{k}, " for k in range(n)) + "= " if n else ""
         lines += ["    if ___runner.aot is None:",
-                  "        return ___GENERAL", "    try:",
-                  (f"        {''.join(f'___o{k}, ' for k in range(n)) + '= ' if n else ''}"
-                   f"___aot({args})"), "    except Exception:", "        return ___GENERAL"]
+                  "        return ___GENERAL", "    try:",  # (the node builder itself when
+                  "        if ___found and not (___engine._CHECKS or ___fad._LEVEL):",
+                  f"            {outs}___found[0]({args})",  # no check asks for more)
+                  "        else:", f"            {outs}___aot({args})",
+                  "    except Exception:", "        return ___GENERAL"]
         ns["___runner"] = runner
-        ns["___aot"] = runner.aot.fixed_call()  # (the guards fix requires_grad and shapes)
+        ns["___aot"] = call = runner.aot.fixed_call()  # (guards fix requires_grad, shapes)
+        ns.update(___found=call.found, ___engine=engine, ___fad=forward_ad)
     elif not runner.empty:
         n = len(runner.graph.output_node.args[0])
         outs = "".join(f"___o{k}, " for k in range(n))
