@@ -1,10 +1,13 @@
-"""Guard terms on eager module instances read their attributes from the instance dict.
+"""Cheaper guard terms on module state: attribute reads from the instance dict, parameter arrays
+and their disjointness remembered by identity. Each pass maps `GuardSet`'s terms (strings) to
+equivalent ones before `guards.share_reads`; `first_failure` and the dynamic-shape analyses
+keep reading the original terms.
 
-An attribute read on an `eager.nn.Module` instance (`m.weight`, `m.training`) cannot use
-CPython's specialised attribute load: `Module.__getattr__` exists (it only raises), so every
-read takes the generic slot path (~40 ns). A guard of a transformer checks a few hundred such
-reads per call. `module_reads(terms, ns)` rewrites them to `m.__dict__['weight']` (one shared
-`__dict__` local per module, then a dict subscript: ~10 ns) where that is the same value:
+`ModuleReads`: an attribute read on an `eager.nn.Module` instance (`m.weight`, `m.training`)
+cannot use CPython's specialised attribute load: `Module.__getattr__` exists (it only raises),
+so every read takes the generic slot path (~40 ns). A transformer's guard checks a few hundred
+such reads per call. They become `m.__dict__['weight']` (one shared `__dict__` local per
+module, then a dict subscript: ~10 ns) where that is the same value:
 
 - an earlier term fixes the object's type, `type(S) is C`, C an eager `Module` subclass whose
   `__getattribute__` is `object`'s and whose `__getattr__` is `Module`'s (which raises), and
@@ -15,11 +18,13 @@ reads per call. `module_reads(terms, ns)` rewrites them to `m.__dict__['weight']
 `S._wick_has_hooks is False` (the hook flag: a class default that eager sets to True in an
 instance dict, and pops, never storing False) becomes `'_wick_has_hooks' not in S.__dict__`
 plus one term per class `C._wick_has_hooks is False` (global hooks set it on the base class).
-
 Assumed, as for every class-level read: nobody adds an attribute of such a name to a module
-class after capture (that would shadow or hide the instance value; Dynamo's guards assume the
-same of class dicts). Terms are strings (`guards.GuardSet`); sources in other code generated
-from the same guard (`hits.py`'s input fetches) go through `rewrite_source` to share the locals.
+class after capture (Dynamo's guards assume the same of class dicts). Other code generated
+from the same guard (`hits.py`'s input fetches) reads its sources through `ModuleReads.source`.
+
+`cached_arrays`: a parameter's or buffer's array checks (type, shape, dtype) become an identity
+test against the array that last passed them. `cached_disjoint`: `writeback.disjoint` (mutated
+inputs apart from the other inputs) remembers the parameters' and buffers' arrays likewise.
 """
 
 from __future__ import annotations
