@@ -111,7 +111,9 @@ class Unsupported(RuntimeError):
 
 class Snapshot:
     """The top frame's state before one instruction: stack, locals, cells, grad mode, and the
-    contents of mutable trackers (lists grow, iterators advance, in-place ops rebind tensors)."""
+    contents of the mutable trackers they hold (lists grow, iterators advance, in-place ops
+    rebind tensors). Tensors rebound where no local reaches them (an attribute, a global) are
+    restored by the side-effect log (`SideEffects.rebind`), checkpointed beside it."""
 
     def __init__(self, tx):
         self.stack = list(tx.stack)
@@ -123,6 +125,8 @@ class Snapshot:
         for v in self.stack:
             self._save(v)
         for v in self.locals.values():
+            self._save(v)
+        for v in self.cells.values():  # a local some closure reads lives in a cell
             self._save(v)
 
     def _save(self, v) -> None:

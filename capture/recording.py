@@ -176,7 +176,5 @@ def inplace(tx, target, compute) -> VariableTracker:
     result = compute()
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
-    target.node, target.meta, target.requires_grad = result.node, result.meta, \
-        result.requires_grad or target.requires_grad
-    target.shadow = result.shadow
+    tx.out.side_effects.rebind(target, result, result.requires_grad or target.requires_grad)
     return target

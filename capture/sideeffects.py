@@ -32,7 +32,10 @@ shape) specialises it again, as for arguments.
 
 A snapshot of the top frame records `checkpoint()`; a graph break `restore()`s the log to it,
 so what the breaking instruction (or an inlined callee that broke) recorded is dropped: it runs
-eagerly. Anything not modelled exactly stays a named graph break. Touches `capture`, `eager`'s
+eagerly. The log also holds what a snapshot of the stack and locals cannot reach: tensor
+trackers rebound by in-place ops (`rebind`, with their write-backs) and the items of lists and
+dicts the code built, wherever they are held (an attribute, a global, a container); a break
+in a loop restores all of it to the loop head, where the eagerly run loop starts. Anything not modelled exactly stays a named graph break. Touches `capture`, `eager`'s
 Module type.
 """
 
@@ -72,6 +75,38 @@ class SideEffects:
         while len(self.undo) > cp:
             self.undo.pop()()
 
+    # ---- tensors changed in place
+
+    def rebind(self, var, result, requires_grad: bool, source: str | None = None) -> None:
+        """Point tensor tracker `var` at `result`'s value: an in-place op (`t += 1`,
+        `t[i] = v`), whose tensor keeps its identity. `source`: `var` is that graph input,
+        written back after the graph (`writeback.inplace_input`). Logged: a break restores
+        the tracker's old value and write-back wherever the tracker is held (a cell, an
+        attribute, a global, a container), not only on the frame's stack and locals (the
+        `Snapshot`), so a loop run eagerly from its head does not repeat an update the
+        graph already wrote back."""
+        out = self.out
+        old = (var.node, var.meta, var.requires_grad, var.shadow)
+        new_mut = source is not None and var.node not in out.mutated
+        old_wb = out.writebacks.get(source, MISSING) if source is not None else MISSING
+        if source is not None:
+            out.mutated.setdefault(var.node, var)
+            out.writebacks[source] = var
+        var.node, var.meta, var.shadow = result.node, result.meta, result.shadow
+        var.requires_grad = requires_grad
+
+        def undo():
+            var.node, var.meta, var.requires_grad, var.shadow = old
+            if new_mut:
+                out.mutated.pop(old[0], None)
+            if source is not None:
+                if old_wb is MISSING:
+                    out.writebacks.pop(source, None)
+                else:
+                    out.writebacks[source] = old_wb
+
+        self.undo.append(undo)
+
     # ---- attributes
 
     def _record(self, key, rec) -> None:
@@ -105,8 +140,15 @@ class SideEffects:
     # ---- containers
 
     def mutate(self, tx, obj) -> None:
-        """About to mutate list/dict tracker `obj` (a fresh one needs nothing)."""
+        """About to mutate list/dict tracker `obj`. A sourced one (the caller's) is replayed
+        after the graph; a fresh one (built by the code) is only logged, so a break restores
+        its items wherever it is held (`o.items = []` then `o.items.append(i)` in a loop that
+        runs eagerly from its head)."""
         if obj.source is None:
+            if isinstance(obj, (ListVariable, DictVariable)) and \
+                    type(obj.items) in (list, dict):
+                saved = type(obj.items)(obj.items)
+                self.undo.append(lambda: setattr(obj, "items", saved))
             return
         if not isinstance(obj, (ListVariable, DictVariable)):
             raise tx.unsupported(f"mutation of {obj.describe()} read from {obj.source}")

@@ -145,8 +145,7 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
         calls.inplace(tx, obj, compute)  # graph inputs: its rule (a write-back)
         return
     result = compute()  # the views are dead: the functional store is eager's
-    obj.node, obj.meta, obj.shadow = result.node, result.meta, result.shadow
-    obj.requires_grad = obj.requires_grad or result.requires_grad
+    tx.out.side_effects.rebind(obj, result, obj.requires_grad or result.requires_grad)
 
 
 def _mask_key(obj: TensorVariable, index, v):

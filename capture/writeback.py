@@ -63,10 +63,7 @@ def inplace_input(tx, target, compute):
         out.guards.add(f"{src}._base is None")
         if target.requires_grad:
             out.guards.add(f"{src}.grad_fn is not None")
-    out.mutated.setdefault(target.node, target)
-    out.writebacks[src] = target
-    target.node, target.meta, target.shadow = result.node, result.meta, result.shadow
-    target.requires_grad = target.requires_grad or grad
+    out.side_effects.rebind(target, result, target.requires_grad or grad, src)
     return target
 
 

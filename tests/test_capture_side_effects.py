@@ -73,6 +73,27 @@ CASES = {
         "        log.append(i)\n        if t0.sum() > 100:\n            break\n"
         "    w = 0\n    while w < 2:\n        w += 1\n        obj.count += w\n"
         "    return obj.count\n"),
+    # a break in a loop runs the loop eagerly from its head; an in-place update of an input
+    # made in the loop's first pass stayed in the graph and was written back (a local that a
+    # closure reads lives in a cell, which the loop-head snapshot did not restore): the eager
+    # loop applied it again
+    "inplace_input_in_loop_closure_cell": (
+        "    i = 0\n    while i < 2:\n        i += 1\n        if i == 2:\n"
+        "            y += 1.0\n            s = x.sum().item()\n        def inner():\n"
+        "            return y\n    return inner() * 1.0\n"),
+    "setitem_input_in_loop_closure_cell": (
+        "    for i in range(2):\n        y[0] = y[0] + 1.0\n        s = x.sum().item()\n"
+        "    return (lambda: y)()\n"),
+    "fresh_list_in_cell_in_loop": (
+        "    acc = [k]\n    for i in range(2):\n        acc.append(i)\n"
+        "        s = x.sum().item()\n    log.append((lambda: len(acc))())\n    return acc\n"),
+    # the same with the value held only by an attribute of an object (the undo log)
+    "fresh_tensor_attribute_in_loop": (
+        "    obj.t = t0 * 1.0\n    for i in range(2):\n        obj.t.add_(1.0)\n"
+        "        s = x.sum().item()\n    return obj.t\n"),
+    "fresh_list_attribute_in_loop": (
+        "    obj.more = []\n    for i in range(2):\n        obj.more.append(i)\n"
+        "        print(i)\n    return len(obj.more)\n"),
 }
 
 
@@ -120,3 +141,46 @@ def test_property_not_run_while_tracing():
     for _ in range(3):
         cf(eager.ones(2), o)
     assert o.reads == 3
+
+
+
+class _Holder:
+    buf = None
+
+
+_GT = None  # a global tensor `_by_global` updates in place
+
+
+def _by_attr(x, o):
+    for _ in range(2):
+        o.buf.add_(1.0)
+        x.sum().item()
+    return o.buf * 2.0
+
+
+def _by_global(x):
+    for _ in range(2):
+        _GT.add_(1.0)
+        x.sum().item()
+    return x + 1.0
+
+
+def test_input_held_by_attribute_or_global_updated_in_a_loop_with_a_break():
+    """An in-place update of a tensor the frame reads through an attribute or a global, in a
+    loop with a break: the loop runs eagerly from its head, so the graph before it must not
+    write the first pass's update back (no local holds the tracker: the side-effect log
+    restores it)."""
+    import numpy as np
+
+    import capture
+    import eager
+
+    global _GT
+    got = []
+    for wrap in (lambda f: f, capture.compile):
+        h = _Holder()
+        h.buf, _GT = eager.zeros(3), eager.zeros(3)
+        r1, r2 = wrap(_by_attr)(eager.ones(3), h), wrap(_by_global)(eager.ones(3))
+        got.append([a.numpy().copy() for a in (r1, r2, h.buf, _GT)])
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
