@@ -481,7 +481,10 @@ class GuardSet:
         return out
 
     def first_failure(self, args: tuple, kwargs: dict) -> str | None:
-        """The first term that is false (or raises) for these arguments; None if all hold."""
+        """The first term that is false (or raises) for these arguments; None if all hold.
+        When they all hold but a term as the condition checks it fails (a module attribute
+        read from the instance dict that now lives on the class: `moduleguards.py`), that
+        term."""
         for term in self.terms:
             try:
                 ok = self._function(term, "check")(*args, **kwargs)
@@ -489,4 +492,15 @@ class GuardSet:
                 ok = False
             if not ok:
                 return term
+        if self.modules is not None:
+            for term in self.terms:
+                checked = self.modules.source(term)
+                if checked == term:
+                    continue
+                try:
+                    ok = self._function(checked, "check")(*args, **kwargs)
+                except Exception:  # noqa: BLE001
+                    ok = False
+                if not ok:
+                    return checked
         return None
