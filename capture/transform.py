@@ -256,7 +256,8 @@ class LoopContinuation(Continuation):
         # the exits' resume functions are built on the call, after the loop ran: check now
         # that each can be built (and verified) with every local bound
         code = self.fn.__code__
-        names = [n for n in code.co_varnames + code.co_cellvars if n not in code.co_freevars]
+        names = [n for n in dict.fromkeys(code.co_varnames + code.co_cellvars)  # an argument
+                 if n not in code.co_freevars]  # a closure reads is in both: once
         for k in self.exits:
             resume.make_resume(self.fn, k, self.layout[:self.exit_depth], names, name)
 

@@ -82,6 +82,31 @@ def test_loop_with_break_keeps_code_around_it_compiled(capsys):
     assert capsys.readouterr().out.count("step") == 6
 
 
+def test_loop_with_break_in_a_function_with_a_closure(capsys):
+    """An argument a closure reads is both a local and a cell: the loop's exits once listed
+    it twice as a parameter (co_varnames too small), so the rest of the frame ran eagerly;
+    the in-place update of it in the loop's first pass must not be written back twice."""
+    def f(x, w):
+        y = x * 2
+        for i in range(3):
+            w += 1.0
+            y = y + i
+            print("step", i)
+        def scaled():
+            return w * 3
+        return eager.exp(y) + scaled()
+
+    cf = capture.compile(f, backend="eager")
+    x = eager.randn(4)
+    w_plain, w_comp = eager.zeros(4), eager.zeros(4)
+    close(cf(x, w_comp), f(x, w_plain))
+    close(w_comp, w_plain)
+    root = cf.__wick_compiled__
+    after = root.children[0].entries[0].graph
+    assert {n.target.name for n in after.nodes if n.op == "call_function"} >= {"exp", "mul"}
+    assert capsys.readouterr().out.count("step") == 6
+
+
 def test_break_inside_callee_compiles_the_callee_on_its_own():
     def inner(x):
         y = x + 1
