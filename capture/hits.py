@@ -157,9 +157,12 @@ def build_hit(cf, entry) -> types.FunctionType:
 def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     runner = entry.runner
     if (entry.mode != "graph" or runner is None or runner.specs is not None
-            or entry.template is None or entry.writebacks_grad):
-        return None  # (a write-back with grad `protect`s its inputs: the general path)
+            or entry.template is None):
+        return None
     aot = runner.aot is not None and not runner.empty
+    if entry.writebacks_grad and (aot or runner.autograd):
+        return None  # (a write-back with grad `protect`s its inputs: the general path; a
+        # plain compiled graph has no autograd node whose saved values `protect` keeps)
     if not runner.empty and not aot and (runner.autograd or runner.compiled is None):
         return None
     expr = _template_expr(entry.template, ns)
@@ -196,9 +199,12 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     lines.append("    ___cf.graph_runs += 1")
     if entry.writebacks:  # mutated inputs first (`CompiledFunction.run`'s order)
         ns["___mutations"] = MUTATIONS  # (`writeback.write_one` in line: copy, bump versions)
+        inplace = () if aot or runner.empty else _inplace_pairs(entry, runner.compiled)
         for i, k, _ in entry.writebacks:
-            lines += [f"    ___i{i}._data[...] = ___o{k}._data", f"    ___i{i}._vc[0] += 1",
-                      "    ___mutations[0] += 1"]
+            copy = f"___i{i}._data[...] = ___o{k}._data"
+            if (i, k) in inplace:  # (the graph stored it into the input's own array)
+                copy = f"if ___o{k}._data is not ___i{i}._data:\n        {copy}"
+            lines += [f"    {copy}", f"    ___i{i}._vc[0] += 1", "    ___mutations[0] += 1"]
     lines += [f"    ___s{k} = {read_through(entry.guards.source(src), shared)}"
               for k, src in enumerate(entry.obj_sources)]
     lines += effects
@@ -207,6 +213,36 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
         lines.append(f"    ___set_grad({entry.final_grad!r})")
     lines.append(f"    return {expr}")
     return "\n".join(lines) + "\n"
+
+
+def _inplace_pairs(entry, compiled) -> list:
+    """The write-backs `(input, output)` that compiled graph `compiled` stores into the
+    input's own array (`codegen.inplace`: exact kernels only), skipping outputs the result or
+    a side effect also returns (they must stay apart from the input)."""
+    alias = getattr(compiled, "alias_inputs", None)
+    if alias is None:
+        return []
+    refs: set = set()
+    _graph_refs((entry.template, entry.effects), refs)
+    try:
+        return alias([(i, k) for i, k, _ in entry.writebacks if k not in refs])
+    except Exception as e:  # noqa: BLE001 - a bug there must not cost the entry: copy
+        from . import logs
+
+        logs.log("graph", f"in-place write-back not set up ({type(e).__name__}: {e})")
+        return []
+
+
+def _graph_refs(t, refs: set) -> None:
+    """Add to `refs` the graph output indices that template (or effect) `t` names."""
+    if isinstance(t, tuple) and len(t) >= 2 and t[0] == "graph" and isinstance(t[1], int):
+        refs.add(t[1])
+    if isinstance(t, (tuple, list)):
+        for x in t:
+            _graph_refs(x, refs)
+    elif isinstance(t, dict):
+        for x in t.values():
+            _graph_refs(x, refs)
 
 
 def _effects_lines(effects, ns: dict) -> list | None:

@@ -87,7 +87,10 @@ class CompiledGraph:
                               _library_factory(step.node, slot)))
 
         self._runners = []
-        for (obj, _, factory), free in zip(plans, _free_lists([r for _, r, _ in plans], keep)):
+        self._slot, self._keep = slot, keep   # (for `inplace.alias_inputs`)
+        self._reads = [r for _, r, _ in plans]
+        self._frees = _free_lists(self._reads, keep)
+        for (obj, _, factory), free in zip(plans, self._frees):
             self.steps.append(obj)
             self._runners.append(factory(free))
         self._pad = [None] * (self._nslots - len(self._placeholders))
@@ -138,6 +141,13 @@ class CompiledGraph:
         variant = lower_group(kernel.group, kernel.name + "_v", strides.get)
         variant.group = kernel.group
         return variant, jit.compile_later(_job(variant))
+
+    def alias_inputs(self, pairs) -> list:
+        """Store output `k` into input `i`'s own array for each `(i, k)` of `pairs` where
+        that is exact (`codegen.inplace`: a mutated input's new value); the pairs taken."""
+        from .inplace import alias_inputs
+
+        return alias_inputs(self, pairs)
 
     def __call__(self, *arrays) -> tuple:
         check_arity(arrays, self._placeholders)
