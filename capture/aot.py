@@ -147,6 +147,18 @@ class AOTGraph:
         self.compile_graph = compile_graph
         self.plain = None
         self.plans: dict = {}
+        self.inplace: list = []   # (input, output) write-backs a forward may store in place
+
+    def _alias(self, compiled, plan=None) -> None:
+        """Let `compiled` (the plain graph or `plan`'s forward) store the `inplace` outputs
+        into their inputs' arrays (`codegen.inplace`), except an input or output the
+        backward saves (its saved value must stay the one the forward saw)."""
+        alias = getattr(compiled, "alias_inputs", None)
+        if not self.inplace or alias is None:
+            return
+        saved = set(plan.saved_from) if plan is not None else set()
+        alias([(i, k) for i, k in self.inplace
+               if ("input", i) not in saved and ("output", k) not in saved])
 
     def fixed_call(self):
         """The call for one cache entry, whose guards fix the inputs' shapes, dtypes and
@@ -175,12 +187,14 @@ class AOTGraph:
         if not any(wrt):
             if self.plain is None:
                 self.plain = self.compile_graph(self.graph)
+                self._alias(self.plain)
             res = self.plain(*[t._data if isinstance(t, Tensor) else t for t in inputs])
             return tuple(Tensor._make(np.asarray(a)) if isinstance(a, np.ndarray) else a
                          for a in res)
         plan = self.plans.get(wrt)
         if plan is None:
             plan = self.plans[wrt] = _Plan(self.graph, wrt, self.compile_graph)
+            self._alias(plan.fwd, plan)
         if not (engine._CHECKS or forward_ad._LEVEL) or _direct_ok(inputs):
             return _apply_direct(plan, inputs)
         # every node was recorded with grad mode on (`supported`), whatever the mode at the

@@ -199,10 +199,11 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     lines.append("    ___cf.graph_runs += 1")
     if entry.writebacks:  # mutated inputs first (`CompiledFunction.run`'s order)
         ns["___mutations"] = MUTATIONS  # (`writeback.write_one` in line: copy, bump versions)
-        inplace = () if aot or runner.empty else _inplace_pairs(entry, runner.compiled)
+        inplace = () if runner.empty else _inplace_pairs(entry, runner.aot if aot else
+                                                         runner.compiled)
         for i, k, _ in entry.writebacks:
             copy = f"___i{i}._data[...] = ___o{k}._data"
-            if (i, k) in inplace:  # (the graph stored it into the input's own array)
+            if (i, k) in inplace:  # (the graph may store it into the input's own array)
                 copy = f"if ___o{k}._data is not ___i{i}._data:\n        {copy}"
             lines += [f"    {copy}", f"    ___i{i}._vc[0] += 1", "    ___mutations[0] += 1"]
     lines += [f"    ___s{k} = {read_through(entry.guards.source(src), shared)}"
@@ -216,16 +217,20 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
 
 
 def _inplace_pairs(entry, compiled) -> list:
-    """The write-backs `(input, output)` that compiled graph `compiled` stores into the
-    input's own array (`codegen.inplace`: exact kernels only), skipping outputs the result or
-    a side effect also returns (they must stay apart from the input)."""
+    """The write-backs `(input, output)` that compiled graph `compiled` (or AOT graph) may
+    store into the input's own array (`codegen.inplace`: exact kernels only), skipping
+    outputs the result or a side effect also returns (they must stay apart from the input)."""
     alias = getattr(compiled, "alias_inputs", None)
-    if alias is None:
+    if alias is None and not hasattr(compiled, "inplace"):
         return []
     refs: set = set()
     _graph_refs((entry.template, entry.effects), refs)
+    pairs = [(i, k) for i, k, _ in entry.writebacks if k not in refs]
+    if alias is None:  # an AOT graph: its forwards, compiled per grad pattern, store them
+        compiled.inplace = pairs  # where exact (`AOTGraph._alias`); the hit checks
+        return pairs
     try:
-        return alias([(i, k) for i, k, _ in entry.writebacks if k not in refs])
+        return alias(pairs)
     except Exception as e:  # noqa: BLE001 - a bug there must not cost the entry: copy
         from . import logs
 
