@@ -4,7 +4,8 @@
 miss. `build_hit(cf, entry)` generates an entry's hit function: its guard terms, then, on the
 fast path (a whole-call graph without dynamic shapes whose result template and side effects
 are plain Python, run by its compiled graph or by the AOT autograd bridge), fetching the
-inputs, calling the graph, wrapping its outputs, writing mutated inputs back (without grad),
+inputs, calling the graph, wrapping its outputs, writing mutated inputs back (without grad;
+no copy where the graph stored the new value into the input's array: `codegen.inplace`),
 replaying Python side effects (`sideeffects.apply`'s order) and building the result, all in
 one flat frame; otherwise a signal (`GENERAL`: run the entry with `CompiledFunction.run`;
 `MISS`: the guards failed; `EAGER`: the graph failed at run time). `benchmarks/bench_hits.py`

@@ -6,7 +6,11 @@ as an input are recorded as their functional op; the input's tracker is rebound 
 own array after the graph ran (`apply`: a copy into the array, so every eager view of it sees the
 change), bumping its version counter, before any eager code after the graph (a break's
 continuation, the caller) runs. Later templates of the tracker are the input itself, so the
-function returns the caller's tensor, as eager.
+function returns the caller's tensor, as eager. Where exact, the compiled graph stores the
+final value into the input's array itself (`codegen/inplace.py`, set up by `hits._fast_body`
+and `aot.AOTGraph._alias`: an optimizer step or a BatchNorm statistic costs no copy): the
+output is then the input's array, the copy is skipped (`out is input`) and the version and
+mutation count still go up once.
 
 With grad mode on, the result may require grad (`k_cache[:, :, pos] = k` with `k` from a
 Linear, the cache a buffer that does not): after the write-back the input ends as eager leaves

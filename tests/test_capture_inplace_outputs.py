@@ -54,6 +54,20 @@ def test_pointwise_output_is_written_into_the_input():
     np.testing.assert_array_equal(a, want)
 
 
+def test_a_kernel_split_across_threads_writes_in_place():
+    from codegen import threads
+
+    n = threads.MIN_PARALLEL // 512 + 8   # (rows: the kernel is split over them)
+    g = _graph((n, 512), lambda g, x, y: [call(g, "sub", x, call(g, "mul", y, 0.5))], 2)
+    cg = codegen.compile_graph(g)
+    assert cg.alias_inputs([(0, 0)]) == [(0, 0)]
+    x, y = _arrays((n, 512), 2)
+    a = x.copy()
+    (out,) = cg(a, y)
+    assert out is a
+    np.testing.assert_array_equal(a, x - y * np.float32(0.5))
+
+
 def test_a_later_kernel_reading_the_old_value_keeps_the_copy():
     g = _graph((64, 32), lambda g, x: [call(g, "add", x, 1.0), call(g, "sum", x, dim=1)])
     cg = codegen.compile_graph(g)
