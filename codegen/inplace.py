@@ -16,7 +16,8 @@ itself, so the copy (and the fresh output buffer) disappears, when that is exact
   no later step can raise (a library call: the caller reruns the frame eagerly on a failure,
   which must not see a half-applied update), and no other pair writes the same output.
 
-At run time the kernel writes in place only when the input's array is a writeable, aligned,
+The in-place kernels compile on a background thread (the steps run as compiled meanwhile). At
+run time a kernel writes in place only when the input's array is a writeable, aligned,
 C-contiguous numpy array; otherwise it runs as compiled (a fresh output): the caller copies
 when the output is not the input's array (`out is not input`), so both cases are exact. The
 caller keeps the write-back's other effects (version counter, mutation count). Disjointness
@@ -27,11 +28,14 @@ only numpy and the other codegen modules.
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import numpy as np
 
 from . import jit, threads
 from .kernel import Kernel, Phase, Stmt
+
+_log = logging.getLogger("wick")
 
 
 def alias_inputs(cg, pairs) -> list:
@@ -56,15 +60,64 @@ def alias_inputs(cg, pairs) -> list:
     if not by_step:
         return taken
     variants = {s: _variant(cg.steps[s], m, cg.graph.placeholders) for s, m in by_step.items()}
-    fns = jit.compile_batch([_job(v) for v in variants.values()])
-    for (s, v), fn in zip(variants.items(), fns):
-        if isinstance(fn, Exception):   # not compiled: that step keeps its copy
-            taken[:] = [(i, k) for i, k in taken if outputs[k] not in
-                        {cg.steps[s].outputs[j].node for j in by_step[s]}]
-            continue
-        _attach(v, fn)
-        cg._runners[s] = _runner(cg, s, v, by_step[s])
+    pending = cg.inplace_pending = _compile_later([_job(v) for v in variants.values()])
+    for n, (s, v) in enumerate(variants.items()):
+        cg._runners[s] = _later(cg, s, v, by_step[s], pending, n)
     return taken
+
+
+def wait(cg) -> None:
+    """Block until `cg`'s in-place kernels are compiled (tests; calls never wait)."""
+    p = getattr(cg, "inplace_pending", None)
+    if p is not None:
+        p._done.wait()
+
+
+def _compile_later(jobs) -> jit.Pending:
+    """`jit.compile_batch(jobs)` on a thread of its own (one LLVM module for all variants);
+    with `WICK_COMPILE_THREADS=1`, before this returns. Until it is done the steps run as
+    compiled (a fresh output, copied back by the caller): the first call waits for nothing."""
+    import threading
+
+    from . import emit
+
+    pending = jit.Pending()
+
+    def work():
+        try:
+            pending.result = jit.compile_batch(jobs)
+        except BaseException as e:  # noqa: BLE001 (every step keeps its copy)
+            pending.result = e
+        finally:
+            pending._done.set()
+
+    if emit.threads_wanted() <= 1:
+        work()
+    else:
+        threading.Thread(target=work, name="wick-jit-inplace").start()
+    return pending
+
+
+def _later(cg, step: int, v: Kernel, alias: dict, pending, n: int):
+    """Step `step`'s runner while variant `v` (job `n` of `pending`) compiles: the compiled
+    runner; once compiled, the in-place runner replaces this one."""
+    fallback = cg._runners[step]
+
+    def run(env):
+        if pending.done():
+            fns = pending.result
+            fn = fns if isinstance(fns, BaseException) else fns[n]
+            if isinstance(fn, BaseException):   # not compiled: the step keeps its copy
+                _log.info("codegen: in-place variant of %s not compiled: %s: %s", v.name,
+                          type(fn).__name__, fn)
+                cg._runners[step] = fallback
+            else:
+                _attach(v, fn)
+                cg._runners[step] = _runner(cg, step, v, alias, fallback)
+            return cg._runners[step](env)
+        return fallback(env)
+
+    return run
 
 
 def _safe(cg, i: int, o, count: int) -> int | None:
@@ -160,13 +213,13 @@ def _attach(kernel, fn) -> None:
     attach(kernel, fn)
 
 
-def _runner(cg, step: int, v: Kernel, alias: dict):
-    """The step's runner: `v` with each aliased output stored into its input's array, or the
-    step's compiled runner when an input's array cannot take the write in place."""
+def _runner(cg, step: int, v: Kernel, alias: dict, fallback):
+    """The step's runner: `v` with each aliased output stored into its input's array, or
+    `fallback` (the step's compiled runner) when an input's array cannot take the write in
+    place."""
     from .compiled import _DATA_OFFSET
 
     slot = cg._slot
-    fallback = cg._runners[step]
     free = cg._frees[step]
     ins = tuple(slot[b.node] for b in v.inputs)
     ph_slot = {j: slot[cg.graph.placeholders[i]] for j, i in alias.items()}

@@ -22,10 +22,18 @@ import codegen
 import eager as torch
 import eager.nn.functional as F
 import ir
+from codegen import inplace
 from eager import nn
 
 RNG = np.random.default_rng(7)
 F32 = ir.dtypes.float32
+
+
+@pytest.fixture(autouse=True)
+def _sync_compile(monkeypatch):
+    """In-place kernels compiled before the first call (they compile in the background
+    otherwise, and a short test would only see the copying path)."""
+    monkeypatch.setenv("WICK_COMPILE_THREADS", "1")
 
 
 def _graph(shape, build, n_in=1):
@@ -46,12 +54,29 @@ def test_pointwise_output_is_written_into_the_input():
     g = _graph((64, 48), lambda g, x, y: [call(g, "add", call(g, "mul", x, 2.0), y)], 2)
     cg = codegen.compile_graph(g)
     assert cg.alias_inputs([(0, 0)]) == [(0, 0)]
+    inplace.wait(cg)
     x, y = _arrays((64, 48), 2)
     want = x * np.float32(2.0) + y
     a = x.copy()
     (out,) = cg(a, y)
     assert out is a
     np.testing.assert_array_equal(a, want)
+
+
+def test_in_place_kernels_compiled_in_the_background(monkeypatch):
+    monkeypatch.setenv("WICK_COMPILE_THREADS", "2")
+    g = _graph((40, 24), lambda g, x, y: [call(g, "sub", x, call(g, "mul", y, 0.25))], 2)
+    cg = codegen.compile_graph(g)
+    assert cg.alias_inputs([(0, 0)]) == [(0, 0)]
+    x, y = _arrays((40, 24), 2)
+    a = x.copy()
+    (out,) = cg(a, y)   # (in place or not: the caller copies when out is not a)
+    np.testing.assert_array_equal(out, x - y * np.float32(0.25))
+    inplace.wait(cg)
+    b = x.copy()
+    (out,) = cg(b, y)
+    assert out is b
+    np.testing.assert_array_equal(b, x - y * np.float32(0.25))
 
 
 def test_a_kernel_split_across_threads_writes_in_place():
@@ -61,6 +86,7 @@ def test_a_kernel_split_across_threads_writes_in_place():
     g = _graph((n, 512), lambda g, x, y: [call(g, "sub", x, call(g, "mul", y, 0.5))], 2)
     cg = codegen.compile_graph(g)
     assert cg.alias_inputs([(0, 0)]) == [(0, 0)]
+    inplace.wait(cg)
     x, y = _arrays((n, 512), 2)
     a = x.copy()
     (out,) = cg(a, y)
@@ -117,6 +143,7 @@ def test_a_non_contiguous_input_array_runs_with_a_fresh_output():
     g = _graph((16, 8), lambda g, x: [call(g, "mul", x, 3.0)])
     cg = codegen.compile_graph(g)
     assert cg.alias_inputs([(0, 0)]) == [(0, 0)]
+    inplace.wait(cg)
     base = RNG.standard_normal((16, 16)).astype(np.float32)
     view = base[:, ::2]
     (out,) = cg(view)
@@ -415,3 +442,37 @@ def test_an_output_the_result_also_returns_is_not_aliased():
 
     assert _inplace_pairs(Entry, Graph()) == [(2, 3)]
     assert asked == [(2, 3)]
+
+
+class _SavedBuffer(nn.Module):
+    """A buffer the backward needs (w's gradient is x * b), updated under no_grad."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4, 4))
+        self.register_buffer("b", torch.full((4, 4), 2.0))
+
+    def forward(self, x):
+        y = (x * self.w * self.b).sum()
+        with torch.no_grad():
+            self.b.mul_(0.5)
+        return y
+
+
+def test_an_input_the_backward_saves_is_not_written_in_place():
+    outcomes = []
+    for compiled in (False, True):
+        m = _SavedBuffer()
+        f = capture.compile(m) if compiled else m
+        got = []
+        for _ in range(3):
+            y = f(torch.ones(4, 4))
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                y.backward()
+            got.append((float(y), m.b.numpy().copy()))
+        outcomes.append(got)
+        if compiled:
+            assert _inplace_taken(f) == 0
+    for (ye, be), (yc, bc) in zip(*outcomes):
+        assert ye == yc
+        np.testing.assert_array_equal(be, bc)
