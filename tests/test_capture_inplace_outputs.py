@@ -135,7 +135,7 @@ def test_a_returned_input_keeps_the_copy():
     cg = codegen.compile_graph(_graph((8, 8), lambda g, x: [call(g, "mul", x, 3.0), x]))
     assert cg.alias_inputs([(0, 0)]) == []
     (x,) = _arrays((8, 8), 1)
-    new, old = cg(x.copy())
+    _, old = cg(x.copy())
     np.testing.assert_array_equal(old, x)
 
 
@@ -187,6 +187,28 @@ def _inplace_taken(compiled) -> int:
                if e.runner is not None for g in _graphs(e.runner))
 
 
+def _step_fn(opt):
+    def step():
+        opt.step()
+
+    return step
+
+
+def _train_fn(m, opt):
+    def train(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return train
+
+
+def _loss_fn(m):
+    return lambda x: m(x).square().mean()
+
+
 def _state(opt):
     return [(k, v.numpy().copy() if isinstance(v, torch.Tensor) else v)
             for s in opt.state.values() for k, v in s.items()]
@@ -200,9 +222,7 @@ def test_optimizer_steps_equal_eager_bit_for_bit(kind):
         opt = OPTIMIZERS[kind](m.parameters())
         arrays = [p._data for p in m.parameters()]
 
-        def step():
-            opt.step()
-
+        step = _step_fn(opt)
         fn = capture.compile(step) if compiled else step
         for i in range(5):
             for j, p in enumerate(m.parameters()):
@@ -215,7 +235,7 @@ def test_optimizer_steps_equal_eager_bit_for_bit(kind):
             assert runs[1][2] == [v // (2 if kind == "adamw" else 1) for v in runs[0][2]]
         if compiled:
             assert _inplace_taken(fn) > 0
-    (pe, se, ve), (pc, sc, vc) = runs
+    (pe, se, _), (pc, sc, _) = runs
     for a, b in zip(pe, pc):
         np.testing.assert_array_equal(a, b)
     assert [k for k, _ in se] == [k for k, _ in sc]
@@ -223,10 +243,18 @@ def test_optimizer_steps_equal_eager_bit_for_bit(kind):
         np.testing.assert_array_equal(a, b)
 
 
-def _no_inplace(monkeypatch):
-    """Compiled graphs that keep every write-back a copy (the reference for fused forwards,
-    whose sums may round differently from eager's)."""
-    monkeypatch.setattr(codegen.compiled.CompiledGraph, "alias_inputs", lambda self, p: [])
+def _variants(reference: str, monkeypatch):
+    """(compiled?, context) per run: the reference (eager, or compiled graphs that keep
+    every write-back a copy: fused forwards may round sums differently from eager), then
+    compiled with in-place stores."""
+    copy = monkeypatch.context()
+    if reference == "copy":
+        mp = copy.__enter__()
+        mp.setattr(codegen.compiled.CompiledGraph, "alias_inputs", lambda self, p: [])
+    yield reference == "copy"
+    if reference == "copy":
+        copy.__exit__(None, None, None)
+    yield True
 
 
 def _assert_runs_equal(runs, exact: bool):
@@ -244,21 +272,11 @@ def test_train_steps_equal_and_later_grads_are_right(kind, reference, monkeypatc
     xs = [torch.tensor(RNG.standard_normal((8, 12)).astype(np.float32)) for _ in range(4)]
     ys = [torch.tensor(RNG.standard_normal((8, 4)).astype(np.float32)) for _ in range(4)]
     runs = []
-    for compiled in (reference == "copy", True):
-        if reference == "copy" and not runs:
-            _no_inplace(monkeypatch)
-        elif reference == "copy":
-            monkeypatch.undo()
+    for compiled in _variants(reference, monkeypatch):
         m = _mlp()
         opt = OPTIMIZERS[kind](m.parameters())
 
-        def train(x, y):
-            opt.zero_grad()
-            loss = F.mse_loss(m(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        train = _train_fn(m, opt)
         fn = capture.compile(train) if compiled else train
         losses = [fn(x, y).detach().numpy().copy() for x, y in zip(xs, ys)]
         # a backward after the compiled steps sees the updated parameters
@@ -279,17 +297,13 @@ def test_batchnorm_training_with_grad_equals(reference, monkeypatch):
     statistics are stored in place by its forward graph; gradients unchanged."""
     xs = [torch.tensor(RNG.standard_normal((16, 6)).astype(np.float32)) for _ in range(3)]
     runs = []
-    for compiled in (reference == "copy", True):
-        if reference == "copy" and not runs:
-            _no_inplace(monkeypatch)
-        elif reference == "copy":
-            monkeypatch.undo()
+    for compiled in _variants(reference, monkeypatch):
         torch.manual_seed(0)
         m = nn.Sequential(nn.Linear(6, 6), nn.BatchNorm1d(6), nn.Tanh()).train()
         bn = m[1]
         arrays = [bn.running_mean._data, bn.running_var._data]
-        fn = capture.compile(lambda x: m(x).square().mean()) if compiled else \
-            (lambda x: m(x).square().mean())
+        loss_fn = _loss_fn(m)
+        fn = capture.compile(loss_fn) if compiled else loss_fn
         res = []
         for x in xs:
             m.zero_grad()
@@ -308,11 +322,7 @@ def test_batchnorm_training_with_grad_equals(reference, monkeypatch):
 def test_batchnorm_running_stats_equal(reference, monkeypatch):
     xs = [torch.tensor(RNG.standard_normal((16, 6)).astype(np.float32)) for _ in range(4)]
     runs, versions = [], []
-    for compiled in (reference == "copy", True):
-        if reference == "copy" and not runs:
-            _no_inplace(monkeypatch)
-        elif reference == "copy":
-            monkeypatch.undo()
+    for compiled in _variants(reference, monkeypatch):
         torch.manual_seed(0)
         m = nn.Sequential(nn.Linear(6, 6), nn.BatchNorm1d(6)).train()
         bn = m[1]
@@ -436,9 +446,9 @@ def test_an_output_the_result_also_returns_is_not_aliased():
             return list(pairs)
 
     class Entry:
-        writebacks = [(0, 1, False), (2, 3, False), (4, 5, False)]
+        writebacks = ((0, 1, False), (2, 3, False), (4, 5, False))
         template = ("tuple", [("graph", 1), ("input", 0), ("num", int, ("graph", 0))])
-        effects = [("attr", ("source", 0), "cache", ("graph", 5))]
+        effects = (("attr", ("source", 0), "cache", ("graph", 5)),)
 
     assert _inplace_pairs(Entry, Graph()) == [(2, 3)]
     assert asked == [(2, 3)]
