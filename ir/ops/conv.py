@@ -23,6 +23,7 @@ scatter-add). Imports nothing outside `ir`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -31,7 +32,7 @@ import numpy as np
 from .. import dtypes as D
 from .elementwise import FLOATS
 from .indexing import arr, declare
-from .workspace import scratch
+from .workspace import keep, kept, scratch
 
 _ATTRS = "stride, padding, dilation, groups"
 
@@ -95,13 +96,14 @@ def _chunks(n: int, per_sample: int):
     return [(lo, min(lo + size, n)) for lo in range(0, n, size)]
 
 
-def _cols(xp, x, pads, kernel, stride, dilation, out, groups):
+def _cols(xp, x, pads, kernel, stride, dilation, out, groups, fresh=False):
     """im2col of x (N, C, *spatial) padded by `pads`: a contiguous (N * L, G, K) matrix
     (K = prod(kernel) * C/G), each group's columns ordered (kernel offset, channel). One
-    channels-last copy and one strided copy whose inner runs are kernel width * C/G long."""
+    channels-last copy and one strided copy whose inner runs are kernel width * C/G long.
+    Scratch memory unless `fresh` (columns kept for the weight gradient)."""
     xh = _channels_last(xp, x, pads)
     view = _window_view(xp, xh, kernel, stride, dilation, out, groups)
-    cols = scratch(xp, "cols", view.shape, x.dtype)
+    cols = xp.empty(view.shape, x.dtype) if fresh else scratch(xp, "cols", view.shape, x.dtype)
     cols[...] = view
     return cols.reshape(x.shape[0] * math.prod(out), groups, -1)
 
@@ -120,16 +122,27 @@ def _rows_last(xp, g, groups):
     return rows.reshape(-1, groups, o // groups)
 
 
-def _conv_cl(xp, x, pads, w, stride, dilation, out, groups):
+def _keep_key(layout, pads, kernel, stride, dilation, out, groups) -> tuple:
+    """What names a forward's columns of an input for `workspace.keep` / `kept`."""
+    return ("conv cols", layout, tuple(pads), tuple(kernel), tuple(stride), tuple(dilation),
+            tuple(out), groups)
+
+
+def _conv_cl(xp, x, pads, w, stride, dilation, out, groups, keep_cols=False):
     """The convolution of x (N, C, *spatial) padded by `pads` with w (O, C/G, *kernel), per
     batch chunk: im2col, per group one 2-D BLAS GEMM (rows, K) @ (K, O/G), and the chunk's
-    (G, rows, O/G) result moved into the (N, O, *out) output while in cache."""
+    (G, rows, O/G) result moved into the (N, O, *out) output while in cache. With
+    `keep_cols` and one chunk, the columns are kept for the weight gradient (`keep`)."""
     n, o, og = x.shape[0], w.shape[0], w.shape[0] // groups
     wr = _weight_rows(xp, w, groups)
     length = math.prod(out)
     y = xp.empty((n, o) + tuple(out), xp.result_type(x, w))
-    for lo, hi in _chunks(n, length * wr.shape[2] * groups):
-        cols = _cols(xp, x[lo:hi], pads, w.shape[2:], stride, dilation, out, groups)
+    chunks = _chunks(n, length * wr.shape[2] * groups)
+    keep_cols = keep_cols and xp is np and len(chunks) == 1
+    for lo, hi in chunks:
+        cols = _cols(xp, x[lo:hi], pads, w.shape[2:], stride, dilation, out, groups, keep_cols)
+        if keep_cols:
+            keep(x, _keep_key("cl", pads, w.shape[2:], stride, dilation, out, groups), cols)
         part = scratch(xp, "part", (groups, cols.shape[0], og), y.dtype)
         for i in range(groups):
             xp.matmul(cols[:, i], wr[i].T, out=part[i])
@@ -144,9 +157,10 @@ def _few_channels(kernel, cg, stride, out) -> bool:
     return stride[-1] == 1 and kernel[-1] * cg < out[-1]
 
 
-def _cols_cf(xp, x, padding, kernel, stride, dilation, out, groups):
+def _cols_cf(xp, x, padding, kernel, stride, dilation, out, groups, fresh=False):
     """im2col of x (N, C, *spatial) channels first: a contiguous (G, K, N * L) matrix, K =
-    C/G * prod(kernel) in the weight's own (channel, offset) order; copy runs of out width."""
+    C/G * prod(kernel) in the weight's own (channel, offset) order; copy runs of out width.
+    Scratch memory unless `fresh`."""
     n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
     xpad = scratch(xp, "padded", (n, c) + tuple(s + 2 * p for s, p in zip(spatial, padding)),
                    x.dtype)
@@ -157,7 +171,7 @@ def _cols_cf(xp, x, padding, kernel, stride, dilation, out, groups):
     shape = (groups, cg) + tuple(kernel) + (n,) + tuple(out)
     strides = ((cg * st[1], st[1]) + tuple(s * d for s, d in zip(st[2:], dilation)) + (st[0],)
                + tuple(s * q for s, q in zip(st[2:], stride)))
-    cols = scratch(xp, "cols", shape, x.dtype)
+    cols = xp.empty(shape, x.dtype) if fresh else scratch(xp, "cols", shape, x.dtype)
     cols[...] = xp.lib.stride_tricks.as_strided(xpad, shape, strides)
     return cols.reshape(groups, cg * math.prod(kernel), n * math.prod(out))
 
@@ -169,8 +183,14 @@ def _conv_cf(xp, x, padding, w, stride, dilation, out, groups):
     wr = w.reshape(groups, og, -1)
     length = math.prod(out)
     y = xp.empty((n, o) + tuple(out), xp.result_type(x, w))
-    for lo, hi in _chunks(n, length * wr.shape[2] * groups):
-        cols = _cols_cf(xp, x[lo:hi], padding, w.shape[2:], stride, dilation, out, groups)
+    chunks = _chunks(n, length * wr.shape[2] * groups)
+    fresh = xp is np and len(chunks) == 1
+    for lo, hi in chunks:
+        cols = _cols_cf(xp, x[lo:hi], padding, w.shape[2:], stride, dilation, out, groups,
+                        fresh)
+        if fresh:
+            keep(x, _keep_key("cf", padding, w.shape[2:], stride, dilation, out, groups),
+                 cols)
         part = scratch(xp, "part", (groups, og, cols.shape[2]), y.dtype)
         for i in range(groups):
             xp.matmul(wr[i], cols[i], out=part[i])
@@ -183,7 +203,8 @@ def _conv_impl(xp, x, w, stride, padding, dilation, groups):
     out = _out_sizes(x.shape[2:], w.shape[2:], stride, padding, dilation)
     if _few_channels(w.shape[2:], w.shape[1], stride, out):
         return _conv_cf(xp, x, padding, w, stride, dilation, out, groups)
-    return _conv_cl(xp, x, tuple((p, p) for p in padding), w, stride, dilation, out, groups)
+    return _conv_cl(xp, x, tuple((p, p) for p in padding), w, stride, dilation, out, groups,
+                    keep_cols=True)
 
 
 def _flipped(xp, w, groups):
@@ -258,42 +279,46 @@ def _input_grad_col2im(xp, g, w, input_size, stride, padding, dilation, groups):
     return xp.moveaxis(buf[(slice(None),) + crop], -1, 1).copy()
 
 
+def _rows_first(xp, g, groups):
+    """g (N, O, *out) as a contiguous (G, O/G, N * L) (moved in runs of L)."""
+    n, o = g.shape[:2]
+    rows = scratch(xp, "rows", (o, n, math.prod(g.shape[2:])), g.dtype)
+    rows[...] = g.reshape(n, o, -1).transpose(1, 0, 2)
+    return rows.reshape(groups, o // groups, -1)
+
+
 def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
-    """Per batch chunk: its im2col and channels-last g, one GEMM per group (O/G, rows) @
-    (rows, K) summed over the chunks."""
+    """Per batch chunk: its im2col (the forward's, kept, where the batch is one chunk) and g
+    moved to (G, O/G, rows), one GEMM per group (O/G, rows) @ (rows, K) summed over the
+    chunks."""
     kernel = tuple(weight_size[2:])
     out = _out_sizes(x.shape[2:], kernel, stride, padding, dilation)
     o, cg = weight_size[0], weight_size[1]
     gw = xp.zeros((groups, o // groups, math.prod(kernel) * cg), xp.result_type(x, g))
+    cf = _few_channels(kernel, cg, stride, out)
+    pads = padding if cf else tuple((p, p) for p in padding)
+    chunks = _chunks(x.shape[0], math.prod(out) * gw.shape[2] * groups)
+    whole = None
+    if len(chunks) == 1:
+        whole = kept(x, _keep_key("cf" if cf else "cl", pads, kernel, stride, dilation, out,
+                                  groups))
     part = xp.empty(gw.shape[1:], gw.dtype)
-    if _few_channels(kernel, cg, stride, out):
-        return _weight_grad_cf(xp, x, g, gw, kernel, stride, padding, dilation, out)
-    pads = tuple((p, p) for p in padding)
-    for lo, hi in _chunks(x.shape[0], math.prod(out) * gw.shape[2] * groups):
-        cols = _cols(xp, x[lo:hi], pads, kernel, stride, dilation, out, groups)
-        rows = _rows_last(xp, g[lo:hi], groups)  # (rows, G, O/G)
+    for lo, hi in chunks:
+        if whole is not None:
+            cols = whole
+        elif cf:
+            cols = _cols_cf(xp, x[lo:hi], pads, kernel, stride, dilation, out, groups)
+        else:
+            cols = _cols(xp, x[lo:hi], pads, kernel, stride, dilation, out, groups)
+        rows = _rows_first(xp, g[lo:hi], groups)  # (G, O/G, rows)
         for i in range(groups):
-            xp.matmul(rows[:, i].T, cols[:, i], out=part)
+            # channels-first columns are (G, K, rows), channels-last ones (rows, G, K)
+            xp.matmul(rows[i], cols[i].T if cf else cols[:, i], out=part)
             gw[i] += part
+    if cf:
+        return gw.reshape((o, -1) + kernel)
     gw = gw.reshape((o,) + kernel + (cg,))
     return xp.ascontiguousarray(xp.moveaxis(gw, -1, 1))
-
-
-def _weight_grad_cf(xp, x, g, gw, kernel, stride, padding, dilation, out):
-    """`_weight_grad_impl` on channels-first columns, summed into gw (G, O/G, K): per chunk
-    and group g (O/G, rows) @ cols^T, with g moved to (O, N, L) in runs of L."""
-    groups, og = gw.shape[:2]
-    o, length = groups * og, math.prod(out)
-    part = xp.empty(gw.shape[1:], gw.dtype)
-    for lo, hi in _chunks(x.shape[0], length * gw.shape[2] * groups):
-        cols = _cols_cf(xp, x[lo:hi], padding, kernel, stride, dilation, out, groups)
-        rows = scratch(xp, "rows", (o, hi - lo, length), g.dtype)
-        rows[...] = g[lo:hi].reshape(hi - lo, o, length).transpose(1, 0, 2)
-        rows = rows.reshape(groups, og, -1)
-        for i in range(groups):
-            xp.matmul(rows[i], cols[i].T, out=part)
-            gw[i] += part
-    return gw.reshape((o, -1) + tuple(kernel))
 
 
 def _at(win):
@@ -433,8 +458,8 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
     xh = _channels_last(xp, x, tuple((p, m - s - p) for s, p, m in zip(spatial, padding, size)),
                         size, low)
     views = [xh[_at(win)] for win in _windows(kernel_size, stride, dilation, output_size)]
-    best = views[0].copy()
-    for v in views[1:]:  # the maximum (NaN propagates)
+    best = xp.maximum(views[0], views[1]) if len(views) > 1 else views[0].copy()
+    for v in views[2:]:  # the maximum (NaN propagates)
         xp.maximum(best, v, out=best)
     # the first offset reaching it (ATen's strict >): the count of offsets before the first
     # equal one (masked copies are ~10x slower than these additions)
@@ -446,8 +471,23 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
     if x.dtype.kind == "f" and xp.isnan(best).any():  # ATen's isnan(val): the last NaN
         for i, v in enumerate(views):
             xp.copyto(arg, i, where=xp.isnan(v))
-    best, arg = xp.moveaxis(best, -1, 1), xp.moveaxis(arg, -1, 1)
-    # window offset -> flat displacement in the plane; window start -> flat base index
+    # arg moved channels first while it is bytes; the int64 result made contiguous
+    arg = xp.ascontiguousarray(xp.moveaxis(arg, -1, 1))
+    disp, base, first = _pool_geometry(tuple(spatial), tuple(kernel_size), tuple(stride),
+                                       tuple(padding), tuple(dilation), tuple(output_size))
+    idx = xp.take(xp.asarray(disp), arg)
+    idx += xp.asarray(base)
+    if any(padding):
+        xp.copyto(idx, xp.broadcast_to(xp.asarray(first), idx.shape),
+                  where=xp.moveaxis(best, -1, 1) == low)
+    return idx
+
+
+@functools.lru_cache(maxsize=64)
+def _pool_geometry(spatial, kernel_size, stride, padding, dilation, output_size):
+    """Per window offset its flat displacement in the plane, per window its start's flat
+    index (base) and its first element inside the input (first: ATen's index where nothing
+    beats the padding); numpy int64 arrays, shared (read only)."""
     plane = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
     disp = np.array([sum(o * dl * st for o, dl, st in zip(off, dilation, plane))
                      for off in itertools.product(*map(range, kernel_size))], np.int64)
@@ -457,14 +497,11 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
         shape[d] = o
         start = np.arange(o) * st - p
         base = base + (start * plane[d]).reshape(shape)
-        # the window's first element inside the input (ATen's index when nothing beats low)
         inside = start + np.maximum(-(start // dl), 0) * dl
         first = first + (inside * plane[d]).reshape(shape)
-    idx = xp.take(xp.asarray(disp), arg)
-    idx += xp.asarray(base)
-    if any(padding):
-        xp.copyto(idx, xp.broadcast_to(xp.asarray(first), idx.shape), where=best == low)
-    return idx
+    for a in (disp, base, first):
+        a.flags.writeable = False
+    return disp, base, first
 
 
 def _max_pool_indices_ref(x, kernel_size, stride, padding, dilation, output_size):
@@ -512,68 +549,6 @@ declare(
 )
 
 
-# ---------------------------------------------------------------- reading and writing planes
-
-
-def _plane_positions(xp, index, plane):
-    """index (N, C, *out) of positions in each plane as flat positions in the whole
-    (N, C, plane) array."""
-    n, c = index.shape[:2]
-    return index.reshape(n * c, -1) + xp.arange(0, n * c * plane, plane)[:, None]
-
-
-def _plane_gather_impl(xp, x, index):
-    # one flat take (take_along_axis builds broadcast index arrays: ~4x slower)
-    pos = _plane_positions(xp, index, math.prod(x.shape[2:]))
-    return xp.take(x.reshape(-1), pos).reshape(index.shape)
-
-
-def _plane_scatter_add_impl(xp, g, index, input_size):
-    # numpy >= 1.25's add.at on a 1-D target is ~2x faster than a float64 bincount and adds
-    # in g's dtype
-    out = xp.zeros(math.prod(input_size), g.dtype)
-    xp.add.at(out, _plane_positions(xp, index, math.prod(input_size[2:])).reshape(-1),
-              g.reshape(-1))
-    return out.reshape(input_size)
-
-
-def _plane_ref(x, index):
-    n, c = index.shape[:2]
-    return np.stack([np.stack([x[i, j].reshape(-1)[index[i, j]] for j in range(c)])
-                     for i in range(n)])
-
-
-def _plane_scatter_ref(g, index, input_size):
-    out = np.zeros(input_size, g.dtype)
-    for i, j in itertools.product(range(input_size[0]), range(input_size[1])):
-        np.add.at(out[i, j].reshape(-1), index[i, j].reshape(-1), g[i, j].reshape(-1))
-    return out
-
-
-def _plane_index(rng, shape, plane):
-    return rng.integers(0, plane, size=shape).astype(np.int64)
-
-
-# `_plane_gather(input, index)`: input (N, C, *spatial), index int64 (N, C, *out) of flat
-# positions in each input plane -> (N, C, *out) (max pooling's values)
-declare(
-    "_plane_gather", "indexing", "input, index", 2, data=(0,), method=False, scalar_ok=False,
-    shape=lambda s, i: tuple(i), impl=_plane_gather_impl, ref=_plane_ref,
-    backward=lambda F, g, out, x, index: (F._plane_scatter_add(g, index, tuple(x.shape)), None),
-    sample_inputs=lambda rng, dt: iter([((arr(rng, (2, 3, 4, 5), dt),
-                                          _plane_index(rng, (2, 3, 2, 3), 20)), {})]),
-    test_dtypes=FLOATS,
-)
-
-# `_plane_scatter_add(grad, index, input_size)`: the adjoint of `_plane_gather` (repeated
-# positions add up)
-declare(
-    "_plane_scatter_add", "indexing", "grad, index, input_size", 2, data=(0,), method=False,
-    scalar_ok=False, shape=lambda s, i, input_size: tuple(input_size),
-    impl=_plane_scatter_add_impl, ref=_plane_scatter_ref,
-    backward=lambda F, h, out, g, index, input_size: (F._plane_gather(h, index), None),
-    sample_inputs=lambda rng, dt: iter([((arr(rng, (2, 3, 2, 3), dt),
-                                          _plane_index(rng, (2, 3, 2, 3), 4)),
-                                         {"input_size": (2, 3, 2, 2)})]),
-    test_dtypes=FLOATS,
-)
+# the planes' gather and scatter-add (max pooling's values and their gradient), registered
+# after the pooling search as before
+from . import planes  # noqa: F401

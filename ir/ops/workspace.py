@@ -15,8 +15,15 @@ free of a mapped block, then trims the heap top again). `tune_malloc`, run once 
 glibc, fixes the policy as allocators for array libraries do: blocks below 32 MiB come from
 the heap and up to 256 MiB of freed heap stays mapped (the CNN step: 830-2430 faults and up
 to 3 ms of kernel time per step -> none). Opt out with WICK_MALLOC_TUNE=0; a policy set by
-the user (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) is kept. Imports
-nothing of ours.
+the user (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, GLIBC_TUNABLES) is kept.
+
+`keep` / `kept`: a forward kernel's derived array (the convolution's im2col columns) kept
+beside the input it was derived from, so that the backward kernel reading the same input (the
+weight gradient) reuses it instead of deriving it again, as frameworks save the columns for
+backward. An entry lives while its input array does (a weak reference), at most `_KEEP`
+entries and `_KEEP_BYTES` in all per thread, and is taken only for the very same array object
+whose contents still match a sample taken when it was kept (a guard against writes through
+numpy that bypass autograd's version counters). Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import math
 import os
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -51,6 +59,44 @@ def scratch(xp, tag: str, shape: tuple, dtype) -> np.ndarray:
         buf = bufs[tag] = np.empty(max(nbytes, 1) + 64, np.uint8)
     start = -buf.ctypes.data % 64
     return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
+_KEEP = 8                # kept derived arrays per thread
+_KEEP_BYTES = 64 << 20   # their bytes in all
+_PROBES = 64             # elements of the input compared before a kept array is taken
+
+
+def _probe(x):
+    flat = x.reshape(-1)
+    return flat[::max(1, flat.size // _PROBES)].copy()
+
+
+def keep(x, key, value) -> None:
+    """Keep `value` (an array derived from the C-contiguous numpy array `x` by the computation
+    named by the hashable `key`) for `kept`; nothing for other arrays or too large values."""
+    if type(x) is not np.ndarray or not x.flags.c_contiguous or x.size == 0 or \
+            value.nbytes > _KEEP_BYTES // 2:
+        return
+    entries = getattr(_local, "kept", None)
+    if entries is None:
+        entries = _local.kept = {}
+    for k in [k for k, e in entries.items() if e[0]() is None]:
+        del entries[k]
+    while entries and (len(entries) >= _KEEP or value.nbytes + sum(
+            e[3].nbytes for e in entries.values()) > _KEEP_BYTES):
+        del entries[next(iter(entries))]  # the oldest
+    entries[(id(x), key)] = (weakref.ref(x), x.shape, _probe(x), value)
+
+
+def kept(x, key):
+    """The array `keep` kept for this very `x` and `key`, or None."""
+    entries = getattr(_local, "kept", None)
+    if not entries:
+        return None
+    e = entries.get((id(x), key))
+    if e is None or e[0]() is not x or x.shape != e[1] or not np.array_equal(_probe(x), e[2]):
+        return None
+    return e[3]
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
