@@ -134,10 +134,15 @@ declare(
 
 
 def _stats_decomp(F, x, correction=1):
-    dims = _dims(x)
+    # the nodes of `_bn_decomp`'s statistics, the same calls on the same values (mean, x -
+    # mean, its square's mean), so that common-subexpression elimination after decomposition
+    # computes a training batch norm's statistics once for both; then the correction's scale
+    dims, count = _dims(x), _count(x)
     mean = F.mean(x, dims, True)
     centered = F.sub(x, mean)
-    var = F.div(F.sum(F.mul(centered, centered), dims, True), max(_count(x) - correction, 0))
+    biased = F.mean(F.mul(centered, centered), dims, True)
+    var = F.mul(biased, count / (count - correction)) if count > correction else \
+        F.div(F.mul(biased, count), 0)  # (0 / 0: NaN, c / 0: inf, as the sum's division)
     return F.cat((F.reshape(mean, (1, x.shape[1])), F.reshape(var, (1, x.shape[1]))), 0)
 
 
