@@ -449,6 +449,27 @@ declare(
 # ---------------------------------------------------------------- max pooling's window search
 
 
+def _first_max(xp, views, dt):
+    """The maximum of same-shape `views` (NaN propagates) and the first view reaching it
+    (ATen's strict >), as a tournament: two halves' winners, the second taking over only
+    where its value is strictly greater (so ties stay with the earlier offset): per pair one
+    maximum, one comparison and one arithmetic select (counting the offsets before the first
+    equal one took four operations per view)."""
+    if len(views) == 1:
+        return views[0].copy(), xp.zeros(views[0].shape, dt)
+    if len(views) == 2:
+        a, b = views
+        return xp.maximum(a, b), (b > a).astype(dt)
+    half = len(views) // 2
+    va, aa = _first_max(xp, views[:half], dt)
+    vb, ab = _first_max(xp, views[half:], dt)
+    later = vb > va
+    ab += dt(half)
+    xp.maximum(va, vb, out=va)
+    aa += later * (ab - aa)  # the select as arithmetic (wrapping in uint8): masked copies
+    return va, aa            # and `where` branch per element, ~10x slower
+
+
 def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output_size):
     spatial = x.shape[2:]
     low = -xp.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -458,16 +479,7 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
     xh = _channels_last(xp, x, tuple((p, m - s - p) for s, p, m in zip(spatial, padding, size)),
                         size, low)
     views = [xh[_at(win)] for win in _windows(kernel_size, stride, dilation, output_size)]
-    best = xp.maximum(views[0], views[1]) if len(views) > 1 else views[0].copy()
-    for v in views[2:]:  # the maximum (NaN propagates)
-        xp.maximum(best, v, out=best)
-    # the first offset reaching it (ATen's strict >): the count of offsets before the first
-    # equal one (masked copies are ~10x slower than these additions)
-    arg = xp.zeros(best.shape, xp.uint8 if len(views) < 256 else xp.int64)
-    found = views[0] == best
-    for v in views[1:]:
-        arg += ~found
-        found |= v == best
+    best, arg = _first_max(xp, views, xp.uint8 if len(views) < 256 else xp.int64)
     if x.dtype.kind == "f" and xp.isnan(best).any():  # ATen's isnan(val): the last NaN
         for i, v in enumerate(views):
             xp.copyto(arg, i, where=xp.isnan(v))
