@@ -42,6 +42,25 @@ def _out_sizes(spatial, kernel, stride, padding, dilation) -> tuple:
                  for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
 
 
+def _last(a):
+    """a (N, C, *rest) viewed as (N, *rest, C) (`moveaxis(a, 1, -1)` without its argument
+    checks, ~3 us a call)."""
+    return a.transpose((0,) + tuple(range(2, a.ndim)) + (1,))
+
+
+def _first(a):
+    """a (N, *rest, C) viewed as (N, C, *rest): the inverse of `_last`."""
+    return a.transpose((0, a.ndim - 1) + tuple(range(1, a.ndim - 1)))
+
+
+def _strided(xp, a, shape, strides):
+    """A view of the contiguous `a` with `shape` and byte `strides` (numpy: the ndarray
+    constructor, ~0.3 us against as_strided's ~2 us)."""
+    if xp is np:
+        return np.ndarray(shape, a.dtype, a, 0, strides)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
 def _windows(kernel, stride, dilation, out):
     """For each kernel offset, its slices of the padded spatial dims (one strided window)."""
     for off in itertools.product(*map(range, kernel)):
@@ -68,7 +87,7 @@ def _channels_last(xp, x, pads, size=None, fill=0):
     out = scratch(xp, "padded", (n,) + tuple(size) + (c,), x.dtype)  # a temporary
     if not inner:
         out.fill(fill)
-    out[(slice(None),) + tuple(dst)] = xp.moveaxis(x[(slice(None),) * 2 + tuple(src)], 1, -1)
+    out[(slice(None),) + tuple(dst)] = _last(x[(slice(None),) * 2 + tuple(src)])
     return out
 
 
@@ -80,7 +99,7 @@ def _window_view(xp, xh, kernel, stride, dilation, out, groups=1):
     shape = (xh.shape[0],) + tuple(out) + (groups,) + tuple(kernel) + (cg,)
     strides = ((st[0],) + tuple(s * q for s, q in zip(st[1:-1], stride)) + (cg * item,)
                + tuple(s * d for s, d in zip(st[1:-1], dilation)) + (item,))
-    return xp.lib.stride_tricks.as_strided(xh, shape, strides)
+    return _strided(xp, xh, shape, strides)
 
 
 # im2col elements per batch chunk (4 MiB of float32): a chunk's columns are still in cache
@@ -110,7 +129,7 @@ def _cols(xp, x, pads, kernel, stride, dilation, out, groups, fresh=False):
 
 def _weight_rows(xp, w, groups):
     """w (O, C/G, *kernel) as (G, O/G, prod(kernel) * C/G), columns in `_cols`' order."""
-    return xp.moveaxis(w, 1, -1).reshape(groups, w.shape[0] // groups, -1)
+    return _last(w).reshape(groups, w.shape[0] // groups, -1)
 
 
 def _rows_last(xp, g, groups):
@@ -118,7 +137,7 @@ def _rows_last(xp, g, groups):
     sample; also gives a broadcast g, as the gradient of a sum, the real strides BLAS needs)."""
     n, o = g.shape[:2]
     rows = scratch(xp, "rows", (n, math.prod(g.shape[2:]), o), g.dtype)
-    rows[...] = xp.moveaxis(g.reshape(n, o, -1), 1, -1)
+    rows[...] = _last(g.reshape(n, o, -1))
     return rows.reshape(-1, groups, o // groups)
 
 
@@ -172,7 +191,7 @@ def _cols_cf(xp, x, padding, kernel, stride, dilation, out, groups, fresh=False)
     strides = ((cg * st[1], st[1]) + tuple(s * d for s, d in zip(st[2:], dilation)) + (st[0],)
                + tuple(s * q for s, q in zip(st[2:], stride)))
     cols = xp.empty(shape, x.dtype) if fresh else scratch(xp, "cols", shape, x.dtype)
-    cols[...] = xp.lib.stride_tricks.as_strided(xpad, shape, strides)
+    cols[...] = _strided(xp, xpad, shape, strides)
     return cols.reshape(groups, cg * math.prod(kernel), n * math.prod(out))
 
 
@@ -276,7 +295,7 @@ def _input_grad_col2im(xp, g, w, input_size, stride, padding, dilation, groups):
                 part.reshape((n,) + tuple(out) + (cg,))
     crop = tuple(slice(p, p + s) for s, p in zip(spatial, padding))
     # a copy even where the move is a view (one channel, no padding): buf is scratch
-    return xp.moveaxis(buf[(slice(None),) + crop], -1, 1).copy()
+    return _first(buf[(slice(None),) + crop]).copy()
 
 
 def _rows_first(xp, g, groups):
@@ -318,7 +337,7 @@ def _weight_grad_impl(xp, x, g, weight_size, stride, padding, dilation, groups):
     if cf:
         return gw.reshape((o, -1) + kernel)
     gw = gw.reshape((o,) + kernel + (cg,))
-    return xp.ascontiguousarray(xp.moveaxis(gw, -1, 1))
+    return xp.ascontiguousarray(_first(gw))
 
 
 def _at(win):
@@ -484,14 +503,14 @@ def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output
         for i, v in enumerate(views):
             xp.copyto(arg, i, where=xp.isnan(v))
     # arg moved channels first while it is bytes; the int64 result made contiguous
-    arg = xp.ascontiguousarray(xp.moveaxis(arg, -1, 1))
+    arg = xp.ascontiguousarray(_first(arg))
     disp, base, first = _pool_geometry(tuple(spatial), tuple(kernel_size), tuple(stride),
                                        tuple(padding), tuple(dilation), tuple(output_size))
     idx = xp.take(xp.asarray(disp), arg)
     idx += xp.asarray(base)
     if any(padding):
         xp.copyto(idx, xp.broadcast_to(xp.asarray(first), idx.shape),
-                  where=xp.moveaxis(best, -1, 1) == low)
+                  where=_first(best) == low)
     return idx
 
 
