@@ -8,17 +8,19 @@ each sample; a batch-last layout costs a strided pass over the whole batch), so 
 are one strided view (N, *out, G, *kernel, C/G) and im2col is one copy into a
 (N * L, G, K) matrix with runs of kernel width * C/G, per batch chunk of about `_CHUNK`
 elements (cache-sized). The forward is one 2-D BLAS GEMM per group and chunk (cols @ W^T), the
-weight gradient g^T @ cols with g channels last, the input gradient at stride 1 the
-convolution of the padded g with the flipped weight (no col2im), or, strided or with few
-input channels, per-offset GEMMs added into strided windows of a channels-last buffer. Where
-kernel width * C/G is shorter than the output width (a 1-channel first layer), the columns
-are channels first instead ((G, K, N * L), runs of output width; `_few_channels`). Dtypes are kept (no
-float64 temporaries); `xp` is numpy or cupy. Semantics: torch.nn.functional.conv1d/2d/3d
+weight gradient g @ cols with g moved to (G, O/G, N * L) (on the forward's columns where the
+batch is one chunk: the forward keeps them beside its input, `workspace.keep`, as frameworks
+save them for backward), the input gradient at stride 1 the convolution of the padded g with
+the flipped weight (no col2im), or, strided or with few input channels, per-offset GEMMs
+added into strided windows of a channels-last buffer. Where kernel width * C/G is shorter
+than the output width (a 1-channel first layer), the columns are channels first instead
+((G, K, N * L), runs of output width; `_few_channels`). Dtypes are kept (no float64
+temporaries); `xp` is numpy or cupy. Semantics: torch.nn.functional.conv1d/2d/3d
 (cross-correlation; symmetric zero padding; argument checks with PyTorch's messages live in
 `eager/nn/conv.py`). Max pooling's window search is `_max_pool_indices` (the flat
-input-plane index of each window's maximum, found by prod(kernel) strided comparisons on the
-channels-last copy; the values are a gather of them, so the gradient is the gather's
-scatter-add). Imports nothing outside `ir`.
+input-plane index of each window's maximum, found by a tournament of strict comparisons of
+strided views of the channels-last copy; the values are a gather of them, `planes.py`, so the
+gradient is the gather's scatter-add). Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
