@@ -385,7 +385,7 @@ def _doc(op: OpDef) -> str:
             "matmul": "Matrix product (numpy.matmul semantics)",
             "composite": "Composite, defined by its decomposition into registry ops",
             }.get(op.kind, f"{op.kind.capitalize()} op")
-    promo = op.promotion if isinstance(op.promotion, str) else "op-specific"
+    promo = op.promotion.doc
     out = " Takes `out=` (PyTorch's resize and cast rules)." if has_out(op) else ""
     return (f"{op.name}({op.sig}) -> Tensor\n\n{kind}; type promotion: {promo}.{out}\n"
             f"Semantics: torch.{op.name}. Raises RuntimeError for shapes that do not fit and "

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from . import dtypes as D
 from .dtypes import DType
+from .promotion import DEFAULT, Rule, as_rule
 from .scalar import UFUNCS, ArrayBuilder, ufunc_of
 
 NUMBER = (bool, int, float, complex)
@@ -159,10 +160,14 @@ class OpDef:
       the first `nin` parameters are tensor operands (a Python number is accepted where
       `scalar_ok`), the rest are attributes.
     - `kind`: "elementwise", "reduction", "view", "matmul", "composite".
-    - `promotion`: "default" | "int_to_float" | "always_bool" | "sum" | "float_only" | "keep" |
-      "attr" (the `dtype` attribute), or a callable `rule(operands, attrs) -> (compute dtype,
-      result dtype)` (operands as (dtype, ndim) pairs or numbers; it may raise for dtypes the op
-      does not support); operands before `promote_from` do not take part.
+    - `promotion`: the dtype rule, an `ir.promotion.Rule`: `rule(operands, attrs) -> (compute
+      dtype, result dtype)` (operands as (dtype, ndim) pairs or numbers; it may raise for dtypes
+      the op does not support): `Kind("default")`, `Data(positions)`, `Fixed(dtype)`, `Promo`...
+      (a kind's name or a bare callable is turned into a rule).
+    - `promote_from`: tensor operands from this position on are cast to the compute dtype
+      before `impl` (default: the rule's `start`, the first operand that takes part).
+    - `shape_numbers`: the shape rule sees Python-number operands as they are (a `dim`
+      operand), not as the shape `()`.
     - `shape(*shapes, **attrs)`: output shape from input shapes (elementwise: broadcasting).
     - `attrs_rule(metas, attrs)`: canonicalises attributes (dims wrapped, -1 sizes inferred).
     - `scalar(b, *xs, **attrs)`: the per-element formula over a scalar builder (`ir/scalar.py`).
@@ -217,7 +222,7 @@ class OpDef:
     kind: str
     sig: str
     nin: int = 1
-    promotion: str = "default"
+    promotion: Rule = DEFAULT
     shape: Callable | None = None
     attrs_rule: Callable | None = None
     scalar: Callable | None = None
@@ -241,12 +246,18 @@ class OpDef:
     domain: tuple = (None, None)
     samples: tuple = ({},)
     test_dtypes: tuple | None = None
-    promote_from: int = 0
+    promote_from: int | None = None
+    shape_numbers: bool = False
     ufunc: str | None = None
     reduce: tuple | None = None
     signature: inspect.Signature = field(init=False, repr=False)
 
     def __post_init__(self):
+        if self.promotion is DEFAULT and self.promote_from:  # an older spelling
+            self.promotion = "default"
+        self.promotion = as_rule(self.promotion, self.promote_from or 0, self.name)
+        if self.promote_from is None:
+            self.promote_from = self.promotion.start
         self.signature = inspect.signature(eval(f"lambda {self.sig}: None"))
         self.params = list(self.signature.parameters)
         self.input_names = self.params[: self.nin]
@@ -328,35 +339,8 @@ class OpDef:
 
     def dtypes(self, inputs: tuple, attrs: dict):
         """(compute dtype, result dtype) for operands given as TensorMeta or Python numbers."""
-        ops = [(m.dtype, m.ndim) if isinstance(m, TensorMeta) else m for m in inputs]
-        p = self.promotion
-        if callable(p):  # the op's own rule: (operands from promote_from, attrs) -> dtypes
-            return p(ops[self.promote_from:], attrs)
-        if p == "attr":  # the result dtype is the `dtype` attribute (cast)
-            return attrs["dtype"], attrs["dtype"]
-        ops = ops[self.promote_from:]
-        base = D.result_type(*ops)
-        if p == "default":
-            return base, base
-        if p == "int_to_float":
-            f = base if base.category >= D.FLOATING else D.get_default_dtype()
-            return f, f
-        if p == "always_bool":
-            return base, D.bool_
-        if p == "keep":
-            return base, base
-        if p == "sum":
-            out = attrs.get("dtype") or (D.int64 if base.category <= D.INTEGER else base)
-            return out, out
-        if p == "float_only":
-            out = attrs.get("dtype") or base
-            if out.category < D.FLOATING:
-                raise RuntimeError(
-                    f"{self.name}(): could not infer output dtype. Input dtype must be either "
-                    f"a floating point or complex dtype. Got: {base.name}"
-                )
-            return out, out
-        raise ValueError(f"unknown promotion kind {p!r}")
+        return self.promotion([(m.dtype, m.ndim) if isinstance(m, TensorMeta) else m
+                               for m in inputs], attrs)
 
     def canonical_attrs(self, inputs: tuple, attrs: dict) -> dict:
         return self.attrs_rule(inputs, dict(attrs)) if self.attrs_rule else attrs
@@ -378,9 +362,10 @@ class OpDef:
             )
         _, out_dtype = self.dtypes(inputs, attrs)
         shapes = [m.shape for m in tensors]
-        if self.shape is not None:
-            shape = self.shape(*[m.shape if isinstance(m, TensorMeta) else () for m in inputs],
-                               **attrs)
+        if self.shape is not None or self.shape_numbers:
+            keep = self.shape_numbers
+            shape = self.shape(*[m.shape if isinstance(m, TensorMeta) else m if keep else ()
+                                 for m in inputs], **attrs)
         else:
             shape = broadcast_shapes(*shapes)
         return TensorMeta(tuple(shape), out_dtype, tensors[0].device)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, is_number, register
+from ..promotion import Rule
 from ..scalar import ArrayBuilder
 
 BOOL, INTEGER, FLOATING, COMPLEX = D.BOOL, D.INTEGER, D.FLOATING, D.COMPLEX
@@ -23,7 +24,7 @@ LN2, LN10 = math.log(2.0), math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-class Promo:
+class Promo(Rule):
     """An `OpDef.promotion` rule: PyTorch's type promotion of the operands, then a check that the
     op has a kernel for the common dtype (else PyTorch's NotImplementedError `"abs" not
     implemented for 'Bool'`, or the op's own error).

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, is_number, register
+from ..promotion import Kind
 from .declare import (  # noqa: F401  (re-exported: the op families import them from here)
     BOOL,
     COMPLEX,
@@ -488,12 +489,13 @@ def _where_attrs(inputs, attrs):
 
 
 register(OpDef(
-    "where", "elementwise", "condition, input, other", 3, attrs_rule=_where_attrs,
+    "where", "elementwise", "condition, input, other", 3, Kind("default", start=1),
+    attrs_rule=_where_attrs,
     scalar=lambda b, c, x, y: b.where(c, x, y), impl=_where_impl,
     backward=lambda F, g, out, c, x, y: (
         None, _grad(x, F.where(c, g, 0.0)), _grad(y, F.where(c, 0.0, g))
     ),
-    ref=np.where, method=False, promote_from=1,
+    ref=np.where, method=False,
 ))
 
 # ---------------------------------------------------------------- clamp

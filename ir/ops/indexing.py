@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, TensorMeta, is_number, normalize_dim, register
+from ..promotion import Data, Fixed
 from .elementwise import FLOATS
 
 INDEX_DTYPES = (D.int64, D.int32, D.int16, D.int8, D.uint8)
@@ -28,8 +29,10 @@ ALL = (D.bool_, D.int64, D.float32, D.float64)
 
 @dataclass
 class IndexedOpDef(OpDef):
-    """An OpDef whose result dtype is that of its `data` operands (positions), or `fixed`; no
-    operand is cast before `impl` (integer indices stay integers). `prebind(args, kwargs)` may
+    """An OpDef whose dtype rule is `Data(data)` (the result type of its `data` operands, by
+    position), or `Fixed(fixed)` (a dtype or `fixed(operands, attrs)`); no operand is cast
+    before `impl` (integer indices stay integers); its shape rule sees Python-number operands
+    (a `dim`) as they are (`shape_numbers`). `prebind(args, kwargs)` may
     rewrite a PyTorch-style call before binding (`scatter(..., value=2.0)`, `bias=None`):
     operands that are None after binding are dropped from the operand tuple."""
 
@@ -38,6 +41,9 @@ class IndexedOpDef(OpDef):
     prebind: Callable | None = None
 
     def __post_init__(self):
+        self.promotion = Fixed(self.fixed) if self.fixed is not None else \
+            Data(self.data, self.variadic and not self.data)
+        self.shape_numbers = True
         super().__post_init__()
         self.promote_from = 1 << 30  # run_kernel casts no operand
 
@@ -49,36 +55,10 @@ class IndexedOpDef(OpDef):
             inputs = tuple(x for x in inputs if x is not None)
         return inputs, attrs
 
-    def meta(self, inputs, attrs):
-        """As `OpDef.meta`, but the shape rule sees Python-number operands (a `dim`) as they are."""
-        tensors = [m for m in inputs if isinstance(m, TensorMeta)]
-        if not tensors:
-            raise TypeError(f"{self.name}(): expected at least one tensor operand")
-        devices = {m.device for m in tensors}
-        if len(devices) > 1:
-            a, b = sorted(devices)
-            raise RuntimeError("Expected all tensors to be on the same device, but found at "
-                               f"least two devices, {a} and {b}!")
-        _, out_dtype = self.dtypes(inputs, attrs)
-        shape = self.shape(*[m.shape if isinstance(m, TensorMeta) else m for m in inputs],
-                           **attrs)
-        return TensorMeta(tuple(shape), out_dtype, tensors[0].device)
-
-    def dtypes(self, inputs, attrs):
-        if self.fixed is not None:
-            out = self.fixed(inputs, attrs) if callable(self.fixed) else self.fixed
-            return out, out
-        ops = [(m.dtype, m.ndim) if isinstance(m, TensorMeta) else m
-               for i, m in enumerate(inputs) if i in self.data or (self.variadic and not
-                                                                    self.data)]
-        ops = ops or [inputs[0].dtype]
-        out = D.result_type(*ops)
-        return out, out
-
 
 def declare(name, kind, sig, nin=1, **kw) -> OpDef:
     """Register an `IndexedOpDef` (promotion by its `data` operands)."""
-    return register(IndexedOpDef(name, kind, sig, nin, "keep", **kw))
+    return register(IndexedOpDef(name, kind, sig, nin, **kw))
 
 
 def meta_of(x):
