@@ -178,6 +178,7 @@ def test_kernel_results_never_share_scratch_memory():
     result may be one of them: a later call would overwrite it (a 1-channel input gradient
     without padding was a view of its padded buffer)."""
     from ir.ops import conv as kernels
+    from ir.ops import pooling
 
     rng = np.random.default_rng(5)
     attrs = {"stride": (1, 1), "padding": (0, 0), "dilation": (1, 1), "groups": 1}
@@ -186,7 +187,7 @@ def test_kernel_results_never_share_scratch_memory():
     results = [kernels._conv_impl(np, x, w, **attrs),
                kernels._input_grad_impl(np, g, w, x.shape, **attrs),
                kernels._weight_grad_impl(np, x, g, w.shape, **attrs),
-               kernels._max_pool_indices_impl(np, x, (2, 2), (1, 1), (1, 1), (1, 1), (6, 6))]
+               pooling._max_pool_indices_impl(np, x, (2, 2), (1, 1), (1, 1), (1, 1), (6, 6))]
     saved = [r.copy() for r in results]
     for r in results:
         assert r.base is None or r.base.nbytes == r.nbytes, "a view of a larger buffer"
@@ -194,7 +195,7 @@ def test_kernel_results_never_share_scratch_memory():
     kernels._conv_impl(np, big, rng.standard_normal((5, 4, 3, 3)), **attrs)
     kernels._input_grad_impl(np, rng.standard_normal((3, 5, 7, 7)),
                              rng.standard_normal((5, 4, 3, 3)), big.shape, **attrs)
-    kernels._max_pool_indices_impl(np, big, (3, 3), (1, 1), (1, 1), (1, 1), (9, 9))
+    pooling._max_pool_indices_impl(np, big, (3, 3), (1, 1), (1, 1), (1, 1), (9, 9))
     for r, s in zip(results, saved):
         np.testing.assert_array_equal(r, s)
 

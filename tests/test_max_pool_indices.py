@@ -1,4 +1,4 @@
-"""Max pooling's window search (`ir/ops/conv.py` `_max_pool_indices`, a tournament of strict
+"""Max pooling's window search (`ir/ops/pooling.py` `_max_pool_indices`, a tournament of strict
 comparisons) against its brute-force reference (`_max_pool_indices_ref`: each window's elements
 in order, ATen's first maximum, the last NaN): ties, NaNs, windows of only -inf, padding,
 dilation, strides, 1-3 spatial dims, integer dtypes, more than 255 window offsets."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ir.ops import conv as kernels
+from ir.ops import pooling as kernels
 
 
 def _geometries(rng, count):

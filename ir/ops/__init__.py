@@ -21,6 +21,8 @@ from . import special  # noqa: F401  (torch.special: scipy.special library calls
 from . import extra_math  # noqa: F401  (issue 16 sweep: copysign, heaviside, gcd, logcumsumexp...)
 from . import rnn  # noqa: F401  (whole-sequence LSTM/GRU/RNN layers with BPTT backward)
 from . import conv  # noqa: F401
+from . import pooling  # noqa: F401  (max pooling's window search, split from conv)
+from . import planes  # noqa: F401  (plane gather/scatter-add: pooling's values and gradient)
 from . import transformer  # noqa: F401  (layer norm and attention weights run whole)
 from . import batch_norm  # noqa: F401  (training batch norm run whole, one backward node)
 from . import grid_sample  # noqa: F401  (grid_sample as one composite: taps as graph values)

@@ -17,21 +17,17 @@ than the output width (a 1-channel first layer), the columns are channels first 
 ((G, K, N * L), runs of output width; `_few_channels`). Dtypes are kept (no float64
 temporaries); `xp` is numpy or cupy. Semantics: torch.nn.functional.conv1d/2d/3d
 (cross-correlation; symmetric zero padding; argument checks with PyTorch's messages live in
-`eager/nn/conv.py`). Max pooling's window search is `_max_pool_indices` (the flat
-input-plane index of each window's maximum, found by a tournament of strict comparisons of
-strided views of the channels-last copy; the values are a gather of them, `planes.py`, so the
-gradient is the gather's scatter-add). Imports nothing outside `ir`.
+`eager/nn/conv.py`). Max pooling's window search is in `pooling.py` (it shares the layout
+helpers here). Imports nothing outside `ir`.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 
 import numpy as np
 
-from .. import dtypes as D
 from .elementwise import FLOATS
 from .indexing import arr, declare
 from .workspace import keep, kept, scratch
@@ -465,123 +461,3 @@ declare(
     impl=_weight_grad_impl, backward=_weight_grad_backward,
     ref=_grad_ref("weight"), sample_inputs=_weight_grad_samples, test_dtypes=FLOATS,
 )
-
-
-# ---------------------------------------------------------------- max pooling's window search
-
-
-def _first_max(xp, views, dt):
-    """The maximum of same-shape `views` (NaN propagates) and the first view reaching it
-    (ATen's strict >), as a tournament: two halves' winners, the second taking over only
-    where its value is strictly greater (so ties stay with the earlier offset): per pair one
-    maximum, one comparison and one arithmetic select (counting the offsets before the first
-    equal one took four operations per view)."""
-    if len(views) == 1:
-        return views[0].copy(), xp.zeros(views[0].shape, dt)
-    if len(views) == 2:
-        a, b = views
-        return xp.maximum(a, b), (b > a).astype(dt)
-    half = len(views) // 2
-    va, aa = _first_max(xp, views[:half], dt)
-    vb, ab = _first_max(xp, views[half:], dt)
-    later = vb > va
-    ab += dt(half)
-    xp.maximum(va, vb, out=va)
-    aa += later * (ab - aa)  # the select as arithmetic (wrapping in uint8): masked copies
-    return va, aa            # and `where` branch per element, ~10x slower
-
-
-def _max_pool_indices_impl(xp, x, kernel_size, stride, padding, dilation, output_size):
-    spatial = x.shape[2:]
-    low = -xp.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    size = tuple(max(s + 2 * p, (o - 1) * st + d * (k - 1) + 1) for s, p, o, st, d, k in zip(
-        spatial, padding, output_size, stride, dilation, kernel_size))
-    # channels last (N, *size, C), as the conv kernels: the comparisons run over C-long rows
-    xh = _channels_last(xp, x, tuple((p, m - s - p) for s, p, m in zip(spatial, padding, size)),
-                        size, low)
-    views = [xh[_at(win)] for win in _windows(kernel_size, stride, dilation, output_size)]
-    best, arg = _first_max(xp, views, xp.uint8 if len(views) < 256 else xp.int64)
-    if x.dtype.kind == "f" and xp.isnan(best).any():  # ATen's isnan(val): the last NaN
-        for i, v in enumerate(views):
-            xp.copyto(arg, i, where=xp.isnan(v))
-    # arg moved channels first while it is bytes; the int64 result made contiguous
-    arg = xp.ascontiguousarray(_first(arg))
-    disp, base, first = _pool_geometry(tuple(spatial), tuple(kernel_size), tuple(stride),
-                                       tuple(padding), tuple(dilation), tuple(output_size))
-    idx = xp.take(xp.asarray(disp), arg)
-    idx += xp.asarray(base)
-    if any(padding):
-        xp.copyto(idx, xp.broadcast_to(xp.asarray(first), idx.shape),
-                  where=_first(best) == low)
-    return idx
-
-
-@functools.lru_cache(maxsize=64)
-def _pool_geometry(spatial, kernel_size, stride, padding, dilation, output_size):
-    """Per window offset its flat displacement in the plane, per window its start's flat
-    index (base) and its first element inside the input (first: ATen's index where nothing
-    beats the padding); numpy int64 arrays, shared (read only)."""
-    plane = [math.prod(spatial[d + 1:]) for d in range(len(spatial))]
-    disp = np.array([sum(o * dl * st for o, dl, st in zip(off, dilation, plane))
-                     for off in itertools.product(*map(range, kernel_size))], np.int64)
-    base = first = np.zeros(output_size, np.int64)
-    for d, (o, st, p, dl) in enumerate(zip(output_size, stride, padding, dilation)):
-        shape = [1] * len(output_size)
-        shape[d] = o
-        start = np.arange(o) * st - p
-        base = base + (start * plane[d]).reshape(shape)
-        inside = start + np.maximum(-(start // dl), 0) * dl
-        first = first + (inside * plane[d]).reshape(shape)
-    for a in (disp, base, first):
-        a.flags.writeable = False
-    return disp, base, first
-
-
-def _max_pool_indices_ref(x, kernel_size, stride, padding, dilation, output_size):
-    """Each window's elements listed by brute force; first maximum, NaN as ATen (last NaN)."""
-    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
-    out = np.zeros((n, c) + tuple(output_size), np.int64)
-    for pos in itertools.product(*map(range, output_size)):
-        best = None
-        for off in itertools.product(*map(range, kernel_size)):
-            q = [o * st - p + k * dl for o, st, p, k, dl in
-                 zip(pos, stride, padding, off, dilation)]
-            if any(v < 0 or v >= s for v, s in zip(q, spatial)):
-                continue
-            val = x[(slice(None), slice(None)) + tuple(q)]
-            flat = int(np.ravel_multi_index(q, spatial))
-            if best is None:
-                best, idx = val.copy(), np.full(val.shape, flat, np.int64)
-                continue
-            better = (val > best) | np.isnan(val)
-            best = np.where(better, val, best)
-            idx = np.where(better, flat, idx)
-        out[(slice(None), slice(None)) + pos] = idx
-    return out
-
-
-def _max_pool_samples(rng, dt):
-    for xs, k, s, p, d, o in [((2, 3, 5, 6), (2, 2), (2, 2), (0, 0), (1, 1), (2, 3)),
-                              ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), (4, 4)),
-                              ((2, 2, 8), (3,), (1,), (1,), (2,), (6,))]:
-        yield (arr(rng, xs, dt),), {"kernel_size": k, "stride": s, "padding": p,
-                                     "dilation": d, "output_size": o}
-
-
-# `_max_pool_indices(input, kernel_size, stride, padding, dilation, output_size)`: input
-# (N, C, *spatial), padding counted as -inf, output_size from eager's pooling geometry (ceil
-# mode included) -> int64 (N, C, *output_size): each window's first maximum as a flat index
-# into its input plane (max_pool's return_indices)
-declare(
-    "_max_pool_indices", "indexing", "input, kernel_size, stride, padding, dilation, "
-    "output_size", method=False, fixed=D.int64,
-    shape=lambda s, kernel_size, stride, padding, dilation, output_size:
-        tuple(s[:2]) + tuple(output_size),
-    impl=_max_pool_indices_impl, ref=_max_pool_indices_ref, sample_inputs=_max_pool_samples,
-    test_dtypes=FLOATS,
-)
-
-
-# the planes' gather and scatter-add (max pooling's values and their gradient), registered
-# after the pooling search as before
-from . import planes  # noqa: F401
