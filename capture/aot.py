@@ -26,6 +26,7 @@ from eager.autograd.nodes import NO_EDGE, edge_of, grad_accumulator
 from eager.tensor import Tensor
 from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
+from ir.passes import cse
 
 
 class _Plan:
@@ -47,6 +48,9 @@ class _Plan:
         bwd_graph, self.saved = build_backward(graph, list(wrt), self.differentiable)
         self.fwd_graph, _ = copy_graph(graph, name=graph.name + "_forward",
                                        extra_outputs=self.saved)
+        # (the forward is only executed: a value computed twice - a training batch norm's
+        # statistics for its output and its running statistics - is computed once)
+        cse(self.fwd_graph, grad_mode=False)
         self.n_out = len(outs)
         self.out_metas = [o.meta["val"] for o in outs]
         # (for `_apply_direct`: what `Function.apply` derives per call)
@@ -74,6 +78,7 @@ class _Plan:
 
     def _add_backward(self, seeded, bwd_graph, saved):
         index = {n: j for j, n in enumerate(self.saved)}
+        cse(bwd_graph, grad_mode=False)
         self.bwds[seeded] = (self.compile_graph(bwd_graph), [index[n] for n in saved])
         return bwd_graph
 

@@ -30,6 +30,7 @@ from ir.execute import apply_arrays, opmath, run_kernel
 from ir.graph import Node, map_arg
 from ir.interpreter import Interpreter
 from ir.opdef import TensorMeta, is_number
+from ir.passes import cse
 
 from . import jit, threads
 from .kernel import Kernel, lower_group
@@ -55,7 +56,10 @@ class CompiledGraph:
     backend = "llvm"
 
     def __init__(self, graph):
-        graph = cat_slice_adjoints(decompose(graph))
+        expanded = decompose(graph)
+        if expanded is not graph:  # a copy: its decompositions may repeat each other (a
+            cse(expanded, grad_mode=False)  # graph run here is not differentiated again)
+        graph = cat_slice_adjoints(expanded)
         self.graph = graph
         self.partition = partition(graph)
         self.kernels: list[Kernel] = []

@@ -74,6 +74,8 @@ def test_cse_respects_grad_mode():
     a.meta["grad_enabled"], b.meta["grad_enabled"] = True, False
     g.output((a, b))
     assert cse(g) == 0
+    # a graph that is only executed (compiled forwards and backwards) merges them
+    assert cse(g, grad_mode=False) == 1 and g.output_node.args[0] == (a, a)
 
 
 def test_constant_folding():

@@ -33,8 +33,10 @@ def freeze(v):
     return ("obj", type(v).__name__, v)
 
 
-def cse(module) -> int:
-    """Merge repeated computations in place; returns how many nodes were removed."""
+def cse(module, grad_mode: bool = True) -> int:
+    """Merge repeated computations in place; returns how many nodes were removed. With
+    `grad_mode` False, nodes recorded under different grad modes merge too (a graph that is
+    only executed, never differentiated again: the values are equal)."""
     graph = graph_of(module)
     seen: dict = {}
     removed = 0
@@ -43,7 +45,8 @@ def cse(module) -> int:
             continue
         try:
             key = (node.op, node.target if node.op == "get_attr" else id(node.target),
-                   freeze(node.args), freeze(node.kwargs), node.meta.get("grad_enabled"))
+                   freeze(node.args), freeze(node.kwargs),
+                   node.meta.get("grad_enabled") if grad_mode else None)
         except _Unhashable:
             continue
         first = seen.get(key)
