@@ -228,3 +228,29 @@ def test_tune_malloc_respects_the_opt_out_and_user_policy(monkeypatch):
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert tune_malloc() is glibc
+
+
+@pytest.mark.parametrize("fill", [0.0, -np.inf])
+def test_padded_scratch_keeps_its_border_across_calls(fill):
+    """`workspace.padded` writes a buffer's border once per geometry: every later call must
+    still see `fill` outside the box even after the caller wrote the inside (and a call with
+    another fill or box must not get that buffer)."""
+    from ir.ops.workspace import padded
+
+    inner = (slice(None), slice(1, 4), slice(2, 5))
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        a = padded(np, (2, 5, 7, 3), np.float32, inner, fill)
+        mask = np.ones(a.shape, bool)
+        mask[inner] = False
+        assert np.all(a[mask] == fill)
+        a[inner] = rng.standard_normal(a[inner].shape)
+    other = padded(np, (2, 5, 7, 3), np.float32, inner, 7.0)
+    assert not np.shares_memory(other, a)
+    mask = np.ones(other.shape, bool)
+    mask[inner] = False
+    assert np.all(other[mask] == 7.0)
+    big = padded(np, (64, 40, 40, 16), np.float64, inner, fill)  # over the per-geometry size
+    mask = np.ones(big.shape, bool)
+    mask[inner] = False
+    assert np.all(big[mask] == fill)

@@ -23,6 +23,7 @@ helpers here). Imports nothing outside `ir`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from .elementwise import FLOATS
 from .indexing import arr, declare
-from .workspace import keep, kept, scratch
+from .workspace import keep, kept, padded, scratch
 
 _ATTRS = "stride, padding, dilation, groups"
 
@@ -66,26 +67,32 @@ def _windows(kernel, stride, dilation, out):
                     for o, d, s, n in zip(off, dilation, stride, out))
 
 
-def _channels_last(xp, x, pads, size=None, fill=0):
-    """x (N, C, *spatial) as a contiguous (N, *padded, C) scratch array (a temporary, valid
-    until the next one: `workspace.scratch`): `pads` per dim (lo, hi)
-    (negative: cropped), `size` the padded extent where windows reach further (pooling's ceil
-    mode), `fill` around. Moving the channels inside each sample is a cheap copy (a batch-last
-    layout costs a strided pass over the whole batch), and it makes a window's row one
-    contiguous run of kernel width * channels."""
-    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+@functools.lru_cache(maxsize=256)
+def _pad_geometry(spatial, pads, size):
+    """For `_channels_last`: the padded extents, the box the input lands in, and the input's
+    slices (None where the whole input is taken)."""
     if size is None:
         size = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, pads))
     dst, src = [], []
-    for s, (lo, hi), m in zip(spatial, pads, size):
+    for s, (lo, hi) in zip(spatial, pads):
         a, b = max(-lo, 0), s - max(-hi, 0)
         dst.append(slice(max(lo, 0), max(lo, 0) + max(b - a, 0)))
         src.append(slice(a, max(b, a)))
-    inner = all(d.start == 0 and d.stop == m for d, m in zip(dst, size))
-    out = scratch(xp, "padded", (n,) + tuple(size) + (c,), x.dtype)  # a temporary
-    if not inner:
-        out.fill(fill)
-    out[(slice(None),) + tuple(dst)] = _last(x[(slice(None),) * 2 + tuple(src)])
+    whole = all(v.start == 0 and v.stop == s for v, s in zip(src, spatial))
+    return size, tuple(dst), None if whole else (slice(None),) * 2 + tuple(src)
+
+
+def _channels_last(xp, x, pads, size=None, fill=0):
+    """x (N, C, *spatial) as a contiguous (N, *padded, C) scratch array (`workspace.padded`:
+    valid until the next one of its geometry; its border written once): `pads` per dim
+    (lo, hi) (negative: cropped), `size` the padded extent where windows reach further
+    (pooling's ceil mode), `fill` around. Moving the channels inside each sample is a cheap
+    copy (a batch-last layout costs a strided pass over the whole batch), and it makes a
+    window's row one contiguous run of kernel width * channels."""
+    size, dst, src = _pad_geometry(x.shape[2:], tuple(pads), size and tuple(size))
+    n, c = x.shape[:2]
+    out = padded(xp, (n,) + size + (c,), x.dtype, (slice(None),) + dst, fill)
+    out[(slice(None),) + dst] = _last(x if src is None else x[src])
     return out
 
 

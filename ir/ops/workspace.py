@@ -61,6 +61,50 @@ def scratch(xp, tag: str, shape: tuple, dtype) -> np.ndarray:
     return buf[start:start + nbytes].view(dtype).reshape(shape)
 
 
+# `padded` arrays up to this size get a buffer of their own per geometry, whose border is
+# written once; at most `_PADDED` of them per thread (the least recently used goes)
+_PADDED_BYTES = 4 << 20
+_PADDED = 16
+
+
+def _fill_outside(a, inner, fill) -> None:
+    """a[...] = fill outside the box `inner` (slices of a's leading dims), face by face."""
+    for d, s in enumerate(inner):
+        pre, (lo, hi, _) = (slice(None),) * d, s.indices(a.shape[d])
+        if lo:
+            a[pre + (slice(0, lo),)] = fill
+        if hi < a.shape[d]:
+            a[pre + (slice(hi, None),)] = fill
+
+
+def padded(xp, shape: tuple, dtype, inner: tuple, fill=0) -> np.ndarray:
+    """An uninitialised C-contiguous array of `shape` and `dtype` whose elements outside the
+    box `inner` (a slice with start and stop per leading dim) hold `fill`: a scratch array for
+    a padded copy whose caller writes the inside only. Small ones (`_PADDED_BYTES`) are one
+    buffer per (shape, dtype, inner, fill) and thread, valid until the next call with the
+    same geometry, whose border is written when the buffer is made, not on every call (a
+    conv's padded batch of 64 10x10x32: the fill was ~10 us of ~50); larger ones are the
+    "padded" `scratch` array with its border written."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if xp is not np or nbytes > _PADDED_BYTES:
+        out = scratch(xp, "padded", shape, dtype)
+        _fill_outside(out, inner, fill)
+        return out
+    bufs = getattr(_local, "padded", None)
+    if bufs is None:
+        bufs = _local.padded = {}
+    key = (shape, dtype.str, tuple((s.start, s.stop) for s in inner), fill)
+    out = bufs.pop(key, None)
+    if out is None:
+        out = np.empty(shape, dtype)
+        _fill_outside(out, inner, fill)
+        while len(bufs) >= _PADDED:
+            del bufs[next(iter(bufs))]  # the least recently used
+    bufs[key] = out
+    return out
+
+
 _KEEP = 8                # kept derived arrays per thread
 _KEEP_BYTES = 64 << 20   # their bytes in all
 _PROBES = 64             # elements of the input compared before a kept array is taken
