@@ -137,6 +137,10 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
         # torch.max(a, b): the elementwise form (the op's decomposition takes it as `dim`)
         return record(tx, REGISTRY[_BINARY_FORMS[op.name]], (inputs[0], attrs["dim"]), {})
     attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
+    if op.name == "repeat_interleave":
+        static = _repeat_interleave_count(tx, inputs, attrs)
+        if static is not None:
+            return static
     result = record(tx, op, inputs, attrs)
     if isinstance(result, tuple):  # a multi-output composite (max with indices, sort...)
         var = TupleVariable(list(result))
@@ -147,6 +151,32 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
 
 
 _BINARY_FORMS = {"max": "maximum", "min": "minimum"}
+
+
+def _repeat_interleave_count(tx, inputs, attrs) -> TensorVariable | None:
+    """`k.repeat_interleave(2, dim=1)` (grouped-query attention): an int count gives a static
+    shape, recorded as unsqueeze, expand and flatten (torch's decomposition of
+    `repeat_interleave.self_int`; sizes stay -1 so dynamic dimensions replay). None: tensor
+    repeats (a data-dependent shape), a negative count or an `output_size` that does not match
+    (the op breaks; eager raises)."""
+    x, r = inputs[0], inputs[1]
+    r = r.value if isinstance(r, ConstantVariable) else r
+    if not isinstance(x, TensorVariable) or type(r) is not int or r < 0:
+        return None
+    dim, ndim = attrs.get("dim"), len(x.meta.shape)
+    if dim is not None and not -max(ndim, 1) <= dim < max(ndim, 1):
+        return None  # eager's IndexError
+    F = OpNamespace(lambda o, i, a: record(tx, o, i, a))
+    if dim is None or ndim == 0:
+        x, dim = F.flatten(x), 0
+    dim %= len(x.meta.shape)
+    n = x.meta.shape[dim]
+    size = attrs.get("output_size")
+    if size is not None and (not isinstance(n, int) or size != n * r):
+        return None
+    out = F.unsqueeze(x, dim + 1)
+    out = F.expand(out, (-1,) * (dim + 1) + (r,) + (-1,) * (len(x.meta.shape) - dim - 1))
+    return F.flatten(out, dim, dim + 1)
 
 
 def _function_of(op):
