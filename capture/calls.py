@@ -79,6 +79,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if vocabulary.is_internal(value):
             decorated = eager_rules.grad_mode_decorated(value)
             if decorated is not None:  # `@no_grad()` def f(...): f inlined in that mode
+                if fn.self_var is not None:  # a decorated method: `self.push(k, v)`
+                    args = [fn.self_var] + args
                 return eager_rules.call_in_grad_mode(tx, *decorated, args, kwargs)
             return call_eager(tx, fn, args, kwargs)
         if getattr(value, "__wick_disable__", False):
