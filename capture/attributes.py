@@ -28,6 +28,7 @@ from .variables import (
     TensorMethodVariable,
     TensorVariable,
     TupleVariable,
+    UnknownVariable,
     UserObjectVariable,
     VariableTracker,
 )
@@ -199,7 +200,28 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         if isinstance(value, types.FunctionType):  # `type(self)._fn(x)`: a class's function
             return FunctionVariable(value, None)
         return ConstantVariable(value)
+    method = _numpy_method(tx, obj, name)
+    if method is not None:
+        return method
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()}")
+
+
+def _numpy_method(tx, obj, name: str):
+    """`np.multiply.outer` read inside an inlined `eager` composition: the C method of a
+    numpy object (a ufunc) that the call folds on constants (`eager_rules.fold_constant_helper`),
+    else None. The object is guarded where it was read (a bound method has no stable identity
+    to guard)."""
+    from .vocabulary import is_internal_frame
+
+    if not isinstance(obj, UnknownVariable) or obj.source is None or \
+            type(obj.value).__module__.split(".")[0] != "numpy" or not is_internal_frame(tx):
+        return None
+    value = getattr(obj.value, name, None)
+    if isinstance(value, types.BuiltinMethodType):
+        from .variables import BuiltinVariable
+
+        return BuiltinVariable(value, None)
+    return None
 
 
 def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
+
 from eager import Tensor, grad_mode
 from ir import OpNamespace
 from ir.dtypes import to_dtype
@@ -19,10 +21,15 @@ from .variables import ConstantVariable, FunctionVariable, TensorVariable, Varia
 
 
 def _constant_data(v):
-    """(True, value) for a tracker of constant data (constants, built tuples/lists of them)."""
+    """(True, value) for a tracker of constant data (constants, built tuples/lists of them,
+    numpy's scalar types and dtypes: `np.ones((), dtype=np.int64)` in `_avg_pool`)."""
     from .pycalls import _const_data, _is_const_data
 
     if isinstance(v, VariableTracker):
+        value = getattr(v, "value", None)
+        if isinstance(value, np.dtype) or isinstance(value, type) and \
+                issubclass(value, np.generic):
+            return True, value
         return (True, _const_data(v)) if _is_const_data(v) else (False, None)
     return True, v
 
@@ -38,6 +45,8 @@ def fold_constant_helper(tx, value, args, kwargs):
     module = vocabulary._module_of(value)
     helper = isinstance(value, types.FunctionType) and module.startswith("eager.nn") and \
         value.__name__.startswith("_") and rule_for(value) is None
+    if not module and isinstance(value, types.BuiltinMethodType):  # `np.multiply.outer`
+        module = type(value.__self__).__module__
     numpy = (module == "numpy" or module.startswith("numpy.")) and \
         not module.startswith("numpy.random")
     if not (helper or numpy or isinstance(value, type) and

@@ -1,0 +1,175 @@
+"""Ordinary model code that capture got wrong or broke on (issue 14's bar, a fourth held-out
+set of programs): each case is a model or training step written as PyTorch code and built by
+`build(lib)` for `lib` = wick's `eager` or the real torch. It runs eagerly and compiled (twice:
+capture, then the cache hit) from the same seed, comparing outputs (values and dtypes) and the
+state it names (parameters, buffers); its graph and break counts from `capture.explain` are
+checked, and when torch is installed torch._dynamo.explain's counts on the same code are too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import capture
+import eager
+
+
+def _rand(lib, *shape, seed=1):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [x for k in sorted(v) for x in _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _flat(item)]
+    return [v.detach() if isinstance(v, eager.Tensor) else v]
+
+
+def _same(a, b):
+    fa, fb = _flat(a), _flat(b)
+    assert len(fa) == len(fb)
+    for x, y in zip(fa, fb):
+        if isinstance(x, eager.Tensor):
+            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
+            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+
+
+# ---------------------------------------------------------------- cases
+
+
+def unet_avg_pool(torch):
+    """A U-Net down path with `F.avg_pool2d` (eager's composition computes its divisor with
+    numpy: `np.ones((), dtype=np.int64)`, `np.multiply.outer`)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Down(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+
+        def forward(self, x):
+            x = F.avg_pool2d(x, 2)
+            return F.silu(self.conv(x)) + F.avg_pool2d(x, 3, 1, 1, count_include_pad=False)[:, :1]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d1, self.d2 = Down(2, 4), Down(4, 4)
+
+        def forward(self, x):
+            h = self.d2(self.d1(x))
+            return F.interpolate(h, scale_factor=4.0, mode="nearest") + x.mean(1, keepdim=True)
+
+    m = Net()
+    return m, (_rand(torch, 2, 2, 8, 8),), list
+
+
+def gqa_repeat_interleave(torch):
+    """Grouped-query attention: keys and values repeated per query group with an int count."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class GQA(nn.Module):
+        def __init__(self, d=16, n_heads=4, n_kv=2):
+            super().__init__()
+            self.nh, self.nkv, self.hd = n_heads, n_kv, d // n_heads
+            self.q = nn.Linear(d, d, bias=False)
+            self.kv = nn.Linear(d, 2 * n_kv * self.hd, bias=False)
+            self.o = nn.Linear(d, d, bias=False)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q = self.q(x).view(B, T, self.nh, self.hd).transpose(1, 2)
+            k, v = self.kv(x).view(B, T, 2, self.nkv, self.hd).permute(2, 0, 3, 1, 4)
+            k = k.repeat_interleave(self.nh // self.nkv, dim=1)
+            v = torch.repeat_interleave(v, repeats=self.nh // self.nkv, dim=-3)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.o(y.transpose(1, 2).reshape(B, T, -1))
+
+    m = GQA()
+    return m, (_rand(torch, 2, 5, 16),), list
+
+
+def sliding_window_cache(torch):
+    """A decoder's sliding-window KV cache: a `@torch.no_grad()` method pushes each step's key
+    and value (roll + setitem, roll + index_copy_) and counts the filled slots."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class SlidingAttn(nn.Module):
+        def __init__(self, d=8, window=3):
+            super().__init__()
+            self.window = window
+            self.qkv = nn.Linear(d, 3 * d)
+            self.register_buffer("k_cache", torch.zeros(1, window, d))
+            self.register_buffer("v_cache", torch.zeros(1, window, d))
+            self.register_buffer("filled", torch.zeros((), dtype=torch.long))
+
+        @torch.no_grad()
+        def push(self, k, v):
+            self.k_cache.copy_(torch.roll(self.k_cache, shifts=-1, dims=1))
+            self.k_cache[:, -1] = k
+            self.v_cache.copy_(self.v_cache.roll(-1, 1))
+            self.v_cache.index_copy_(1, torch.tensor([self.window - 1]), v.unsqueeze(1))
+            self.filled.add_(1).clamp_(max=self.window)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            self.push(k, v)
+            valid = torch.arange(self.window) >= (self.window - self.filled)
+            scores = (self.k_cache @ q.unsqueeze(-1)).squeeze(-1) / math.sqrt(q.shape[-1])
+            w = F.softmax(scores.masked_fill(~valid, float("-inf")), dim=-1)
+            return (w.unsqueeze(-1) * self.v_cache).sum(1)
+
+    m = SlidingAttn()
+
+    def decode(xs):
+        return torch.stack([m(xs[:, t]) for t in range(xs.shape[1])], dim=1)
+
+    return decode, (_rand(torch, 1, 5, 8),), lambda: [m.k_cache, m.v_cache, m.filled]
+
+
+# (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
+CASES = [
+    (unet_avg_pool, 1, 0, 1, 0),
+    (gqa_repeat_interleave, 1, 0, 1, 0),
+    (sliding_window_cache, 1, 0, 1, 0),
+]
+IDS = [c[0].__name__ for c in CASES]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    eager.manual_seed(0)
+    fn, args, state = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
+    if breaks == 0:
+        assert not ex.unique_break_reasons, str(ex)
+    eager.manual_seed(0)
+    fe, ae, se = case(eager)
+    eager.manual_seed(0)
+    fc, ac, sc = case(eager)
+    capture.reset()
+    compiled = capture.compile(fc)
+    for _ in range(2):
+        eager.manual_seed(1)
+        want = (fe(*ae), se())
+        eager.manual_seed(1)
+        got = (compiled(*ac), sc())
+        _same(want, got)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    fn, args, _ = case(torch)
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
