@@ -263,9 +263,10 @@ def _members_rule(tx, fn, args, kwargs):
 
 
 def _train_rule(tx, fn, args, kwargs):
-    """`model.train()` / `model.train(mode)` / `model.eval()` on a module whose flags already
-    are `mode` everywhere (a training step that calls model.train() each time): nothing to do,
-    guarded on every module's flag. A call that changes a flag is a break (it runs eagerly)."""
+    """`model.train()` / `model.train(mode)` / `model.eval()` of a module read from the frame:
+    each module's flag (as the frame left it so far, else its value guarded) that differs
+    from `mode` is an attribute store (`sideeffects`: later reads see it, it is set after the
+    graph), as Dynamo inlines `Module.train`'s `self.training = mode`."""
     mod = args[0] if args else None
     src = getattr(mod, "source", None)
     if src is None or not hasattr(getattr(mod, "value", None), "_modules"):
@@ -280,11 +281,21 @@ def _train_rule(tx, fn, args, kwargs):
             (True if not rest else None)
         if not isinstance(mode, bool):
             raise vocabulary.no_graph_form(tx, fn, "a mode that is not a constant bool")
-    walked = _walk(tx, mod.value, src, True)
-    if any(m.training is not mode for _, m, _ in walked):
-        raise vocabulary.no_graph_form(tx, fn, "it changes the modules' training flags")
-    for _, _, s in walked:
-        tx.out.guards.add(f"{s}.training is {mode}")
+    from .sideeffects import store_attr
+
+    effects = tx.out.side_effects
+    for _, m, s in _walk(tx, mod.value, src, True):
+        stored = effects.load_attr(m, "training")
+        if stored is None:
+            flag = m.training
+            tx.out.guards.add(f"{s}.training is {flag}")
+        elif isinstance(stored, ConstantVariable):
+            flag = stored.value
+        else:
+            raise vocabulary.no_graph_form(tx, fn, "a training flag the code set to "
+                                           f"{stored.describe()}")
+        if flag is not mode:
+            store_attr(tx, tx.out.wrap(m, s), "training", ConstantVariable(mode))
     return mod
 
 

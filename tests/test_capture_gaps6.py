@@ -133,11 +133,48 @@ def sliding_window_cache(torch):
     return decode, (_rand(torch, 1, 5, 8),), lambda: [m.k_cache, m.v_cache, m.filled]
 
 
+def train_then_eval(torch):
+    """A ResNet basic-block stack run in training mode (BatchNorm's running statistics) and
+    then, in the same function, switched to eval mode: `m.train()` / `m.eval()` set every
+    module's flag after the graph, and the second forward sees eval mode."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride=1):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+            return F.relu(self.bn2(self.conv2(out)) + self.down(x))
+
+    net = nn.Sequential(Block(2, 4, 2), Block(4, 4), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                        nn.Dropout(0.3), nn.Linear(4, 3))
+    net.eval()
+
+    def train_then_predict(x):
+        net.train()
+        a = net(x)
+        net.eval()
+        return a, net(x), net.training, net[0].bn1.training
+
+    def state():
+        return [b for _, b in sorted(net.named_buffers())] + [m.training for m in net.modules()]
+
+    return train_then_predict, (_rand(torch, 3, 2, 6, 6),), state
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
     (gqa_repeat_interleave, 1, 0, 1, 0),
     (sliding_window_cache, 1, 0, 1, 0),
+    (train_then_eval, 1, 0, 1, 0),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
