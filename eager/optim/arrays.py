@@ -6,7 +6,7 @@ Tensors for intermediates and dispatching each in-place op. These functions comp
 the numbers the Tensor-level updates in `sgd.py` / `adam.py` compute (the same numpy ufuncs
 in the same order on the same dtypes: bit for bit, tested by `tests/test_optim_arrays.py`),
 and bump each version counter as many times as those would. They take only the plain case:
-CPU float32/float64 arrays of one dtype and shape for the parameter, its grad and its state,
+CPU float32/float64 arrays (at least 1-d) of one dtype and shape for the parameter, its grad and its state,
 a plain Tensor (or `nn.Parameter`), no dispatch post hooks (forward AD, anomaly, inference
 mode, autocast see every op on the Tensor path). Anything else returns False and the caller
 runs its Tensor-level update. Touches `eager.tensor` and `eager.dispatch` (its hook list).
@@ -41,7 +41,9 @@ def _param_arrays(p):
     if type(p) is not Tensor and type(p) not in PLAIN_SUBCLASSES:
         return None
     pd = p._data
-    if type(pd) is not _ND or pd.dtype not in _FLOATS:
+    # 0-d parameters take the Tensor path: a ufunc on 0-d arrays returns a numpy scalar, which
+    # the in-place `out=` writes below cannot take
+    if type(pd) is not _ND or pd.dtype not in _FLOATS or pd.ndim == 0:
         return None
     g = p.grad
     dt = pd.dtype
