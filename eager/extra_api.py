@@ -324,6 +324,22 @@ def get_device_module(device=None):
         importlib.import_module("eager").cuda
 
 
+def _where_overloads(general):
+    """`torch.where` with PyTorch's two overloads: `where(condition, input, other)` is the
+    registry op `general`; `where(condition)` is `nonzero(condition, as_tuple=True)` (a tuple
+    of int64 index tensors, one per dimension), as the PyTorch documentation states."""
+    def where(*args, **kwargs):
+        if len(args) + len(kwargs) == 1 and (args or "condition" in kwargs):
+            cond = args[0] if args else kwargs["condition"]
+            return _F["nonzero"](cond, as_tuple=True)
+        return general(*args, **kwargs)
+
+    where.__doc__ = general.__doc__
+    where.__wick_op__ = general.__wick_op__  # captured as the registry op (3-operand form)
+    where.__wick_general__ = general
+    return where
+
+
 def _vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """`torch.vmap`: `torch.func.vmap`."""
     from .func import vmap
@@ -366,6 +382,7 @@ def install(namespace: dict, tensor_cls) -> None:
     _install_functional(meth, top)
     _install_namespace(top)
     _install_tensor(T, meth, namespace)
+    namespace["where"] = _where_overloads(namespace["where"])
 
 
 def _install_inplace(T, meth) -> None:

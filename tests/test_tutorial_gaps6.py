@@ -36,3 +36,21 @@ def test_optimizer_step_on_0d_parameter(name, kw, shape):
     want = _run_opt(torch, name, kw, shape)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 2), ()])
+def test_where_condition_only_is_nonzero_as_tuple(shape):
+    """`torch.where(cond)`: PyTorch's one-argument overload, the index tuple of
+    `nonzero(cond, as_tuple=True)` (it raised TypeError: missing 'input')."""
+    a = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    got = eager.where(eager.tensor(a) > 0)
+    want = torch.where(torch.tensor(a) > 0)
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == eager.int64
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    kw = eager.where(condition=eager.tensor(a) > 0)
+    assert [k.tolist() for k in kw] == [w.tolist() for w in want]
+    x = eager.tensor(a)
+    np.testing.assert_array_equal(eager.where(x > 0, x, 0.0).numpy(),
+                                  torch.where(torch.tensor(a) > 0, torch.tensor(a), 0.0).numpy())
