@@ -342,7 +342,27 @@ def _view_as(op_name):
     return rule
 
 
+def _new_tensor(tx, fn, args, kwargs):
+    """`ent.new_tensor([1.0, 2.0])`: constant data, made as `eager.tensor(data, dtype=...)`
+    (self's dtype unless given) on every call, as the constant factories; tensor data (a
+    copy that warns) is one named break."""
+    import eager
+
+    t, rest = _self_and(tx, fn, args)
+    kwargs = dict(kwargs)
+    data = rest[0] if rest else kwargs.pop("data", None)
+    if data is None or len(rest) > 1:
+        raise TypeError("new_tensor() takes 1 positional argument (data)")
+    if isinstance(data, TensorVariable) or not (
+            data.is_constant() or isinstance(data, SequenceVariable)):
+        raise no_graph_form(tx, fn, f"data that is {data.describe()}, not constants")
+    if kwargs.get("dtype") is None or _const(tx, fn, kwargs["dtype"]) is None:
+        kwargs["dtype"] = ConstantVariable(t.meta.dtype)
+    return _constant_factory(tx, eager.tensor, [data], kwargs)
+
+
 METHOD_RULES = {
+    "new_tensor": _new_tensor,
     "detach": _detach,
     "contiguous": _contiguous,
     "type_as": _type_as,

@@ -169,12 +169,31 @@ def train_then_eval(torch):
     return train_then_predict, (_rand(torch, 3, 2, 6, 6),), state
 
 
+def router_new_tensor(torch):
+    """A router's entropy penalty weighted per head by `ent.new_tensor([...])` (constant data in
+    the router's dtype) and a long counter made by `labels.new_tensor(0)`."""
+    F = torch.nn.functional
+    gate = torch.nn.Linear(6, 4)
+
+    def route(x, labels):
+        probs = F.softmax(gate(x), -1)
+        ent = -(probs * probs.clamp_min(1e-9).log()).sum(-1)
+        weights = ent.new_tensor([1.0, 0.5, 0.25])
+        zero = labels.new_tensor(0)
+        hits = (probs.argmax(-1) == labels).sum() + zero
+        return (ent.view(3, -1).mean(1) * weights).sum(), hits, weights.dtype, zero.dtype
+
+    labels = torch.tensor(np.random.default_rng(4).integers(0, 4, (6,)))
+    return route, (_rand(torch, 6, 6), labels), list
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
     (gqa_repeat_interleave, 1, 0, 1, 0),
     (sliding_window_cache, 1, 0, 1, 0),
     (train_then_eval, 1, 0, 1, 0),
+    (router_new_tensor, 1, 0, 1, 0),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
