@@ -9,7 +9,7 @@ accumulators live in allocas (promoted to registers by SROA) and their updates c
 gets fast-math flags. A float16 accumulator is kept in float32 (as numpy's half reductions)
 and rounded to half where it is read. With `kernel.sum_block`, float sums run the innermost
 reduction loop in chunks and push each block's sum into a binary counter of partial sums
-(pairwise summation of blocks, see `kernel.cascaded`). An output read back by a later phase
+(pairwise summation of blocks, see `schedule.cascaded`). An output read back by a later phase
 (`load_out`) is still `noalias` (no other argument aliases it; it is never marked write-only).
 With `kernel.col_block` (a reduction over a strided dimension) the loops are interchanged:
 per tile of the innermost parallel loop, stack arrays hold one accumulator per column, the
@@ -24,8 +24,9 @@ from llvmlite import ir as ll
 
 from ir import dtypes as D
 
-from .kernel import SUM_BLOCK, Const, Kernel, Var, cascaded
+from .kernel import Const, Kernel, Var
 from .llvm import I8, I64, PTR, VOID, LLVMBuilder, constant, lltype, memtype
+from .schedule import SUM_BLOCK, cascaded
 
 _REASSOC = ("reassoc",)
 _LEVELS = 64
@@ -227,7 +228,7 @@ class _Renderer:
 
     def blocked_loops(self, ph, casc, offsets):
         """The reduction loops of phase `ph` with the float sums `casc` blocked (see
-        `kernel.cascaded`): the innermost loop runs in chunks of at most `sum_block`; after a
+        `schedule.cascaded`): the innermost loop runs in chunks of at most `sum_block`; after a
         chunk, once `sum_block` elements are in the accumulators, each goes to its counter."""
         k, b = self.k, self.b
         blk = k.sum_block
@@ -397,7 +398,7 @@ class _Renderer:
     # ------------------------------------------------------------ column reductions
 
     def col_setup(self):
-        """Stack arrays of `col_block` accumulators per acc (see `kernel.column_block`);
+        """Stack arrays of `col_block` accumulators per acc (see `schedule.column_block`);
         chunked float sums get a second array for their total."""
         k, b = self.k, self.b
         self.col = {}

@@ -3,7 +3,7 @@
 Regression: `x.sum(0)` of a float32 (4096, 1024) tensor took 12-80 ms compiled against
 0.25 ms for numpy: the kernel walked each column down its stride. Such kernels now set
 `Kernel.col_block` and loop over reduced rows outside and contiguous columns inside
-(`kernel.column_block`). Every graph here must run as one LLVM kernel (no eager fallback);
+(`schedule.column_block`). Every graph here must run as one LLVM kernel (no eager fallback);
 results are compared with eager (`ir.execute.apply_arrays` node by node): exact for integers
 and max/min (NaN included), a tolerance tied to numpy's accuracy for float sums.
 """

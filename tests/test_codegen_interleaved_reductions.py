@@ -3,7 +3,7 @@
 Regression: the fused batch-norm kernels of the issue-14 CNN (per channel of a (64, C, 8, 8)
 float32 tensor: sum, centred sum of squares, normalise) took 30-70 us for 0.25-0.5 MB, walking
 each channel's 64-float rows 2048 floats apart (rows the prefetchers do not follow, all in the
-same cache sets). Such kernels now set `Kernel.col_inner` (`kernel.interleave_block`): per
+same cache sets). Such kernels now set `Kernel.col_inner` (`schedule.interleave_block`): per
 tile of channels, the sample loop runs outside and each channel's contiguous run inside, with
 per-channel accumulators; other multi-loop reductions accumulate each inner run from the
 identity (`render._Renderer.row_loop`). Results are compared with eager (the registry's numpy
@@ -21,7 +21,7 @@ from opinfo import record_op
 
 import codegen
 import ir
-from codegen.kernel import ROW_RUN
+from codegen.schedule import ROW_RUN
 from ir.execute import apply_arrays
 
 RNG = np.random.default_rng(29)

@@ -2,7 +2,7 @@
 
 Regression: the compiled sum of 10**7 float32 values of 0.1 was off by 1.5e-3 relative (one
 vectorized accumulator per lane; numpy: 1e-7). Float sums over more than `SUM_BLOCK`
-elements are now accumulated in blocks whose sums are combined pairwise (`kernel.cascaded`).
+elements are now accumulated in blocks whose sums are combined pairwise (`schedule.cascaded`).
 References are float64 sums of the same values (`math.fsum`, exact); every graph must run as
 an LLVM kernel (no eager fallback), so the kernel's own accuracy is what is measured.
 """
@@ -19,7 +19,7 @@ import capture
 import codegen
 import eager
 import ir
-from codegen.kernel import SUM_BLOCK
+from codegen.schedule import SUM_BLOCK
 
 call = record_op
 
