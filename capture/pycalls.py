@@ -171,6 +171,8 @@ def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
                 raise tx.unsupported("set of values that are not constants")
             return ConstantVariable(f(v.value for v in items))
         return TupleVariable(items) if f is tuple else ListVariable(items)
+    if f is list and not kwargs and len(args) <= 1:  # `list()`, `list((1, 2))`: a new list
+        return ListVariable(unpack(tx, args[0]) if args else [])  # each call (not a constant)
     if f is dict and not args:
         return DictVariable(kwargs)
     if f is dict and len(args) == 1 and isinstance(args[0], DictVariable):
