@@ -14,7 +14,7 @@ import types
 from eager import Tensor, device
 from ir.dtypes import DType, to_dtype
 
-from . import dynamic
+from . import dynamic, objects
 from .recording import call_op
 from .variables import (
     ConstantMethodVariable,
@@ -163,6 +163,8 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
     """The tracker of `obj.name`."""
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
+    if isinstance(obj, objects.NewObjectVariable):
+        return objects.get_attr(tx, obj, name)
     if type(obj).__name__ == "SuperVariable":
         from .supers import super_attr
 

@@ -18,7 +18,7 @@ import types
 
 from eager import grad_mode
 
-from . import autocast, config, eager_rules, vocabulary
+from . import autocast, config, eager_rules, objects, vocabulary
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
     TENSOR_BREAKS,
@@ -130,6 +130,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if isinstance(value, type) and issubclass(value, tuple) and \
                 hasattr(value, "_fields") and type(value.__new__) is types.FunctionType:
             return _make_namedtuple(value, args, kwargs)  # `Output(logits=y, loss=l)`
+        if objects.constructible(value):  # `Out(logits, loss)`: a dataclass, a record
+            return objects.construct(tx, value, args, kwargs)
         call = next((c.__dict__["__call__"] for c in type(value).__mro__
                      if "__call__" in c.__dict__), None)
         if not isinstance(value, type) and isinstance(call, types.FunctionType):

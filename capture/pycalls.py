@@ -151,6 +151,16 @@ def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
             return ConstantVariable(known)
     if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
         return calls.unary_op(tx, "__abs__", abs, args[0])
+    if f is hasattr and len(args) == 2 and args[1].is_constant() and not kwargs and \
+            isinstance(args[1].value, str) and not isinstance(args[0], TensorVariable):
+        try:  # (a tensor's attributes: eager's own hasattr, a break)
+            calls.get_attr(tx, args[0], args[1].value)
+        except AttributeError:
+            src = getattr(args[0], "source", None)
+            if src is not None:  # (an attribute added later fails the guard)
+                tx.out.guards.add(f"not hasattr({src}, {args[1].value!r})")
+            return ConstantVariable(False)
+        return ConstantVariable(True)
     if f is getattr and len(args) in (2, 3) and args[1].is_constant():
         try:
             return calls.get_attr(tx, args[0], args[1].value)
@@ -238,6 +248,10 @@ def _exact_type(tx, v):
         return type(v.value)
     if type(v) is DictVariable or isinstance(v, IteratorVariable):
         return v.python_type()
+    from .objects import NewObjectVariable
+
+    if isinstance(v, NewObjectVariable):
+        return v.cls
     return None
 
 

@@ -272,6 +272,11 @@ def store_attr(tx, obj, name: str, value) -> None:
     if isinstance(obj, TensorVariable):
         _store_grad(tx, obj, name, value)
         return
+    from .objects import NewObjectVariable, store_attr as store_new
+
+    if isinstance(obj, NewObjectVariable):  # an object the code made: its own dict
+        store_new(tx, obj, name, value)
+        return
     if not isinstance(obj, UserObjectVariable) or isinstance(obj, ModuleVariable) or \
             obj.source is None:
         raise tx.unsupported(f"mutation of Python state (STORE_ATTR {name} on "

@@ -16,7 +16,7 @@ import types
 
 from eager import grad_mode
 
-from . import aliases, autocast, writeback
+from . import aliases, autocast, objects, writeback
 from .resume import CannotResume
 from .variables import (
     CellVariable,
@@ -126,6 +126,8 @@ class Templater:
         if isinstance(v, PartialVariable):
             return ("partial", self.t(v.fn), [self.t(a) for a in v.args],
                     {k: self.t(a) for k, a in v.kwargs.items()})
+        if isinstance(v, objects.NewObjectVariable):
+            return objects.template(self, v)
         raise CannotResume(f"cannot rebuild {v.describe()} after a graph break")
 
 
@@ -186,6 +188,8 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return t[1](rebuild(t[2], outs, inputs, objs)._data)
     cells = {} if cells is None else cells
     r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
+    if kind == "newobj":
+        return objects.rebuild(t, r, cells)
     if len(t) > 2 and kind in ("list", "set", "dict") and t[2] in cells:
         return cells[t[2]]  # the same list/dict the code referenced from several places
     if kind in ("tuple", "list", "set"):

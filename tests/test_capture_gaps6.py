@@ -9,6 +9,7 @@ checked, and when torch is installed torch._dynamo.explain's counts on the same 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -26,7 +27,11 @@ def _flat(v):
         return [x for k in sorted(v) for x in _flat(v[k])]
     if isinstance(v, (list, tuple)):
         return [x for item in v for x in _flat(item)]
-    return [v.detach() if isinstance(v, eager.Tensor) else v]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    if hasattr(v, "__dict__") and not isinstance(v, type):  # an object the case made
+        return [type(v).__qualname__] + _flat(vars(v))
+    return [v]
 
 
 def _same(a, b):
@@ -187,6 +192,87 @@ def router_new_tensor(torch):
     return route, (_rand(torch, 6, 6), labels), list
 
 
+def dataclass_lm_output(torch):
+    """A GPT-style LM (tied embedding, causal-mask buffer) returning a dataclass of outputs made
+    in forward (a field default, a `default_factory` list, `__post_init__`, a property, a
+    method, `hasattr`), as HuggingFace's ModelOutput-style code does."""
+    nn, F = torch.nn, torch.nn.functional
+
+    @dataclass
+    class LMOutput:
+        logits: object
+        loss: object = None
+        hidden: list = field(default_factory=list)
+        temperature: float = 1.0
+
+        def __post_init__(self):
+            self.vocab = self.logits.shape[-1]
+
+        @property
+        def probs(self):
+            return F.softmax(self.logits / self.temperature, dim=-1)
+
+        def top1(self):
+            return self.logits.argmax(-1)
+
+    class TinyLM(nn.Module):
+        def __init__(self, vocab=12, d=8, block=6):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(block, d)
+            self.qkv, self.ln = nn.Linear(d, 3 * d), nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+            self.head.weight = self.wte.weight
+            self.register_buffer("mask", torch.tril(torch.ones(block, block)).bool())
+
+        def forward(self, idx, targets=None):
+            T = idx.shape[1]
+            x = self.wte(idx) + self.wpe(torch.arange(T))
+            q, k, v = self.qkv(self.ln(x)).chunk(3, -1)
+            att = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+            att = att.masked_fill(~self.mask[:T, :T], float("-inf")).softmax(-1)
+            h = x + att @ v
+            out = LMOutput(self.head(h), temperature=0.5)
+            out.hidden.append(h)
+            if targets is not None:
+                out.loss = F.cross_entropy(out.logits.flatten(0, 1), targets.flatten())
+            return out
+
+    m = TinyLM()
+
+    def run(idx, targets):
+        out = m(idx, targets)
+        assert isinstance(out, LMOutput) and hasattr(out, "vocab")
+        return out.loss, out.probs, out.top1(), out.hidden, out.vocab, out
+
+    rng = np.random.default_rng(5)
+    idx, tgt = (torch.tensor(rng.integers(0, 12, (2, 5))) for _ in range(2))
+    return run, (idx, tgt), list
+
+
+def record_across_break(torch):
+    """A plain record object made in forward stays live across a `print` (a graph break):
+    the code after the break reads and updates it, and it is returned."""
+    nn = torch.nn
+
+    class Stats:
+        def __init__(self, mean, scale=1.0):
+            self.mean, self.scale = mean, scale
+
+        def normalize(self, x):
+            return (x - self.mean) * self.scale
+
+    lin = nn.Linear(5, 5)
+
+    def forward(x):
+        st = Stats(x.mean(0), scale=2.0)
+        h = lin(st.normalize(x))
+        print("normalized")
+        st.scale = st.scale * 0.5
+        return st.normalize(h), st
+
+    return forward, (_rand(torch, 4, 5),), list
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
@@ -194,6 +280,8 @@ CASES = [
     (sliding_window_cache, 1, 0, 1, 0),
     (train_then_eval, 1, 0, 1, 0),
     (router_new_tensor, 1, 0, 1, 0),
+    (dataclass_lm_output, 1, 0, 1, 0),
+    (record_across_break, 2, 1, 2, 1),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
@@ -229,3 +317,30 @@ def test_torch_compile_counts(case, graphs, breaks, tg, tb):
     torch._dynamo.reset()
     ex = torch._dynamo.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+
+
+def test_list_builtin_makes_a_new_list_each_call():
+    """A feature pyramid collecting its levels in `list()` (and its strides in
+    `list((8, 16))`): each compiled call returns new lists, so a caller appending to one call's
+    result does not change the next call's (they were one constant list)."""
+    nn = eager.nn
+    convs = nn.ModuleList(nn.Conv2d(2, 2, 3, stride=2, padding=1) for _ in range(2))
+
+    def pyramid(x):
+        feats, strides = list(), list((8, 16))
+        for conv in convs:
+            x = conv(x)
+            feats.append(x)
+        strides.append(32)
+        return feats, strides
+
+    x = _rand(eager, 1, 2, 8, 8)
+    capture.reset()
+    compiled = capture.compile(pyramid)
+    first = compiled(x)
+    first[0].append("caller's"), first[1].append(64)
+    second = compiled(x)
+    assert second[1] == [8, 16, 32] and len(second[0]) == 2
+    _same(pyramid(x), second)
+    ex = capture.explain(pyramid)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0) and not ex.unique_break_reasons

@@ -1,0 +1,149 @@
+"""Objects of plain user classes made inside a captured frame (`Out(logits, loss)`, a
+dataclass of a model's outputs, a small record object), as Dynamo's
+`UserDefinedObjectVariable` for a class built in the frame.
+
+The call of such a class inlines its `__init__` (a dataclass's generated one included) on a
+`NewObjectVariable`: a tracker holding the class and the instance dict as trackers. Attribute
+stores change that dict (logged, so a graph break undoes them), reads see it, then the class's
+attributes: methods bind to the object, static methods, properties (their getter inlined),
+constants (a dataclass field's default). Wherever the object leaves the graph (returned,
+stored, live at a break) its template makes a fresh instance on every call,
+`object.__new__(cls)` plus its instance dict, one object however often it is referenced.
+
+Only classes whose instances are a plain `__dict__` are modelled: `object.__new__`,
+`object.__setattr__`, `object.__getattribute__`, no `__getattr__`, `__slots__`, `__del__` or
+metaclass, not an exception and not a class of wick or the standard library; anything else
+stays a named break at the call. Touches `capture` only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+from .variables import ConstantVariable, FunctionVariable, VariableTracker
+
+_MISSING = object()
+_PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None), complex)
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of user class `cls` made by the code; `attrs` is its `__dict__` as
+    trackers."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+        self.attrs: dict = {}
+        self.source = None
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"{self.cls.__qualname__} object made by the code"
+
+
+def constructible(cls) -> bool:
+    """True for a class whose call capture models as a new plain object (module doc)."""
+    if not isinstance(cls, type) or type(cls) is not type or issubclass(cls, BaseException):
+        return False
+    root = (getattr(cls, "__module__", "") or "").split(".")[0]
+    if root in ("eager", "ir", "capture", "numpy", "builtins", "typing", "collections",
+                "dataclasses", "functools", "enum", "abc"):
+        return False
+    if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ or \
+            cls.__getattribute__ is not object.__getattribute__:
+        return False
+    if any(n in c.__dict__ for c in cls.__mro__[:-1] for n in ("__slots__", "__getattr__",
+                                                                 "__del__")):
+        return False
+    init = inspect.getattr_static(cls, "__init__")
+    return init is object.__init__ or isinstance(init, types.FunctionType)
+
+
+def construct(tx, cls: type, args: list, kwargs: dict) -> NewObjectVariable:
+    """`cls(*args, **kwargs)`: a new object, its `__init__` inlined on it."""
+    from .calls import inline
+
+    obj = NewObjectVariable(cls)
+    init = inspect.getattr_static(cls, "__init__")
+    if init is object.__init__:
+        if args or kwargs:
+            raise TypeError(f"{cls.__name__}() takes no arguments")
+        return obj
+    result = inline(tx, FunctionVariable(init, None, self_var=obj), args, kwargs)
+    if not (isinstance(result, ConstantVariable) and result.value is None):
+        raise TypeError(f"__init__() should return None, not '{result.describe()}'")
+    return obj
+
+
+def get_attr(tx, obj: NewObjectVariable, name: str) -> VariableTracker:
+    """`obj.name`: the instance dict, then the class (methods bound, properties inlined)."""
+    from .calls import call_function
+
+    value = obj.attrs.get(name, _MISSING)
+    if value is not _MISSING:
+        return value
+    if name == "__class__":
+        return ConstantVariable(obj.cls)
+    try:
+        attr = inspect.getattr_static(obj.cls, name)
+    except AttributeError:
+        raise AttributeError(f"'{obj.cls.__name__}' object has no attribute '{name}'") from None
+    if isinstance(attr, types.FunctionType):
+        return FunctionVariable(attr, None, self_var=obj)
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return FunctionVariable(attr.__func__, None)
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        return call_function(tx, FunctionVariable(attr.fget, None), [obj], {})
+    if isinstance(attr, _PLAIN_CONSTANTS) or isinstance(attr, tuple) and \
+            all(isinstance(x, _PLAIN_CONSTANTS) for x in attr):
+        return ConstantVariable(attr)
+    raise tx.unsupported(f"attribute {name!r} of {obj.describe()} ({type(attr).__name__} of "
+                         "its class)")
+
+
+def store_attr(tx, obj: NewObjectVariable, name: str, value) -> None:
+    """`obj.name = value` on an object made by the code: its instance dict (logged)."""
+    attr = inspect.getattr_static(obj.cls, name, None)
+    if attr is not None and hasattr(type(attr), "__set__"):
+        raise tx.unsupported(f"{obj.cls.__name__}.{name} is a descriptor (a property setter "
+                             "runs user code)")
+    attrs = obj.attrs
+    prev = attrs.get(name, _MISSING)
+    attrs[name] = value
+
+    def undo():
+        if prev is _MISSING:
+            attrs.pop(name, None)
+        else:
+            attrs[name] = prev
+
+    tx.out.side_effects.undo.append(undo)
+
+
+def template(templater, obj: NewObjectVariable) -> tuple:
+    """("newobj", cls, {name: template}, key): one fresh instance per call."""
+    from .resume import CannotResume
+
+    key = id(obj)
+    memo = templater.memo
+    if key in memo:
+        if memo[key] is None:
+            raise CannotResume(f"cannot rebuild {obj.describe()} that refers to itself")
+        return memo[key]
+    memo[key] = None
+    t = ("newobj", obj.cls, {k: templater.t(v) for k, v in obj.attrs.items()}, key)
+    memo[key] = t
+    return t
+
+
+def rebuild(t: tuple, r, cells: dict):
+    """The object of template `t` for one call (`r` rebuilds a sub-template)."""
+    _, cls, attrs, key = t
+    if key in cells:
+        return cells[key]
+    obj = object.__new__(cls)
+    cells[key] = obj
+    obj.__dict__.update({k: r(v) for k, v in attrs.items()})
+    return obj
