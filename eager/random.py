@@ -251,12 +251,14 @@ def _fill(t: Tensor, arr) -> Tensor:
 
 def uniform_(self: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
     """Fill with samples uniform in [a, b)."""
-    return _fill(self, a + (b - a) * _gen(generator).random(tuple(self.shape)))
+    return _fill(self, R.draw(_gen(generator), "uniform_ab", tuple(self.shape), D.float64,
+                              (a, b)))
 
 
 def normal_(self: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     """Fill with normal samples of the given mean and standard deviation."""
-    return _fill(self, mean + std * _gen(generator).standard_normal(tuple(self.shape)))
+    return _fill(self, R.draw(_gen(generator), "normal_ms", tuple(self.shape), D.float64,
+                              (mean, std)))
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
@@ -272,7 +274,8 @@ def random_(self: Tensor, low=0, high=None, *, generator=None) -> Tensor:
 
 
 def exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
-    return _fill(self, _gen(generator).exponential(1.0 / lambd, size=tuple(self.shape)))
+    return _fill(self, R.draw(_gen(generator), "exponential", tuple(self.shape), D.float64,
+                              (1.0 / lambd,)))
 
 
 def install(tensor_cls) -> None:

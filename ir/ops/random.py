@@ -104,7 +104,8 @@ def draw(g: np.random.Generator, kind: str, size: tuple, dtype: D.DType, args: t
     """Samples from numpy Generator `g` as a host array of `dtype` (shape `size`, except for
     "multinomial"). Kinds and `args`: "uniform" (), "normal" (), "normal_ms" (mean, std),
     "integers" (low, high), "permutation" (n,), "bernoulli" (p or None: `operand` holds the
-    probabilities), "multinomial" (num_samples, replacement; `operand` the weights).
+    probabilities), "multinomial" (num_samples, replacement; `operand` the weights),
+    "uniform_ab" (a, b) and "exponential" (scale,): eager's `uniform_`/`exponential_`.
     RuntimeError for invalid probabilities, as eager."""
     if kind == "uniform":
         arr = _uniform(g, size, dtype)
@@ -113,6 +114,10 @@ def draw(g: np.random.Generator, kind: str, size: tuple, dtype: D.DType, args: t
     elif kind == "normal_ms":
         m, s = args
         arr = np.asarray(m, np.float64) + np.asarray(s, np.float64) * g.standard_normal(size)
+    elif kind == "uniform_ab":
+        arr = args[0] + (args[1] - args[0]) * g.random(size)
+    elif kind == "exponential":
+        arr = g.exponential(args[0], size=size)
     elif kind == "integers":
         arr = g.integers(args[0], args[1], size=size)
     elif kind == "permutation":
