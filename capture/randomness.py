@@ -35,6 +35,7 @@ from .variables import ConstantVariable, ObjectVariable, TensorVariable
 
 SAMPLERS = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
             "randint_like", "bernoulli", "multinomial")
+INPLACE_SAMPLERS = ("uniform_", "normal_", "exponential_")
 
 
 def _state(tx, fn, gen) -> tuple:
@@ -173,3 +174,40 @@ def sampler_rule(tx, fn, args, kwargs):
                      (int(c["num_samples"]), bool(c.get("replacement", False))), tensor)
     raise no_graph_form(tx, fn)
 
+
+
+def inplace_sampler_rule(tx, fn, args, kwargs):
+    """`t.uniform_(a, b)`, `t.normal_(mean, std)`, `t.exponential_(lambd)` (F.gumbel_softmax's
+    `empty_like(logits).exponential_()`): one draw of `t`'s shape and dtype (eager's kernel,
+    `ir.ops.random.draw`: the same numbers) written into `t` as an in-place op (a tensor the
+    code made is rebound; a graph input is written back)."""
+    from .recording import inplace
+    from .vocabulary import _const, no_graph_form
+
+    if tx.out.dynamic_inputs or tx.out.dynamic_numbers:
+        raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
+    try:
+        ba = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{fn.__name__}() {e}") from None
+    ba.apply_defaults()
+    a = dict(ba.arguments)
+    t = a.pop("self")
+    gen = _generator(tx, fn, a.pop("generator", None))
+    if not isinstance(t, TensorVariable):
+        raise no_graph_form(tx, fn, "self is not a traced tensor")
+    if t.meta.device != "cpu" or not t.meta.dtype.is_floating_point or t.meta.dtype.is_complex:
+        raise no_graph_form(tx, fn, f"a {t.meta.dtype} tensor on {t.meta.device}")
+    if t.requires_grad and tx.out.grad_enabled:
+        raise no_graph_form(tx, fn, "a tensor that requires grad (eager's leaf check)")
+    c = {k: _const(tx, fn, v) for k, v in a.items()}
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in c.values()):
+        raise no_graph_form(tx, fn, "arguments that are not numbers")
+    name, size, dt = fn.__name__, tuple(t.meta.shape), t.meta.dtype
+    if name == "uniform_":
+        kind, params = "uniform_ab", (c["a"], c["b"])
+    elif name == "normal_":
+        kind, params = "normal_ms", (c["mean"], c["std"])
+    else:
+        kind, params = "exponential", (1.0 / c["lambd"],)
+    return inplace(tx, t, lambda: _draw(tx, fn, gen, kind, size, dt, params))

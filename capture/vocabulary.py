@@ -106,7 +106,9 @@ def _table() -> dict:
     for name, obj in vars(Tensor).items():
         if callable(obj) and id(obj) not in table:
             _KEEP.append(obj)
-            table[id(obj)] = (f"eager.Tensor.{name}", METHOD_RULES.get(name))
+            rule = randomness.inplace_sampler_rule if name in randomness.INPLACE_SAMPLERS \
+                else METHOD_RULES.get(name)
+            table[id(obj)] = (f"eager.Tensor.{name}", rule)
     _container_table(table)
     from eager.optim.optimizer import Optimizer
 

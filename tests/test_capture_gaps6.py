@@ -273,6 +273,35 @@ def record_across_break(torch):
     return forward, (_rand(torch, 4, 5),), list
 
 
+def gumbel_noise_sampling(torch):
+    """A discrete-latent encoder in training: straight-through `F.gumbel_softmax` (eager draws
+    its noise with `empty_like(logits).exponential_()`), Gaussian noise injection by
+    `empty_like(h).normal_(0, sigma)` and a uniform jitter `torch.empty(...).uniform_(a, b)`;
+    the state read after each call draws again, so the generator must be where eager left it."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class DiscreteEncoder(nn.Module):
+        def __init__(self, d=6, codes=4, sigma=0.1):
+            super().__init__()
+            self.sigma = sigma
+            self.to_logits = nn.Linear(d, codes)
+            self.codebook = nn.Parameter(torch.randn(codes, d))
+
+        def forward(self, x, tau: float = 0.7):
+            h = x + torch.empty_like(x).normal_(0.0, self.sigma)
+            jitter = torch.empty(x.shape[0], 1).uniform_(-0.5, 0.5)
+            onehot = F.gumbel_softmax(self.to_logits(h) + jitter, tau=tau, hard=True)
+            return onehot @ self.codebook, onehot.argmax(-1)
+
+    m = DiscreteEncoder()
+
+    def step(x):
+        z, codes = m(x)
+        return z.pow(2).mean(), codes
+
+    return step, (_rand(torch, 5, 6),), lambda: [torch.rand(3)]
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
@@ -282,6 +311,7 @@ CASES = [
     (router_new_tensor, 1, 0, 1, 0),
     (dataclass_lm_output, 1, 0, 1, 0),
     (record_across_break, 2, 1, 2, 1),
+    (gumbel_noise_sampling, 1, 0, 1, 0),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
