@@ -2,7 +2,8 @@
 
 A call of `eager.rand`, `randn`, `randint`, `randperm`, `normal` (number mean and std),
 `bernoulli`, `multinomial` or a `*_like` sampler (and so `F.dropout`, `nn.Dropout` in training,
-which draw with `eager.rand`) becomes registry ops of `ir/ops/random.py`:
+which draw with `eager.rand`), and the in-place `t.uniform_/normal_/exponential_` (a draw
+written into `t`: `F.gumbel_softmax`), becomes registry ops of `ir/ops/random.py`:
 
     state0 = placeholder            # the generator's state, read on every call
     packed = _rng_sample(state0, kind=..., size=..., dtype=..., args=...)

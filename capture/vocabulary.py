@@ -27,8 +27,9 @@ rules below:
 `index_select`/`gather`/`nll_loss` check their indices themselves (numpy's IndexError).
 Random samplers (`rand*`, `randn*`, `randint*`, `randperm`, `normal`, `bernoulli`,
 `multinomial`; and so `F.dropout`) are registry ops drawing from the generator's state as a
-graph input and output (`capture/randomness.py`: compiled draws equal eager's bit for bit); the
-other random APIs (in-place samplers, alpha dropout) are one named break. Touches `eager`
+graph input and output (`capture/randomness.py`: compiled draws equal eager's bit for bit), and
+so are the in-place samplers `uniform_`, `normal_`, `exponential_`; the other random APIs
+(`bernoulli_`, `random_`, alpha dropout) are one named break. Touches `eager`
 (reads its namespaces), `ir` and `capture`.
 """
 
