@@ -15,6 +15,7 @@ from .recording import call_op, inplace
 from .variables import (
     ConstantVariable,
     ListVariable,
+    ObjectVariable,
     OpFunctionVariable,
     SequenceVariable,
     TensorVariable,
@@ -113,8 +114,32 @@ def compare_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Varia
         fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
               "==": operator.eq, "!=": operator.ne}[symbol]
         return ConstantVariable(fn(a.value, b.value))
+    same = _identity_equality(tx, symbol, a, b)
+    if same is not None:
+        return same
     fwd, rev = COMPARE[symbol]
     return _dunder(tx, f"__{fwd}__", f"__{rev}__", a, b, symbol)
+
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None), tuple)
+
+
+def _identity_equality(tx, symbol: str, a, b) -> ConstantVariable | None:
+    """`self.cfg.norm == NormType.RMS`: `==`/`!=` of objects read from the frame whose class
+    keeps `object.__eq__` (enum members, plain objects), or of one with a plain constant, is
+    their identity; each object's identity is guarded. None: another comparison."""
+    if symbol not in ("==", "!=") or not any(isinstance(v, ObjectVariable) for v in (a, b)):
+        return None
+    for v in (a, b):
+        if isinstance(v, ObjectVariable):
+            if v.source is None or type(v.value).__eq__ is not object.__eq__:
+                return None
+        elif not (v.is_constant() and type(v.value) in _PLAIN):
+            return None
+    for v in (a, b):
+        if isinstance(v, ObjectVariable):
+            tx.out.guards.identity(v.source, v.value, type(v.value).__name__)
+    return ConstantVariable((a.value is b.value) == (symbol == "=="))
 
 
 def unary_op(tx, dunder: str, fold, v: VariableTracker) -> VariableTracker:
