@@ -125,6 +125,10 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return var
         if value is functools.partial and args:
             return PartialVariable(args[0], args[1:], kwargs)
+        if isinstance(value, type) and vocabulary.is_internal(value):
+            rule = vocabulary.rule_for(value)  # eager's classes with a rule: `finfo(dtype)`
+            if rule is not None:
+                return rule(tx, value, args, kwargs)
         if isinstance(value, type) and issubclass(value, autocast.REGION):
             return autocast.make_region(tx, args, kwargs, value)
         if isinstance(value, type) and issubclass(value, tuple) and \

@@ -124,7 +124,18 @@ def _table() -> dict:
     return table
 
 
+def _dtype_info(tx, fn, args, kwargs):
+    """`torch.finfo(scores.dtype).min`, `torch.iinfo(torch.int32).max`: the info of a constant
+    dtype, a constant (the default dtype's, `finfo()`, is not folded: it is global state)."""
+    if not args and not kwargs:
+        raise no_graph_form(tx, fn, "the default dtype (pass the dtype)")
+    return ConstantVariable(fn(*[_const(tx, fn, a) for a in args],
+                               **{k: _const(tx, fn, v) for k, v in kwargs.items()}))
+
+
 def _rule(prefix: str, name: str):
+    if prefix == "eager" and name in ("finfo", "iinfo"):
+        return _dtype_info
     if prefix == "eager" and name in FACTORIES:
         return _constant_factory
     if prefix == "eager" and name in LIKE:

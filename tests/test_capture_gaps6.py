@@ -8,6 +8,7 @@ checked, and when torch is installed torch._dynamo.explain's counts on the same 
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, field
 
@@ -302,6 +303,54 @@ def gumbel_noise_sampling(torch):
     return step, (_rand(torch, 5, 6),), lambda: [torch.rand(3)]
 
 
+class NormType(enum.Enum):
+    LAYER = "layer"
+    RMS = "rms"
+
+
+def hf_mask_enum_config(torch):
+    """A HuggingFace-style self-attention: the padding mask extended with
+    `torch.finfo(dtype).min`, and the norm chosen by an enum member of a dataclass config
+    (`self.cfg.norm == NormType.RMS`: enum members compare by identity)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    @dataclass
+    class Cfg:
+        d: int = 12
+        heads: int = 3
+        norm: NormType = NormType.RMS
+
+    class Layer(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.cfg = cfg
+            self.qkv, self.w = nn.Linear(cfg.d, 3 * cfg.d), nn.Parameter(torch.ones(cfg.d))
+
+        def norm(self, x):
+            if self.cfg.norm == NormType.RMS:
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+            if self.cfg.norm != NormType.LAYER:
+                raise ValueError(self.cfg.norm)
+            return F.layer_norm(x, x.shape[-1:], self.w)
+
+        def forward(self, x, attention_mask):
+            q, k, v = (t.unflatten(-1, (self.cfg.heads, -1)).transpose(1, 2)
+                       for t in self.qkv(self.norm(x)).chunk(3, -1))
+            scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.size(-1))
+            ext = attention_mask[:, None, None, :].to(dtype=scores.dtype)
+            scores = scores + (1.0 - ext) * torch.finfo(scores.dtype).min
+            return x + (scores.softmax(-1) @ v).transpose(1, 2).flatten(2)
+
+    rms, ln = Layer(Cfg()), Layer(Cfg(norm=NormType.LAYER))
+    mask = np.ones((2, 5), dtype=np.int64)
+    mask[1, 3:] = 0
+
+    def run(x, attention_mask):
+        return rms(x, attention_mask), ln(x, attention_mask)
+
+    return run, (_rand(torch, 2, 5, 12), torch.tensor(mask)), list
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
@@ -312,6 +361,7 @@ CASES = [
     (dataclass_lm_output, 1, 0, 1, 0),
     (record_across_break, 2, 1, 2, 1),
     (gumbel_noise_sampling, 1, 0, 1, 0),
+    (hf_mask_enum_config, 1, 0, 1, 0),
 ]
 IDS = [c[0].__name__ for c in CASES]
 
