@@ -173,23 +173,59 @@ def arange(start, end=None, step=1, *, out=None, dtype=None, device=None,
     return _finish(arr, device, requires_grad, out)
 
 
+def _fma(a, b, c):
+    """`a * b + c` rounded once, as a fused multiply-add (float64 arrays; Dekker's error-free
+    product and Knuth's two-sum, exact but for a rare double rounding)."""
+    p = a * b
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = 134217729.0 * a  # Veltkamp split into 26-bit halves
+        ah = t - (t - a)
+        t = 134217729.0 * b
+        bh = t - (t - b)
+        al, bl = a - ah, b - bh
+        pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        s = p + c
+        z = s - p
+        se = (p - (s - z)) + (c - z)
+        r = s + (pe + se)
+    return np.where(np.isfinite(r), r, s)
+
+
 def _linspace_values(start, end, steps: int, dt: D.DType):
-    """PyTorch's CPU linspace: from the start for the first half, from the end for the rest,
-    in the output's precision (float32 stays float32)."""
+    """PyTorch's CPU linspace kernel: `start + step * i` for the first half and
+    `end - step * (steps - 1 - i)` for the rest, with `step = (end - start) / (steps - 1)`;
+    float32/float64 in the output's precision with the multiply-add fused (as ATen's compiled
+    kernel: values agree bit for bit); integer dtypes truncate the end points, then compute in
+    float64 and truncate; float16/bfloat16 round every operation to the dtype (c10::Half)."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     if steps == 0:
         return np.empty(0, dt.np)
     if steps == 1:
         return np.full(1, start, dt.np)
-    ct = np.float64 if dt is D.float64 or dt.category <= D.INTEGER else np.float32
-    s, e = ct(start), ct(end)
-    step = (e - s) / ct(steps - 1)
-    idx = np.arange(steps)
+    idx = np.arange(steps, dtype=np.float64)
     half = steps // 2
-    lo = s + step * idx[:half].astype(ct)
-    hi = e - step * (steps - 1 - idx[half:]).astype(ct)
-    return np.concatenate([lo, hi]).astype(dt.np)
+    upper = idx >= half  # these count back from the end
+    k = np.where(upper, idx - (steps - 1), idx)  # signed distance to that end point
+    if dt.category == D.FLOATING and dt.itemsize < 4:  # Half: each op in float, then rounded
+        def h(v):
+            return np.asarray(v, np.float32).astype(dt.np).astype(np.float32)
+        s, e = h(np.float64(start).astype(dt.np)), h(np.float64(end).astype(dt.np))
+        step = h(h(e - s) / h(steps - 1))
+        base = np.where(upper, e, s).astype(np.float32)
+        return h(base + h(step * h(k))).astype(dt.np)
+    if dt.category <= D.INTEGER:
+        s, e = float(math.trunc(start)), float(math.trunc(end))
+        step = (e - s) / (steps - 1)
+    else:
+        ct = np.float64 if dt is D.float64 else np.float32
+        s, e = float(ct(start)), float(ct(end))
+        step = float((ct(e) - ct(s)) / ct(steps - 1))
+    base = np.where(upper, e, s)
+    vals = _fma(np.full(steps, step), k, base)
+    if dt.category <= D.INTEGER:
+        vals = np.trunc(vals)
+    return vals.astype(dt.np)
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, device=None,
@@ -206,14 +242,45 @@ def linspace(start, end, steps, *, out=None, dtype=None, device=None,
     return _finish(arr, device, requires_grad, out)
 
 
+def _c_pow(x: float, y: float) -> float:
+    """C's `pow(x, y)` (libm, through `math.pow`): nan for a negative base and a fractional
+    exponent, +-inf on overflow."""
+    try:
+        return math.pow(x, y)
+    except ValueError:
+        return math.nan
+    except OverflowError:
+        return math.copysign(math.inf, x) if float(y).is_integer() and y % 2 == 1 else math.inf
+
+
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, device=None,
              requires_grad=False) -> Tensor:
-    """`base ** linspace(start, end, steps)`; default float dtype."""
+    """`base ** linspace(start, end, steps)`; default float dtype. As ATen's CPU kernel: the
+    end points in the output dtype, `step = float64(end - start) / (steps - 1)`, the exponents
+    `start + step * i` / `end - step * (steps - 1 - i)` in float64, `pow` as C's (the platform
+    libm's, as ATen calls it: numpy's own float64 power differs in the last bit), then cast."""
     dt = _dtype_or_default(dtype)
-    exps = _linspace_values(_number(start), _number(end), int(steps),
-                            dt if dt.category >= D.FLOATING else D.float64)
-    arr = np.power(float(base), exps.astype(np.float64))
-    return _finish(arr.astype(dt.np), device, requires_grad, out)
+    steps = int(steps)
+    if dt.is_complex or steps < 2:
+        exps = _linspace_values(_number(start), _number(end), steps,
+                                dt if dt.category >= D.FLOATING else D.float64)
+        arr = np.power(complex(base) if dt.is_complex else float(base), exps)
+        return _finish(arr.astype(dt.np), device, requires_grad, out)
+    if dt.category <= D.INTEGER:
+        s, e = math.trunc(_number(start)), math.trunc(_number(end))
+        diff = float(e - s)
+    else:
+        s, e = np.array([_number(start), _number(end)], np.float64).astype(dt.np)
+        diff = float(e - s)  # in the dtype (c10::Half arithmetic rounds to half)
+    idx = np.arange(steps, dtype=np.float64)
+    upper = idx >= steps // 2
+    k = np.where(upper, idx - (steps - 1), idx)
+    exps = np.where(upper, float(e), float(s)) + (diff / (steps - 1)) * k
+    arr = np.fromiter((_c_pow(float(base), x) for x in exps.tolist()), np.float64, steps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dt.category <= D.INTEGER:
+            arr = np.trunc(arr)
+        return _finish(arr.astype(dt.np), device, requires_grad, out)
 
 
 def eye(n, m=None, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:

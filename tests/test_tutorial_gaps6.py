@@ -54,3 +54,50 @@ def test_where_condition_only_is_nonzero_as_tuple(shape):
     x = eager.tensor(a)
     np.testing.assert_array_equal(eager.where(x > 0, x, 0.0).numpy(),
                                   torch.where(torch.tensor(a) > 0, torch.tensor(a), 0.0).numpy())
+
+
+def _ranges():
+    rng = np.random.default_rng(1)
+    for i in range(60):
+        n = int(rng.integers(2, 90))
+        a, b = (float(v) for v in rng.normal(0, 3, 2))
+        if i % 3 == 0:
+            a, b = float(int(a * 10)), float(int(b * 10))
+        yield a, b, n
+    yield -1.0, 1.0, 8  # the affine_grid / plotting staples
+    yield -3.141592653589793, 3.141592653589793, 2000
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int64", "int32", "float16",
+                                "bfloat16"])
+def test_linspace_bitwise_as_torch(dt):
+    """linspace equals torch's CPU kernel bit for bit (fused multiply-add per half; integer
+    dtypes truncate the end points; Half rounds every step): a 1-ulp difference flipped
+    nearest-neighbour samples of affine grids (p34)."""
+    for a, b, n in _ranges():
+        got = eager.linspace(a, b, n, dtype=getattr(eager, dt)).float().numpy()
+        want = torch.linspace(a, b, n, dtype=getattr(torch, dt)).float().numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"linspace({a}, {b}, {n})")
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("base", [10.0, 2.0, 0.5, -2.0])
+def test_logspace_bitwise_as_torch(dt, base):
+    """logspace as ATen's kernel: float64 exponents from the end points in the dtype, C pow."""
+    for a, b, n in list(_ranges())[:30]:
+        if dt == "int64":
+            a, b = abs(a) % 6, abs(b) % 6
+        got = eager.logspace(a, b, n, base=base, dtype=getattr(eager, dt)).numpy()
+        want = torch.logspace(a, b, n, base=base, dtype=getattr(torch, dt)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"logspace({a}, {b}, {n}, {base})")
+
+
+@pytest.mark.parametrize("align", [True, False])
+def test_affine_grid_base_is_torch_linspace(align):
+    """affine_grid's normalised pixel centres are torch's `linspace_from_neg_one` exactly (an
+    identity theta gives the base grid itself)."""
+    th = np.array([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], np.float32)
+    got = eager.nn.functional.affine_grid(eager.tensor(th), (1, 1, 7, 13), align_corners=align)
+    want = torch.nn.functional.affine_grid(torch.tensor(th), (1, 1, 7, 13),
+                                           align_corners=align)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

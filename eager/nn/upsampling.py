@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from ..amp.policy import autocast_function
+from ..creation import _linspace_values
 from ..dispatch import FUNCTIONS
 from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 from .module import Module
@@ -277,10 +278,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return _grid_sample(input, grid, mode, padding_mode, align_corners)
 
 
-def _linspace(steps, align_corners, dt):
+def _linspace(steps, align_corners, wdt):
+    """ATen's `linspace_from_neg_one`: `linspace(-1, 1, steps)` (eager's, bit for bit torch's),
+    times `(steps - 1)`, then divided by `steps`, in the dtype, unless align_corners."""
+    dt = np.dtype(wdt.np)
     if steps <= 1:
         return np.zeros(1, dtype=dt)
-    r = np.linspace(-1, 1, steps).astype(dt)
+    r = _linspace_values(-1, 1, steps, wdt)
     return r if align_corners else (r * (steps - 1) / steps).astype(dt)
 
 
@@ -306,7 +310,7 @@ def affine_grid(theta, size, align_corners=None):
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     dt = np.dtype(theta.dtype.np)
     spatial = size[2:]
-    axes = [_linspace(s, align_corners, dt) for s in spatial]
+    axes = [_linspace(s, align_corners, theta.dtype) for s in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")  # spatial order (D,) H, W
     base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dt)], -1)  # x, y(, z), 1
     base = _const(base.reshape(1, -1, nd + 1), theta)
