@@ -78,9 +78,37 @@ def _matmul_samples(rng, dt):
         yield (arr(rng, sa, dt), arr(rng, sb, dt)), {}
 
 
+_SMALL_BMM_OPMATH = {np.dtype(np.float32): np.float32, np.dtype(np.float64): np.float64,
+                     np.dtype(np.float16): np.float32, np.dtype(D.bfloat16.np): np.float32}
+
+
+def _matmul_impl(xp, a, b):
+    """numpy.matmul, except where torch.matmul takes ATen's small-bmm kernel (both operands
+    batched, K * M * N < 400 per matrix, floating): there each entry is the products summed in
+    order k = 0, 1, ... in the op-math type without fused multiply-adds (`baddbmm_cpu_kernel`),
+    which an in-order loop over k (a sequential `cumsum` for long k) reproduces bit for bit
+    (BLAS's blocked sums differ in the last bits)."""
+    if xp is np and a.ndim >= 3 and b.ndim >= 3 and a.dtype == b.dtype \
+            and a.shape[-1] * a.shape[-2] * b.shape[-1] < 400 and a.shape[-1] > 0 \
+            and a.dtype in _SMALL_BMM_OPMATH:
+        out_dt, op = a.dtype, _SMALL_BMM_OPMATH[a.dtype]
+        a, b = a.astype(op, copy=False), b.astype(op, copy=False)
+        k_len = a.shape[-1]
+        if k_len > 32:  # few, long sums: one sequential scan over k
+            prods = a[..., :, :, None] * b[..., None, :, :]  # (..., M, K, N)
+            return np.cumsum(prods, axis=-2)[..., -1, :].astype(out_dt)
+        acc = a[..., :, 0, None] * b[..., None, 0, :]
+        tmp = np.empty_like(acc)
+        for k in range(1, k_len):
+            np.multiply(a[..., :, k, None], b[..., None, k, :], out=tmp)
+            acc += tmp
+        return acc.astype(out_dt, copy=False)
+    return xp.matmul(a, b)
+
+
 register(OpDef(
     "matmul", "matmul", "input, other", 2, "default", scalar_ok=False,
-    shape=_matmul_shape, impl=lambda xp, a, b: xp.matmul(a, b), backward=_matmul_backward,
+    shape=_matmul_shape, impl=_matmul_impl, backward=_matmul_backward,
     ref=np.matmul, dunders=("__matmul__", "__rmatmul__"), test_dtypes=(D.int64,) + FLOATS_COMPLEX,
     sample_inputs=_matmul_samples,
 ))
