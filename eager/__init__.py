@@ -171,6 +171,9 @@ from . import extra, extra_api  # issue 16's sweep: compositions and naming (ins
 extra.install(globals(), Tensor)
 extra_api.install(globals(), Tensor)
 
+from . import version  # noqa: E402  (torch.version / torch.__version__)
+from .version import __version__  # noqa: E402
+
 from . import dlpack as _dlpack
 from .dlpack import from_dlpack
 

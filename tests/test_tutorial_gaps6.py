@@ -125,3 +125,16 @@ def test_small_bmm_bitwise_as_torch(dt):
         to.backward(torch.tensor(g))
         np.testing.assert_array_equal(ea.grad.numpy(), ta.grad.numpy(), err_msg=str(sa))
         np.testing.assert_array_equal(eb.grad.numpy(), tb.grad.numpy(), err_msg=str(sa))
+
+
+def test_version_attributes_as_torch():
+    """`torch.__version__` (a str comparable by release numbers) and `torch.version.cuda` exist
+    (`print(torch.__version__)` ended tutorial programs with AttributeError)."""
+    v = eager.__version__
+    assert isinstance(v, str) and isinstance(torch.__version__, str)
+    assert v.split("+")[0].count(".") == 2
+    assert v >= "2.0" and v >= (2, 1) and v < "99" and not v < (1, 13)
+    assert (v >= "2.0") == (torch.__version__ >= "2.0")
+    assert v == (2, 13, 0) and v != "1.0"
+    assert eager.version.__version__ == v
+    assert eager.version.cuda is None and eager.version.debug is False
