@@ -37,6 +37,10 @@ from .variables import (
     VariableTracker,
 )
 
+# exceptions the user's code raises (a missing key, a bad value) that a `try` may catch
+CAUGHT = (LookupError, ArithmeticError, AttributeError, TypeError, ValueError, RuntimeError,
+          AssertionError, StopIteration)
+
 if TYPE_CHECKING:
     from .output_graph import OutputGraph
 
@@ -160,9 +164,32 @@ class InstructionTranslator(BuildOps, FlowOps):
                 if top and gb.frame is None:
                     gb.frame = (self, index, snap)
                 raise
+            except CAUGHT as e:
+                if isinstance(e, Unsupported) or not self.caught_by_try():
+                    raise  # (no try would catch it: the whole frame runs eagerly and raises)
+                gb = self.unsupported(f"{type(e).__name__} raised inside a try block ({e}): "
+                                      "the handler runs eagerly")
+                if top:
+                    gb.frame = (self, index, snap)
+                raise gb from None
             if config.debug and self.result is None:
                 self._check_stack_effect(inst, depth)
         return self.result
+
+    def caught_by_try(self) -> bool:
+        """True when an `except`/`finally` of this frame, or of a caller inlining it, would
+        catch an exception raised at the current instruction (`self.cache[n]` in
+        `try: ... except KeyError:`): the exception is then a graph break at that instruction
+        (the graph before it compiled, the rest run by CPython with its handlers), not a
+        reason to run the whole frame eagerly."""
+        from .transform import handler_kind
+
+        tx = self
+        while tx is not None:
+            if handler_kind(tx.code, tx.inst.offset) == "try":
+                return True
+            tx = getattr(tx, "parent", None)
+        return False
 
     def _check_stack_effect(self, inst, depth: int) -> None:
         if inst.opname in ("PRECALL", "YIELD_VALUE", "RETURN_GENERATOR") or \

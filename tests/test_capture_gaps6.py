@@ -424,3 +424,63 @@ def test_list_builtin_makes_a_new_list_each_call():
     _same(pyramid(x), second)
     ex = capture.explain(pyramid)(x)
     assert (ex.graph_count, ex.graph_break_count) == (1, 0) and not ex.unique_break_reasons
+
+
+def _rel_pos_model(lib):
+    """A relative-position bias memoised in a dict: `try: return self.cache[n]` /
+    `except KeyError:` builds and stores it (the first call misses, later calls hit)."""
+    nn = lib.nn
+
+    class RelPosAttention(nn.Module):
+        def __init__(self, d=8):
+            super().__init__()
+            self.qk = nn.Linear(d, 2 * d)
+            self.slope = nn.Parameter(lib.tensor(-0.5))
+            self.cache = {}
+
+        def distances(self, n):
+            try:
+                return self.cache[n]
+            except KeyError:
+                pos = lib.arange(n)
+                dist = (pos[None, :] - pos[:, None]).abs().float()
+                self.cache[n] = dist
+                return dist
+
+        def forward(self, x):
+            q, k = self.qk(x).chunk(2, -1)
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+            scores = scores + self.slope * self.distances(x.shape[1])
+            return scores.softmax(-1) @ x
+
+    return RelPosAttention()
+
+
+def test_exception_caught_by_a_try_keeps_the_graph():
+    """A KeyError met while capturing inside a `try` (here in an inlined method) is a graph
+    break at that instruction, so the caller keeps its graph; it made the whole frame run
+    eagerly (0 graphs)."""
+    eager.manual_seed(0)
+    m = _rel_pos_model(eager)
+    x = _rand(eager, 2, 5, 8)
+    capture.reset()
+    ex = capture.explain(m)(x)
+    assert ex.graph_count >= 1, str(ex)
+    assert any("KeyError" in b.reason for b in ex.unique_break_reasons), str(ex)
+    eager.manual_seed(0)
+    ref = _rel_pos_model(eager)
+    eager.manual_seed(0)
+    got = _rel_pos_model(eager)
+    capture.reset()
+    compiled = capture.compile(got)
+    for n in (5, 5, 3):
+        x = _rand(eager, 2, n, 8, seed=n)
+        _same(ref(x), compiled(x))
+        assert sorted(ref.cache) == sorted(got.cache)
+
+
+def test_exception_caught_by_a_try_torch_counts():
+    torch = pytest.importorskip("torch")
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(_rel_pos_model(torch))(torch.randn(2, 5, 8))
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0)
