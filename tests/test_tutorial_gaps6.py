@@ -138,3 +138,94 @@ def test_version_attributes_as_torch():
     assert v == (2, 13, 0) and v != "1.0"
     assert eager.version.__version__ == v
     assert eager.version.cuda is None and eager.version.debug is False
+
+
+def _dist_pair(name, *args, **kw):
+    """The same distribution built in eager and torch (tensor arguments converted)."""
+    def conv(lib, v):
+        return lib.tensor(v) if isinstance(v, np.ndarray) else v
+    e = getattr(eager.distributions, name)(*[conv(eager, a) for a in args],
+                                           **{k: conv(eager, v) for k, v in kw.items()})
+    t = getattr(torch.distributions, name)(*[conv(torch, a) for a in args],
+                                           **{k: conv(torch, v) for k, v in kw.items()})
+    return e, t
+
+
+def _close(e, t, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("kw", [
+    {"probs": np.array([0.1, 0.4995, 0.5, 0.7, 0.95], np.float32)},
+    {"logits": np.array([-2.0, 0.0, 0.001, 1.5, 3.0], np.float32)},
+])
+def test_continuous_bernoulli_as_torch(kw):
+    """ContinuousBernoulli (VAE decoders on [0, 1] data): log_prob, cdf, icdf, moments and
+    entropy, Taylor region near 1/2 included (it was missing)."""
+    e, t = _dist_pair("ContinuousBernoulli", **kw)
+    x = np.array([0.05, 0.3, 0.5, 0.8, 0.99], np.float32)
+    _close(e.log_prob(eager.tensor(x)), t.log_prob(torch.tensor(x)), rtol=1e-4)
+    _close(e.cdf(eager.tensor(x)), t.cdf(torch.tensor(x)), rtol=1e-4)
+    _close(e.icdf(eager.tensor(x)), t.icdf(torch.tensor(x)), rtol=1e-4)
+    for attr in ("mean", "variance", "probs", "logits"):
+        _close(getattr(e, attr), getattr(t, attr), rtol=1e-4)
+    _close(e.entropy(), t.entropy(), rtol=1e-4)
+    s = e.rsample((7,))
+    assert tuple(s.shape) == (7, 5) and bool(((s >= 0) & (s <= 1)).all())
+
+
+def test_relaxed_distributions_as_torch():
+    """RelaxedBernoulli / RelaxedOneHotCategorical (Gumbel-softmax) log densities and
+    reparameterized draws; OneHotCategoricalStraightThrough's straight-through gradient."""
+    temp = np.array(0.7, np.float32)
+    e, t = _dist_pair("RelaxedBernoulli", temp, probs=np.array([0.2, 0.6, 0.9], np.float32))
+    x = np.array([0.1, 0.5, 0.97], np.float32)
+    _close(e.log_prob(eager.tensor(x)), t.log_prob(torch.tensor(x)), rtol=1e-4)
+    assert e.has_rsample and tuple(e.rsample((4,)).shape) == (4, 3)
+    logits = np.array([[0.2, -1.0, 0.5], [1.0, 0.0, -0.5]], np.float32)
+    e, t = _dist_pair("RelaxedOneHotCategorical", temp, logits=logits)
+    v = np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], np.float32)
+    _close(e.log_prob(eager.tensor(v)), t.log_prob(torch.tensor(v)), rtol=1e-4)
+    lg = eager.tensor(logits, requires_grad=True)
+    s = eager.distributions.RelaxedOneHotCategorical(eager.tensor(temp), logits=lg).rsample((5,))
+    assert tuple(s.shape) == (5, 2, 3)
+    np.testing.assert_allclose(s.sum(-1).detach().numpy(), 1.0, rtol=1e-5)
+    s.pow(2).sum().backward()
+    assert lg.grad is not None and float(lg.grad.abs().sum()) > 0
+    lg = eager.tensor(logits, requires_grad=True)
+    st = eager.distributions.OneHotCategoricalStraightThrough(logits=lg).rsample()
+    assert sorted(st.detach().sum(-1).tolist()) == [1.0, 1.0]
+    (st * eager.tensor([1.0, 2.0, 3.0])).sum().backward()
+    lt = torch.tensor(logits, requires_grad=True)
+    p = torch.softmax(lt, -1)
+    (p * torch.tensor([1.0, 2.0, 3.0])).sum().backward()  # the straight-through part
+    _close(lg.grad, lt.grad)
+
+
+def test_von_mises_as_torch():
+    e, t = _dist_pair("VonMises", np.array([0.0, 1.0, -2.0], np.float32),
+                      np.array([0.5, 2.0, 20.0], np.float32))
+    x = np.array([0.3, 1.2, 3.0], np.float32)
+    _close(e.log_prob(eager.tensor(x)), t.log_prob(torch.tensor(x)), rtol=1e-4)
+    _close(e.variance, t.variance, rtol=1e-4)
+    _close(e.mean, t.mean)
+    eager.manual_seed(0)
+    s = e.sample((4000,))
+    assert tuple(s.shape) == (4000, 3) and bool((s.abs() <= np.pi + 1e-6).all())
+    # circular mean direction and resultant length agree with loc and 1 - variance
+    c, si = s.cos().mean(0), s.sin().mean(0)
+    np.testing.assert_allclose(eager.atan2(si, c).numpy()[1:], [1.0, -2.0], atol=0.1)
+    np.testing.assert_allclose((c ** 2 + si ** 2).sqrt().numpy(),
+                               1 - t.variance.numpy(), atol=0.05)
+
+
+def test_distribution_family_modules():
+    """`from torch.distributions.normal import Normal` and the other per-family modules."""
+    import importlib
+    for name in ("normal", "categorical", "bernoulli", "beta", "multivariate_normal",
+                 "relaxed_categorical", "one_hot_categorical", "transformed_distribution",
+                 "mixture_same_family", "independent", "uniform", "studentT"):
+        mod = importlib.import_module(f"eager.distributions.{name}")
+        tmod = importlib.import_module(f"torch.distributions.{name}")
+        for export in tmod.__all__:
+            assert getattr(mod, export) is getattr(eager.distributions, export), export

@@ -16,6 +16,10 @@ from .distribution import Distribution
 from .kl import kl_divergence, register_kl
 from .more import Gumbel, HalfCauchy, InverseGamma, NegativeBinomial, Pareto, Weibull
 from .multivariate import LowRankMultivariateNormal, MultivariateNormal
+from .relaxed import (
+    ContinuousBernoulli, ExpRelaxedCategorical, LogitRelaxedBernoulli,
+    OneHotCategoricalStraightThrough, RelaxedBernoulli, RelaxedOneHotCategorical, VonMises,
+)
 from .transforms import (
     AbsTransform, AffineTransform, ComposeTransform, ExpTransform, LogNormal, PowerTransform,
     SigmoidTransform, SoftmaxTransform, SoftplusTransform, TanhTransform, Transform,
@@ -24,7 +28,9 @@ from .transforms import (
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
-    "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
+    "Chi2", "ComposeTransform", "ContinuousBernoulli", "ExpRelaxedCategorical",
+    "LogitRelaxedBernoulli", "OneHotCategoricalStraightThrough", "RelaxedBernoulli",
+    "RelaxedOneHotCategorical", "VonMises", "Dirichlet", "Distribution", "ExpTransform", "Exponential",
     "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
     "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial",
     "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto", "Poisson",
@@ -32,3 +38,7 @@ __all__ = [
     "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull", "constraints",
     "kl", "kl_divergence", "register_kl", "transforms",
 ]
+
+from . import aliases as _aliases  # noqa: E402  (torch.distributions.normal, ...)
+
+_aliases.install(__import__("sys").modules[__name__], globals())
