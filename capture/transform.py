@@ -30,7 +30,9 @@ A break covered only by `with eager.no_grad()` blocks (and 3.12+ inlined-compreh
 cleanups) keeps the "inst"/"branch" continuations; when the eagerly run instruction raises, the
 blocks' exits (`GradRestore`) run innermost first before the exception propagates, as
 CPython's handlers would. An exception the capture itself meets (`1 / 0` folded, a `raise` of
-a constant) makes the whole frame run eagerly. Generated code that `verify.py` rejects, or a
+a constant, a missing key) where a `try` of this frame or of an inlining caller would catch it
+is a break at that instruction (`InstructionTranslator.caught_by_try`: the "eager"
+continuation above); elsewhere it makes the whole frame run eagerly (and raise). Generated code that `verify.py` rejects, or a
 continuation that cannot be built, falls back to "eager", then to the whole frame eagerly.
 Touches `eager` (Tensor, grad mode), `capture`.
 """
