@@ -146,8 +146,35 @@ def _one_hot_rule(tx, fn, args, kwargs):
     return F.cast(F.eq(F.unsqueeze(t, -1), classes), to_dtype("int64"))
 
 
+def _checkpoint_rule(tx, fn, args, kwargs):
+    """`torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)`: `block(x)` inlined
+    into the graph (the same values and gradients; recomputing activations in backward only
+    trades memory), as Dynamo keeps a checkpointed block in the graph. A `context_fn` is a
+    break; eager's warning (use_reentrant not given) and argument errors are kept."""
+    import warnings
+
+    from eager.utils import checkpoint as ckpt
+
+    if not args:
+        raise TypeError("checkpoint() missing 1 required positional argument: 'function'")
+    kw = dict(kwargs)
+    opts = {k: kw.pop(k) for k in ("use_reentrant", "context_fn", "determinism_check",
+                                   "debug", "preserve_rng_state") if k in kw}
+    reentrant = opts.get("use_reentrant", ConstantVariable(None))
+    context = opts.get("context_fn", ConstantVariable(None))
+    if not reentrant.is_constant() or not (context.is_constant() and context.value is None):
+        raise vocabulary.no_graph_form(tx, fn, "a context_fn or a use_reentrant that is not "
+                                       "a constant")
+    if reentrant.value is None:
+        warnings.warn(ckpt._WARN_REENTRANT, stacklevel=2)
+    if reentrant.value is not False and kw:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kw))
+    return calls.call_function(tx, args[0], list(args[1:]), kw)
+
+
 def _local_rules() -> dict:
     from eager.nn import Module, functional
+    from eager.utils import checkpoint as ckpt
 
     rules = {Tensor._check_inplace: _check_inplace_rule,
              Tensor._inplace_update: _inplace_update_rule,
@@ -155,6 +182,7 @@ def _local_rules() -> dict:
     for name in _MEMBERS:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
+    rules[ckpt.checkpoint] = _checkpoint_rule
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
     rules[grad_mode._GradModeContext.clone] = _grad_clone_rule
     for name in ("new_ones", "new_full", "new_empty"):
