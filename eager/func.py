@@ -11,8 +11,8 @@ from __future__ import annotations
 from .autograd import functional as AF
 from .tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "vjp",
-           "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "stack_module_state", "vjp", "vmap"]
 
 
 def _flatten(tree):
@@ -96,18 +96,31 @@ def grad_and_value(func, argnums=0, has_aux=False):
 
         nums = argnums if isinstance(argnums, tuple) else (argnums,)
         args = list(args)
-        for k in nums:
-            args[k] = args[k].detach().requires_grad_(True)
+        # each differentiated argument is a pytree (a tensor, or tuples/lists/dicts of them)
+        trees = [_flatten(args[k]) for k in nums]
+        # under an outer transform (an argument already requires grad: jvp(grad(f)), hessian)
+        # the gradient stays differentiable, connected to the outer graph
+        nested = any(t.requires_grad for leaves, _ in trees for t in leaves)
+        xs = []
+        for k, (leaves, spec) in zip(nums, trees):
+            mine = [t.view_as(t) if t.requires_grad else t.detach().requires_grad_(True)
+                    for t in leaves]
+            xs.append(mine)
+            args[k] = _unflatten(mine, spec)
         with enable_grad():
             out = func(*args, **kwargs)
             value, aux = (out if has_aux else (out, None))
             if not isinstance(value, Tensor) or value.numel() != 1:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    "scalar Tensor")
-            gs = autograd.grad(value, [args[k] for k in nums], allow_unused=True)
-        gs = tuple(g if g is not None else args[k].new_zeros(args[k].shape)
-                   for g, k in zip(gs, nums))
-        g = gs if isinstance(argnums, tuple) else gs[0]
+            flat = [t for mine in xs for t in mine]
+            got = autograd.grad(value, flat, allow_unused=True, create_graph=nested)
+        got = [g if g is not None else t.new_zeros(t.shape) for g, t in zip(got, flat)]
+        gs, i = [], 0
+        for mine, (_, spec) in zip(xs, trees):
+            gs.append(_unflatten(got[i:i + len(mine)], spec))
+            i += len(mine)
+        g = tuple(gs) if isinstance(argnums, tuple) else gs[0]
         return g, ((value.detach(), aux) if has_aux else value.detach())
     return wrapped
 
@@ -136,29 +149,119 @@ def vjp(func, *primals, has_aux=False):
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
-def jacrev(func, argnums=0, *, has_aux=False):
-    """`torch.func.jacrev`: the Jacobian of func with respect to args[argnums]."""
+def _select(func, args, argnums):
+    """func as a function of args[argnums] (an int or a tuple of ints), the rest fixed."""
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+
+    def f(*xs):
+        a = list(args)
+        for k, x in zip(nums, xs):
+            a[k] = x
+        return func(*a)
+    picked = tuple(args[k] for k in nums)
+    return f, (picked if isinstance(argnums, tuple) else picked[0])
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """`torch.func.jacrev`: the Jacobian of func with respect to args[argnums] (a tuple of
+    Jacobians for a tuple of argnums; with `has_aux`, func returns (output, aux) and the
+    result is (jacobian, aux))."""
     def wrapped(*args):
-        def f(x):
-            a = list(args)
-            a[argnums] = x
-            return func(*a)
-        return AF.jacobian(f, args[argnums])
+        aux = []
+
+        def plain(*a):
+            out = func(*a)
+            if has_aux:
+                aux[:] = [out[1]]
+                return out[0]
+            return out
+        f, x = _select(plain, args, argnums)
+        jac = AF.jacobian(f, x, create_graph=_any_requires_grad(args))
+        return (jac, aux[0]) if has_aux else jac
     return wrapped
 
 
 jacfwd = jacrev  # (the same Jacobian; PyTorch computes it in forward mode)
 
 
+def _any_requires_grad(args) -> bool:
+    return any(isinstance(a, Tensor) and a.requires_grad for a in args)
+
+
 def hessian(func, argnums=0):
-    """`torch.func.hessian`: the Hessian of a scalar function of args[argnums]."""
+    """`torch.func.hessian`: the Hessian of a scalar function of args[argnums] (nested tuples
+    for a tuple of argnums)."""
     def wrapped(*args):
-        def f(x):
-            a = list(args)
-            a[argnums] = x
-            return func(*a)
-        return AF.hessian(f, args[argnums])
+        f, x = _select(func, args, argnums)
+        return AF.hessian(f, x)
     return wrapped
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """`torch.func.jvp`: (func(*primals), J(primals) . tangents), primals and tangents tuples
+    of tensors of equal shapes (with `has_aux`: func returns (output, aux), and aux is the
+    third result). Computed by the double-vjp trick of `autograd.functional.jvp`."""
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
+                           "tuples")
+    if len(primals) != len(tangents):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           "the same length")
+    for p, t in zip(primals, tangents):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to "
+                               f"have the same shape, got {tuple(p.shape)} and "
+                               f"{tuple(t.shape)}")
+    aux = []
+
+    def plain(*a):
+        out = func(*a)
+        if has_aux:
+            aux[:] = [out[1]]
+            return out[0]
+        return out
+    x = primals if len(primals) > 1 else primals[0]
+    v = tangents if len(tangents) > 1 else tangents[0]
+    out, jv = AF.jvp(plain, x, v, create_graph=_any_requires_grad(primals), strict=strict)
+    return (out, jv, aux[0]) if has_aux else (out, jv)
+
+
+def linearize(func, *primals):
+    """`torch.func.linearize`: (func(*primals), jvp_fn) with jvp_fn(*tangents) the
+    Jacobian-vector product at primals."""
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+    return out, jvp_fn
+
+
+def stack_module_state(models):
+    """`torch.func.stack_module_state`: (params, buffers), dicts of each name's tensors of the
+    models stacked on a new leading dim (parameters as new leaves that require grad); models
+    must share structure. RuntimeError for an empty list or mixed requires_grad."""
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    from .dispatch import FUNCTIONS
+
+    stack = FUNCTIONS["stack"]
+
+    def stacked(named):
+        names = [n for n, _ in named(models[0])]
+        out = {}
+        for n in names:
+            ts = [dict(named(m))[n] for m in models]
+            req = [t.requires_grad for t in ts]
+            if any(req) and not all(req):
+                raise RuntimeError(f"Expected {n} from each model to have the same "
+                                   ".requires_grad")
+            r = stack([t.detach() for t in ts])
+            out[n] = r.requires_grad_() if all(req) else r
+        return out
+    return (stacked(lambda m: m.named_parameters()), stacked(lambda m: m.named_buffers()))
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
@@ -173,5 +276,5 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
         for d in dicts:
             merged.update(d)
         dicts = merged
-    return stateless.functional_call(module, dicts, args, kwargs or {}, tie_weights=tie_weights,
-                                     strict=strict)
+    return stateless._functional_call(module, dicts, args, kwargs or {},
+                                      tie_weights=tie_weights, strict=strict)
