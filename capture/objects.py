@@ -21,7 +21,12 @@ from __future__ import annotations
 import inspect
 import types
 
-from .variables import ConstantVariable, FunctionVariable, VariableTracker
+from .variables import (
+    ConstantMethodVariable,
+    ConstantVariable,
+    FunctionVariable,
+    VariableTracker,
+)
 
 _MISSING = object()
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None), complex)
@@ -101,6 +106,32 @@ def get_attr(tx, obj: NewObjectVariable, name: str) -> VariableTracker:
         return ConstantVariable(attr)
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()} ({type(attr).__name__} of "
                          "its class)")
+
+
+def super_attr(tx, cls: type, obj: NewObjectVariable, name: str) -> VariableTracker:
+    """`super(cls, obj).name` for an object made by the code: the first class after `cls` in
+    its MRO defining `name`; a function is bound to the object, `object.__init__` is a call
+    that does nothing."""
+    mro = obj.cls.__mro__
+    if cls not in mro:
+        raise TypeError("super(type, obj): obj must be an instance or subtype of type")
+    for c in mro[mro.index(cls) + 1:]:
+        if name in c.__dict__:
+            attr = c.__dict__[name]
+            break
+    else:
+        raise AttributeError(f"'super' object has no attribute '{name}'")
+    if attr is object.__init__:  # (no arguments: nothing to do; else object's TypeError)
+        return ConstantMethodVariable(_object_init)
+    if isinstance(attr, types.FunctionType):
+        return FunctionVariable(attr, None, self_var=obj)
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return FunctionVariable(attr.__func__, None)
+    raise tx.unsupported(f"super().{name} ({type(attr).__name__}) on {obj.describe()}")
+
+
+def _object_init():
+    """`super().__init__()` reaching `object.__init__`: nothing to do."""
 
 
 def store_attr(tx, obj: NewObjectVariable, name: str, value) -> None:

@@ -60,6 +60,10 @@ def make_super(tx, args: list) -> SuperVariable:
 def super_attr(tx, sup: SuperVariable, name: str) -> VariableTracker:
     """The tracker of `super(cls, obj).name`."""
     obj = sup.obj
+    from .objects import NewObjectVariable, super_attr as new_super_attr
+
+    if isinstance(obj, NewObjectVariable):  # `super().__init__(x)` in an object made here
+        return new_super_attr(tx, sup.cls, obj, name)
     value_obj = getattr(obj, "value", None)
     if not isinstance(obj, ObjectVariable) or obj.source is None:
         raise tx.unsupported(f"super().{name} on {obj.describe()}")

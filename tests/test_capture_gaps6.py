@@ -351,6 +351,41 @@ def hf_mask_enum_config(torch):
     return run, (_rand(torch, 2, 5, 12), torch.tensor(mask)), list
 
 
+def box_list_subclass(torch):
+    """Detection-style containers made in forward: a subclass calling `super().__init__(...)`
+    up to `object.__init__`, a classmethod constructor and a method returning a new object."""
+    nn = torch.nn
+
+    class Fields:
+        def __init__(self, size):
+            super().__init__()
+            self.size = size
+
+    class Boxes(Fields):
+        def __init__(self, xyxy, size):
+            super().__init__(size)
+            self.xyxy = xyxy
+
+        @classmethod
+        def from_cxcywh(cls, b, size):
+            return cls(torch.cat([b[:, :2] - b[:, 2:] / 2, b[:, :2] + b[:, 2:] / 2], -1), size)
+
+        def area(self):
+            wh = (self.xyxy[:, 2:] - self.xyxy[:, :2]).clamp(min=0)
+            return wh[:, 0] * wh[:, 1]
+
+        def scale(self, s):
+            return Boxes(self.xyxy * s, (self.size[0] * s, self.size[1] * s))
+
+    head = nn.Linear(6, 4)
+
+    def detect(feats):
+        boxes = Boxes.from_cxcywh(head(feats).sigmoid(), (1, 1)).scale(32)
+        return boxes.area(), boxes, boxes.size
+
+    return detect, (_rand(torch, 3, 6),), list
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
@@ -360,6 +395,7 @@ CASES = [
     (router_new_tensor, 1, 0, 1, 0),
     (dataclass_lm_output, 1, 0, 1, 0),
     (record_across_break, 2, 1, 2, 1),
+    (box_list_subclass, 1, 0, 1, 0),
     (gumbel_noise_sampling, 1, 0, 1, 0),
     (hf_mask_enum_config, 1, 0, 1, 0),
 ]
