@@ -6,7 +6,8 @@ The call of such a class inlines its `__init__` (a dataclass's generated one inc
 `NewObjectVariable`: a tracker holding the class and the instance dict as trackers. Attribute
 stores change that dict (logged, so a graph break undoes them), reads see it, then the class's
 attributes: methods bind to the object, static methods, properties (their getter inlined),
-constants (a dataclass field's default). Wherever the object leaves the graph (returned,
+constants (a dataclass field's default); `super().__init__(...)` follows the class's MRO
+(`super_attr`). Wherever the object leaves the graph (returned,
 stored, live at a break) its template makes a fresh instance on every call,
 `object.__new__(cls)` plus its instance dict, one object however often it is referenced.
 
