@@ -298,3 +298,57 @@ def test_func_jvp_linearize_and_composition_as_torch():
                                    atol=1e-6)
     with pytest.raises(RuntimeError, match="same shape"):
         eager.func.jvp(lambda z: z, (eager.ones(2),), (eager.ones(3),))
+
+
+def _pruning_run(lib):
+    """The pruning tutorial's steps on a deterministic conv + linear model."""
+    import importlib
+    prune = importlib.import_module(f"{lib.__name__}.nn.utils.prune")
+    r = np.random.default_rng(3)
+    conv, lin = lib.nn.Conv2d(2, 4, 3), lib.nn.Linear(8, 5)
+    with lib.no_grad():
+        for p in list(conv.parameters()) + list(lin.parameters()):
+            p.copy_(lib.tensor(r.normal(size=tuple(p.shape)).astype(np.float32)))
+    out = {}
+    prune.l1_unstructured(conv, name="weight", amount=0.3)
+    prune.ln_structured(conv, name="weight", amount=0.5, n=2, dim=0)  # a PruningContainer
+    prune.l1_unstructured(conv, name="bias", amount=1)
+    out["conv_mask"] = conv.weight_mask.numpy().copy()
+    out["bias_mask"] = conv.bias_mask.numpy().copy()
+    out["keys"] = sorted(conv.state_dict().keys())
+    out["params"] = sorted(n for n, _ in conv.named_parameters())
+    out["hooks"] = len(conv._forward_pre_hooks)
+    x = lib.tensor(r.normal(size=(1, 2, 5, 5)).astype(np.float32))
+    y = conv(x)
+    y.sum().backward()
+    out["y"] = y.detach().numpy()
+    out["grad"] = conv.weight_orig.grad.numpy().copy()
+    prune.global_unstructured([(lin, "weight"), (conv, "weight")],
+                              pruning_method=prune.L1Unstructured, amount=20)
+    out["global"] = (lin.weight_mask.numpy().copy(), conv.weight_mask.numpy().copy())
+    out["pruned"] = prune.is_pruned(lin)
+    prune.remove(conv, "weight")
+    out["after"] = (sorted(n for n, _ in conv.named_parameters()), hasattr(conv, "weight_orig"),
+                    int((conv.weight == 0).sum()))
+    m = prune.custom_from_mask(lib.nn.Linear(2, 2), "weight", lib.tensor([[1.0, 0.0], [0.0, 1.0]]))
+    out["custom"] = m.weight_mask.numpy()
+    with pytest.raises(ValueError):
+        prune.remove(lin, "bias")
+    with pytest.raises(ValueError):
+        prune.l1_unstructured(lib.nn.Linear(2, 2), "weight", amount=1.5)
+    return out
+
+
+def test_prune_as_torch():
+    """torch.nn.utils.prune (the pruning tutorial; the module was missing): masks, combined
+    masks, the pre-hook's recomputed weight and its gradient, global pruning, remove."""
+    got, want = _pruning_run(eager), _pruning_run(torch)
+    assert got.keys() == want.keys()
+    for k in got:
+        if isinstance(want[k], np.ndarray):
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-6, err_msg=k)
+        elif isinstance(want[k], tuple) and isinstance(want[k][0], np.ndarray):
+            for a, b in zip(got[k], want[k]):
+                np.testing.assert_array_equal(a, b, err_msg=k)
+        else:
+            assert got[k] == want[k], k
