@@ -57,7 +57,8 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .device import cuda, device, get_default_device, set_default_device
+from . import cuda  # noqa: E402  (torch.cuda: a module, so `import torch.cuda` works)
+from .device import device, get_default_device, set_default_device
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .printing import get_printoptions, printoptions, set_printoptions
 from .random import (
@@ -120,6 +121,7 @@ indexing.install(Tensor)
 
 from . import (
     amp,
+    backends,
     fft,
     linalg,
     nn,
@@ -128,7 +130,6 @@ from . import (
 )
 
 linalg.install(globals(), Tensor)  # torch.lu, torch.cholesky, chain_matmul...
-from .amp import cuda_amp as _cuda_amp
 from .amp.autocast_mode import (
     autocast,
     autocast_decrement_nesting,
@@ -147,8 +148,6 @@ from .amp.autocast_mode import (
     set_autocast_enabled,
     set_autocast_gpu_dtype,
 )
-
-cuda.amp = _cuda_amp  # `torch.cuda.amp`
 
 from .nn.aten_losses import (
     binary_cross_entropy_with_logits,

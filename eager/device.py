@@ -170,22 +170,3 @@ def resolve(dev) -> device:
     if d.type == "cuda" and d.index is None:
         return cuda_device(0)
     return d
-
-
-class _CudaModule:
-    """`eager.cuda`: `is_available()`, `device_count()`, `current_device()` (torch.cuda)."""
-
-    @staticmethod
-    def is_available() -> bool:
-        return cuda_is_available()
-
-    @staticmethod
-    def device_count() -> int:
-        return cupy().cuda.runtime.getDeviceCount() if cuda_is_available() else 0
-
-    @staticmethod
-    def current_device() -> int:
-        return cupy().cuda.runtime.getDevice()
-
-
-cuda = _CudaModule()

@@ -352,3 +352,45 @@ def test_prune_as_torch():
                 np.testing.assert_array_equal(a, b, err_msg=k)
         else:
             assert got[k] == want[k], k
+
+
+def test_cuda_module_and_backends_as_tutorials_use_them():
+    """`import torch.cuda`, `from torch.cuda.amp import GradScaler`, `torch.cuda.manual_seed_all`
+    and `torch.backends.cudnn.benchmark = True` (each raised under `import eager as torch`)."""
+    import importlib
+    mod = importlib.import_module("eager.cuda")
+    assert mod is eager.cuda
+    assert importlib.import_module("eager.cuda.amp").GradScaler is eager.cuda.amp.GradScaler
+    for name in ("manual_seed", "manual_seed_all", "seed_all", "synchronize", "empty_cache",
+                 "memory_allocated", "max_memory_allocated", "get_device_name",
+                 "is_bf16_supported", "get_rng_state", "set_device", "device"):
+        assert hasattr(torch.cuda, name) and hasattr(eager.cuda, name), name
+    if not eager.cuda.is_available():  # PyTorch's behaviour without a GPU
+        eager.manual_seed(5)
+        a = eager.rand(3)
+        eager.manual_seed(5)
+        eager.cuda.manual_seed_all(123)  # silently ignored: the host stream is untouched
+        eager.cuda.manual_seed(7)
+        np.testing.assert_array_equal(eager.rand(3).numpy(), a.numpy())
+        assert eager.cuda.device_count() == 0 and eager.cuda.memory_allocated() == 0
+        assert eager.cuda.max_memory_allocated() == 0 and not eager.cuda.is_bf16_supported()
+        eager.cuda.empty_cache()
+        with pytest.raises(RuntimeError):
+            eager.cuda.synchronize()
+    else:
+        eager.cuda.synchronize()
+        assert isinstance(eager.cuda.get_device_name(), str)
+        assert eager.cuda.memory_allocated() >= 0
+    b = importlib.import_module("eager.backends.cudnn")
+    eager.backends.cudnn.benchmark = True
+    eager.backends.cudnn.deterministic = True
+    assert b.benchmark is True and isinstance(b.is_available(), bool)
+    eager.backends.cudnn.benchmark = False
+    eager.backends.cuda.matmul.allow_tf32 = True
+    assert eager.backends.mps.is_available() is False and eager.backends.mps.is_built() is False
+    assert eager.backends.cuda.flash_sdp_enabled()
+    with eager.backends.cuda.sdp_kernel(enable_flash=False):
+        assert not eager.backends.cuda.flash_sdp_enabled()
+    assert eager.backends.cuda.flash_sdp_enabled()
+    assert isinstance(eager.backends.opt_einsum.is_available(), bool)
+    eager.backends.cuda.matmul.allow_tf32 = False

@@ -1,0 +1,5 @@
+"""`torch.backends.mkl`: wick does not use MKL."""
+
+
+def is_available() -> bool:
+    return False
