@@ -394,3 +394,22 @@ def test_cuda_module_and_backends_as_tutorials_use_them():
     assert eager.backends.cuda.flash_sdp_enabled()
     assert isinstance(eager.backends.opt_einsum.is_available(), bool)
     eager.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_data_parallel_single_device_as_torch():
+    """`model = nn.DataParallel(model)` (unguarded in many scripts; it raised AttributeError):
+    on one device the wrapped module's outputs, gradients and a "module."-prefixed state_dict."""
+    got = []
+    for lib in (eager, torch):
+        m = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor([[1.0, -2.0, 0.5], [0.0, 1.0, 2.0]]))
+            m.bias.copy_(lib.tensor([0.1, -0.1]))
+        dp = lib.nn.DataParallel(m)
+        y = dp(lib.ones(4, 3))
+        y.sum().backward()
+        got.append((y.detach().numpy(), m.weight.grad.numpy(), sorted(dp.state_dict()),
+                    dp.module is m))
+    np.testing.assert_allclose(got[0][0], got[1][0])
+    np.testing.assert_allclose(got[0][1], got[1][1])
+    assert got[0][2:] == got[1][2:] == (["module.bias", "module.weight"], True)

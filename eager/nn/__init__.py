@@ -60,7 +60,7 @@ from . import rnn_utils as _rnn_utils  # noqa: E402
 utils.rnn = _rnn_utils  # `nn.utils.rnn` (utils is a module, not a package: alias the import)
 __import__("sys").modules[__name__ + ".utils.rnn"] = _rnn_utils
 from . import parallel  # noqa: E402  (DistributedDataParallel over eager.distributed)
-from .parallel import DistributedDataParallel  # noqa: E402
+from .parallel import DataParallel, DistributedDataParallel  # noqa: E402
 from . import modules  # noqa: E402  (torch path: nn.modules.module.register_module_forward_hook)
 from .conv_pool_layers import *  # (Conv3d, ConvTranspose*, pooling)
 from .padding import *  # (Zero/Constant/Reflection/... Pad1d-3d)

@@ -1,7 +1,8 @@
 """eager.nn.parallel: `DistributedDataParallel` (multi-process data parallelism over
-`eager.distributed`). torch's single-process `DataParallel` is out of scope: wick has at most one
-device per process."""
+`eager.distributed`) and `DataParallel` for one device per process (the module called on
+the one GPU or the CPU; several GPUs in one process are out of scope)."""
 
+from .data_parallel import DataParallel, data_parallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
