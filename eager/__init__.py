@@ -122,6 +122,7 @@ indexing.install(Tensor)
 from . import (
     amp,
     backends,
+    compiler,
     fft,
     linalg,
     nn,
@@ -181,11 +182,30 @@ _dlpack.install(Tensor)
 Tensor.dist = dist
 
 
-def compile(fn=None, **kwargs):
-    """Alias of `capture.compile` (imported on first use to keep `ir <- eager <- capture`)."""
+_COMPILE_MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
+                  "max-autotune")
+_BACKEND_NAMES = {"inductor": "auto", "aot_eager": "eager"}  # torch's names -> wick's
+
+
+def compile(fn=None, *, fullgraph=False, dynamic=None, backend="auto", mode=None,
+            options=None, disable=False):
+    """`torch.compile`: `capture.compile` (imported on first use to keep `ir <- eager <-
+    capture`). torch's backend names "inductor" and "aot_eager" are wick's "auto" and
+    "eager"; `mode` (one of torch's modes) and `options` are tuning hints wick's compiler does
+    not take (checked as torch checks them); `disable=True` returns `fn` itself."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in _COMPILE_MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(_COMPILE_MODES)}")
+    if disable:
+        return fn if fn is not None else (lambda f: f)
     from capture import compile as _compile
 
-    return _compile(fn, **kwargs)
+    if isinstance(backend, str):
+        backend = _BACKEND_NAMES.get(backend, backend)
+    return _compile(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
 
 
 def is_tensor(obj) -> bool:

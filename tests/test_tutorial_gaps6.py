@@ -413,3 +413,28 @@ def test_data_parallel_single_device_as_torch():
     np.testing.assert_allclose(got[0][0], got[1][0])
     np.testing.assert_allclose(got[0][1], got[1][1])
     assert got[0][2:] == got[1][2:] == (["module.bias", "module.weight"], True)
+
+
+def test_compile_takes_torch_arguments():
+    """torch.compile(model, mode="reduce-overhead") / backend="inductor" / disable=True and
+    torch.compiler (each raised TypeError / AttributeError)."""
+    m = eager.nn.Linear(3, 2)
+    x = eager.ones(4, 3)
+    want = m(x).detach().numpy()
+    for kw in ({"mode": "reduce-overhead"}, {"mode": "max-autotune"}, {"backend": "inductor"},
+               {"backend": "aot_eager"}, {"options": {"trace.enabled": False}}):
+        np.testing.assert_allclose(eager.compile(m, **kw)(x).detach().numpy(), want,
+                                   rtol=1e-6, err_msg=str(kw))
+    f = lambda t: t * 2  # noqa: E731
+    assert eager.compile(f, disable=True) is f
+    for bad in ({"mode": "fast"}, {"mode": "default", "options": {}}):
+        with pytest.raises(RuntimeError) as e:
+            eager.compile(f, **bad)
+        with pytest.raises(RuntimeError) as t:
+            torch.compile(f, **bad)
+        assert str(e.value) == str(t.value)
+    assert eager.compiler.is_compiling() is torch.compiler.is_compiling() is False
+    assert "eager" in eager.compiler.list_backends()
+    g = eager.compiler.disable(lambda t: t + 1)
+    assert float(eager.compile(lambda t: g(t) * 2)(eager.ones(1))) == 4.0
+    eager.compiler.reset()
