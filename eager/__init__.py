@@ -237,3 +237,6 @@ Tensor.equal = equal
 
 
 from . import array_api  # noqa: E402  (the array API namespace; installs Tensor.__array_namespace__)
+
+from . import profiler  # noqa: E402  (torch.profiler; needs dispatch)
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.autograd.profiler)

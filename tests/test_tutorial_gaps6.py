@@ -438,3 +438,57 @@ def test_compile_takes_torch_arguments():
     g = eager.compiler.disable(lambda t: t + 1)
     assert float(eager.compile(lambda t: g(t) * 2)(eager.ones(1))) == 4.0
     eager.compiler.reset()
+
+
+def test_profiler_records_ops_and_ranges(tmp_path):
+    """torch.profiler / torch.autograd.profiler and record_function (the profiler recipe
+    raised ModuleNotFoundError): op events named aten::<op>, counted; ranges; table; trace;
+    schedule as PyTorch's."""
+    import json
+    from eager.profiler import ProfilerActivity, profile, record_function, schedule
+    x = eager.ones(4, 3)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with record_function("model_inference"):
+            for _ in range(3):
+                x = x * 2.0
+            y = x.exp()
+    avg = {e.key: e for e in prof.key_averages()}
+    assert avg["aten::mul"].count == 3 and avg["aten::exp"].count == 1
+    assert avg["model_inference"].count == 1
+    assert avg["model_inference"].cpu_time_total >= avg["aten::mul"].cpu_time_total > 0
+    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=2)
+    assert "Name" in table and "model_inference" in table and len(table.splitlines()) == 7
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    assert {e["name"] for e in json.load(open(path))["traceEvents"]} >= {"aten::exp"}
+    n = len(prof.events())
+    (y * 2).sum()  # outside: not recorded
+    assert len(prof.events()) == n
+    with eager.autograd.profiler.profile() as p2:
+        eager.ones(2) + 1
+    assert "aten::add" in {e.key for e in p2.key_averages()}
+    for kw in ({"wait": 1, "warmup": 1, "active": 2, "repeat": 2},
+               {"wait": 0, "warmup": 0, "active": 1, "skip_first": 3}):
+        ours, theirs = schedule(**kw), torch.profiler.schedule(**kw)
+        assert [ours(s).name for s in range(12)] == [theirs(s).name for s in range(12)]
+    saved = []
+    with profile(schedule=schedule(wait=1, warmup=0, active=1),
+                 on_trace_ready=lambda p: saved.append(len(p.events()))) as p3:
+        for _ in range(4):
+            eager.ones(2).neg()
+            p3.step()
+    assert saved == [1, 1]
+
+
+def test_benchmark_timer():
+    """torch.utils.benchmark.Timer (import torch.utils.benchmark raised
+    ModuleNotFoundError): timeit / blocked_autorange Measurements and Compare."""
+    from eager.utils import benchmark
+    t = benchmark.Timer("x * 2", globals={"x": eager.ones(3)}, label="mul", sub_label="3",
+                        description="eager")
+    m = t.timeit(20)
+    assert m.number_per_run == 20 and len(m.times) == 1 and m.median > 0
+    assert "mul: 3" in repr(m) and "1 measurement, 20 runs" in repr(m)
+    b = t.blocked_autorange(min_run_time=0.01)
+    assert sum(b.raw_times) >= 0.01 and b.mean > 0 and b.iqr >= 0
+    assert "eager" in str(benchmark.Compare([m, b]))
