@@ -234,7 +234,7 @@ def inline(tx, fn, args: list, kwargs: dict) -> VariableTracker:
             i = positional.index(param) - (len(positional) - len(value.__defaults__))
             v = tx.out.wrap(param.default, f"{fname}.__defaults__[{i}]")
         f_locals[name] = v
-    if nested and ".0" in code.co_varnames and "implicit0" in f_locals:
+    if ".0" in code.co_varnames and "implicit0" in f_locals:
         f_locals[".0"] = f_locals.pop("implicit0")  # inspect renames comprehension args
     if nested:
         target = _Func(code, fn.f_globals, None, fn.qualname)

@@ -506,6 +506,8 @@ class CompiledFunction:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         f_locals = {name: out.wrap(bound.arguments[name], name) for name in sig.parameters}
+        if ".0" in fn.__code__.co_varnames and "implicit0" in f_locals:
+            f_locals[".0"] = f_locals.pop("implicit0")  # a 3.11 comprehension's iterator
         tx = InstructionTranslator(out, fn, f_locals)
         result = tx.run()
         out.final_grad = out.grad_enabled if out.grad_enabled != out.initial_grad_enabled \
