@@ -172,6 +172,14 @@ def _checkpoint_rule(tx, fn, args, kwargs):
     return calls.call_function(tx, args[0], list(args[1:]), kw)
 
 
+def _constant_query(tx, fn, args, kwargs):
+    """`torch.cuda.is_available()`, `device_count()`, `torch.backends.mps.is_available()`: a
+    fact of the machine, folded to a constant at capture (as Dynamo folds them)."""
+    if args or kwargs:
+        raise vocabulary.no_graph_form(tx, fn, "arguments")
+    return ConstantVariable(fn())
+
+
 def _local_rules() -> dict:
     from eager.nn import Module, functional
     from eager.utils import checkpoint as ckpt
@@ -183,6 +191,13 @@ def _local_rules() -> dict:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[ckpt.checkpoint] = _checkpoint_rule
+    import eager.backends.mps
+    import eager.cpu
+    import eager.cuda
+
+    for query in (eager.cuda.is_available, eager.cuda.device_count, eager.cpu.is_available,
+                  eager.backends.mps.is_available):
+        rules[query] = _constant_query
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
     rules[grad_mode._GradModeContext.clone] = _grad_clone_rule
     for name in ("new_ones", "new_full", "new_empty"):

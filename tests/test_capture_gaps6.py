@@ -386,6 +386,29 @@ def box_list_subclass(torch):
     return detect, (_rand(torch, 3, 6),), list
 
 
+def device_query_and_comprehensions(torch):
+    """`torch.cuda.is_available()` picks the device (a constant of the machine), and dict and
+    list comprehensions collect per-layer statistics, one over `sorted(raw.items())` (a break
+    inside the comprehension's iterable: on 3.11 the comprehension is a nested function made
+    before the break and called from the resume function)."""
+    nn = torch.nn
+    layers = nn.ModuleList(nn.Linear(6, 6) for _ in range(3))
+
+    def run(x):
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        x = x.to(device)
+        outs = []
+        for layer in layers:
+            x = torch.tanh(layer(x))
+            outs.append(x)
+        raw = {f"layer{i}": o.abs().mean() for i, o in enumerate(outs)}
+        stats = {k: v * 2 for k, v in sorted(raw.items())}  # (sorted: a break)
+        norms = [o.norm(dim=-1) for o in outs if o.shape[-1] == 6]
+        return stats, norms, device
+
+    return run, (_rand(torch, 4, 6),), list
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
@@ -396,6 +419,7 @@ CASES = [
     (dataclass_lm_output, 1, 0, 1, 0),
     (record_across_break, 2, 1, 2, 1),
     (box_list_subclass, 1, 0, 1, 0),
+    (device_query_and_comprehensions, 2, 1, 2, 1),
     (gumbel_noise_sampling, 1, 0, 1, 0),
     (hf_mask_enum_config, 1, 0, 1, 0),
 ]
