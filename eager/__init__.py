@@ -238,5 +238,8 @@ Tensor.equal = equal
 
 from . import array_api  # noqa: E402  (the array API namespace; installs Tensor.__array_namespace__)
 
+from . import legacy_tensors as _legacy_tensors  # noqa: E402
+
+_legacy_tensors.install(globals(), cuda)  # torch.FloatTensor..., Tensor.type()
 from . import profiler  # noqa: E402  (torch.profiler; needs dispatch)
 from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.autograd.profiler)

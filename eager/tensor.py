@@ -368,8 +368,10 @@ class Tensor(TensorCopyMixin):
                 return FUNCTIONS["cast"](t, dtype)
         return t.clone() if copy and t is self else t
 
-    def type(self, dtype=None):
-        return f"eager.{self.dtype.name}" if dtype is None else self.to(dtype)
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """The type name ("torch.FloatTensor"), or this tensor cast (replaced by
+        `eager.legacy_tensors.cast_to_type`, which also takes legacy types and names)."""
+        return self.dtype.name if dtype is None else self.to(dtype)
 
     def type_as(self, other) -> Tensor:
         """This tensor in `other`'s dtype (`self` when it already has it)."""

@@ -492,3 +492,30 @@ def test_benchmark_timer():
     b = t.blocked_autorange(min_run_time=0.01)
     assert sum(b.raw_times) >= 0.01 and b.mean > 0 and b.iqr >= 0
     assert "eager" in str(benchmark.Compare([m, b]))
+
+
+def test_legacy_tensor_types_as_torch():
+    """torch.FloatTensor(...), isinstance(x, torch.LongTensor), x.type() and x.type(...)
+    (FloatTensor raised AttributeError; x.type() returned 'eager.int64')."""
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
+                 "BoolTensor", "HalfTensor", "BFloat16Tensor", "ShortTensor", "CharTensor"):
+        e, t = getattr(eager, name), getattr(torch, name)
+        assert e.dtype.name == str(t.dtype).split(".")[1], name
+        assert tuple(e(2, 3).shape) == tuple(t(2, 3).shape) == (2, 3)
+        assert tuple(e().shape) == tuple(t().shape) == (0,)
+        assert e([1, 0]).tolist() == t([1, 0]).tolist()
+        assert e([1, 0]).dtype is e.dtype
+        assert e([1, 0]).type() == t([1, 0]).type() == f"torch.{name}"
+        assert isinstance(e([1]), e) and isinstance(t([1]), t)
+    assert not isinstance(eager.ones(2), eager.LongTensor)
+    assert not isinstance(torch.ones(2), torch.LongTensor)
+    x, tx = eager.tensor([1.5, 2.5]), torch.tensor([1.5, 2.5])
+    for arg in ("torch.LongTensor", eager.DoubleTensor, eager.int32):
+        targ = arg if isinstance(arg, str) else (torch.DoubleTensor if arg is eager.DoubleTensor
+                                                 else torch.int32)
+        got, want = x.type(arg), tx.type(targ)
+        assert got.type() == want.type() and got.tolist() == want.tolist()
+    with pytest.raises(ValueError):
+        x.type("torch.NoSuchTensor")
+    assert eager.cuda.FloatTensor.dtype is eager.float32
+    assert eager.FloatTensor(eager.Size([2, 2])).shape == (2, 2)
