@@ -275,6 +275,8 @@ NOT_GRADCHECKED = {
     "bucketize": "not differentiable: integer bucket indices",
     "isclose": "not differentiable: a bool result",
     "nonzero": "not differentiable: integer indices",
+    "_max_pool_tiled_indices": "not differentiable: integer indices (a composite counts as "
+                               "differentiable)",
     **{name: _COMPLEX for name in ("real", "imag", "view_as_real", "view_as_complex", "polar",
                                    "complex")},
     **{name: _COMPLEX for name in ("_linalg_eig", "linalg_eig", "linalg_eigvals")},

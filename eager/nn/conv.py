@@ -29,6 +29,7 @@ _matmul = FUNCTIONS["matmul"]
 _conv_nd = FUNCTIONS["_conv_nd"]
 _max_pool_indices = FUNCTIONS["_max_pool_indices"]
 _plane_gather = FUNCTIONS["_plane_gather"]
+_max_pool_tiled_indices = FUNCTIONS["_max_pool_tiled_indices"]
 _batch_norm_train = FUNCTIONS["_batch_norm_train"]
 _batch_stats = FUNCTIONS["_batch_stats"]
 
@@ -217,8 +218,13 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     x, unbatched = _pool_input(input, nd, name)
     kernel, stride, padding, dilation, out, _ = _pool_geometry(
         x, nd, kernel_size, stride, padding, dilation, ceil_mode)
-    idx = _max_pool_indices(x.detach(), kernel_size=kernel, stride=stride, padding=padding,
-                            dilation=dilation, output_size=out)
+    if stride == kernel and not any(padding) and all(d == 1 for d in dilation) and \
+            all(o * k == s for o, k, s in zip(out, kernel, x.shape[2:])):
+        # windows tiling the planes (MaxPool2d(2) on even sizes): one fused kernel compiled
+        idx = _max_pool_tiled_indices(x.detach(), kernel_size=kernel)
+    else:
+        idx = _max_pool_indices(x.detach(), kernel_size=kernel, stride=stride,
+                                padding=padding, dilation=dilation, output_size=out)
     y = _plane_gather(x, idx)  # the gradient: a scatter-add into the input planes
     if unbatched:
         y, idx = y.squeeze(0), idx.squeeze(0)

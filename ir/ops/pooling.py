@@ -111,6 +111,66 @@ def _max_pool_indices_ref(x, kernel_size, stride, padding, dilation, output_size
     return out
 
 
+def _tiles(spatial, kernel_size) -> tuple:
+    """The output size of windows tiling `spatial` exactly (stride = kernel, no padding or
+    dilation), or () where `kernel_size` does not divide it."""
+    if len(spatial) != len(kernel_size) or any(s % k for s, k in zip(spatial, kernel_size)):
+        return ()
+    return tuple(s // k for s, k in zip(spatial, kernel_size))
+
+
+def _tiled_attrs(inputs, attrs):
+    x, k = inputs[0], tuple(attrs["kernel_size"])
+    if not _tiles(tuple(x.shape[2:]), k):
+        raise ValueError(f"_max_pool_tiled_indices(): kernel_size {k} does not tile the input "
+                         f"planes {tuple(x.shape[2:])}")
+    attrs["kernel_size"] = k
+    return attrs
+
+
+def _tiled_decomp(F, x, kernel_size):
+    """Two reductions over each window's dims of the (N, C, o1, k1, o2, k2, ...) view, which
+    codegen fuses into one kernel: the window's maximum m, then the largest score, where a
+    NaN scores P + B (the last NaN wins, as ATen), an element equal to m scores -P (the
+    first maximum wins), others -2B; P is the element's flat plane index (growing with the
+    window offset, the order ATen scans in) and B the plane's size."""
+    spatial = tuple(x.shape[2:])
+    out = _tiles(spatial, kernel_size)
+    n, c, nd = x.shape[0], x.shape[1], len(spatial)
+    xr = F.reshape(x, (n, c) + tuple(v for o, k in zip(out, kernel_size) for v in (o, k)))
+    rdims = tuple(3 + 2 * d for d in range(nd))
+    big, pos = math.prod(spatial), None   # pos: P over (1, 1, o1, k1, ...), a constant per dim
+    for d, (o, k) in enumerate(zip(out, kernel_size)):
+        step = math.prod(spatial[d + 1:])
+        vals = tuple(tuple(((a * k + b) * step,) for b in range(k)) for a in range(o))
+        shape = (1, 1) + (1,) * (2 * d) + (o, k) + (1,) * (2 * (nd - d - 1))
+        part = F.reshape(F._index_const(x, vals), shape)
+        pos = part if pos is None else F.add(pos, part)
+    score = F.where(F.eq(xr, F.amax(xr, rdims, keepdim=True)), F.neg(pos), -2 * big)
+    if x.dtype.is_floating_point:
+        score = F.where(F.isnan(xr), F.add(pos, big), score)
+    s = F.amax(score, rdims, keepdim=True)
+    idx = F.where(F.ge(s, big), F.sub(s, big), F.neg(s))
+    return F.reshape(idx, (n, c) + out)
+
+
+def _tiled_impl(xp, x, kernel_size):
+    k = tuple(kernel_size)
+    return _max_pool_indices_impl(xp, x, k, k, (0,) * len(k), (1,) * len(k),
+                                  _tiles(x.shape[2:], k))
+
+
+def _tiled_ref(x, kernel_size):
+    k = tuple(kernel_size)
+    return _max_pool_indices_ref(x, k, k, (0,) * len(k), (1,) * len(k), _tiles(x.shape[2:], k))
+
+
+def _tiled_samples(rng, dt):
+    for xs, k in [((2, 3, 4, 6), (2, 2)), ((1, 2, 6, 6), (3, 2)), ((2, 2, 8), (4,)),
+                  ((1, 2, 4, 2, 6), (2, 1, 3))]:
+        yield (arr(rng, xs, dt),), {"kernel_size": k}
+
+
 def _max_pool_samples(rng, dt):
     for xs, k, s, p, d, o in [((2, 3, 5, 6), (2, 2), (2, 2), (0, 0), (1, 1), (2, 3)),
                               ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), (4, 4)),
@@ -130,4 +190,15 @@ declare(
         tuple(s[:2]) + tuple(output_size),
     impl=_max_pool_indices_impl, ref=_max_pool_indices_ref, sample_inputs=_max_pool_samples,
     test_dtypes=FLOATS,
+)
+
+# `_max_pool_tiled_indices(input, kernel_size)`: `_max_pool_indices` where the windows tile the
+# planes exactly (stride = kernel_size, no padding or dilation, kernel_size dividing each
+# spatial size; `MaxPool2d(2)` on even sizes), as a composite that compiles to one fused
+# reduction kernel; eager runs the general kernel (the same indices)
+declare(
+    "_max_pool_tiled_indices", "composite", "input, kernel_size", method=False, fixed=D.int64,
+    attrs_rule=_tiled_attrs, decomp=_tiled_decomp, eager_impl=_tiled_impl, ref=_tiled_ref,
+    shape=lambda s, kernel_size: tuple(s[:2]) + _tiles(tuple(s[2:]), tuple(kernel_size)),
+    sample_inputs=_tiled_samples, test_dtypes=FLOATS,
 )
