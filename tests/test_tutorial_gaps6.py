@@ -519,3 +519,20 @@ def test_legacy_tensor_types_as_torch():
         x.type("torch.NoSuchTensor")
     assert eager.cuda.FloatTensor.dtype is eager.float32
     assert eager.FloatTensor(eager.Size([2, 2])).shape == (2, 2)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_sorter_as_torch(right):
+    """searchsorted(seq, x, sorter=...) searches seq in sorter's order (sorter was ignored)."""
+    cases = [([3.0, 1.0, 2.0], [2.5, 0.5, 3.5, 2.0], [1, 2, 0]),
+             ([[5.0, 1.0, 3.0], [2.0, 9.0, 4.0]], [[2.0, 4.0], [3.0, 10.0]],
+              [[1, 2, 0], [0, 2, 1]])]
+    for seq, v, order in cases:
+        got = eager.searchsorted(eager.tensor(seq), eager.tensor(v), right=right,
+                                 sorter=eager.tensor(order))
+        want = torch.searchsorted(torch.tensor(seq), torch.tensor(v), right=right,
+                                  sorter=torch.tensor(order))
+        assert got.tolist() == want.tolist()
+    with pytest.raises(RuntimeError, match="same size"):
+        eager.searchsorted(eager.tensor([1.0, 2.0]), eager.tensor([1.0]),
+                           sorter=eager.tensor([0]))

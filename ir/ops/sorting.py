@@ -173,6 +173,15 @@ def _searchsorted_attrs(inputs, attrs):
 def _searchsorted_impl(xp, seq, x, out_int32=False, right=False, side=None, sorter=None):
     side = "right" if right else "left"
     x = xp.asarray(x)
+    if sorter is not None:  # the sequence is seq in the order `sorter` gives along its last dim
+        order = xp.asarray(getattr(sorter, "_data", sorter))
+        if order.shape != seq.shape:
+            raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(seq.shape)} and got "
+                               f"sorter tensor {list(order.shape)}")
+        if order.size and (order.min() < 0 or order.max() >= seq.shape[-1]):
+            raise RuntimeError("torch.searchsorted(): sorter index out of range")
+        seq = xp.take_along_axis(seq, order.astype(np.int64), axis=-1)
     if seq.ndim <= 1:
         return xp.searchsorted(seq, x, side=side)
     out = xp.empty(x.shape, np.int64)
@@ -183,6 +192,8 @@ def _searchsorted_impl(xp, seq, x, out_int32=False, right=False, side=None, sort
 
 def _searchsorted_ref(seq, x, out_int32=False, right=False, side=None, sorter=None):
     side = side or ("right" if right else "left")
+    if sorter is not None:
+        seq = np.take_along_axis(seq, np.asarray(getattr(sorter, "_data", sorter)), axis=-1)
     if seq.ndim == 1:
         return np.searchsorted(seq, x, side)
     return np.stack([np.searchsorted(s, v, side) for s, v in zip(seq, x)])
