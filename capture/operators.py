@@ -115,6 +115,8 @@ def compare_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Varia
               "==": operator.eq, "!=": operator.ne}[symbol]
         return ConstantVariable(fn(a.value, b.value))
     same = _identity_equality(tx, symbol, a, b)
+    if same is None:
+        same = _sequence_equality(tx, symbol, a, b)
     if same is not None:
         return same
     fwd, rev = COMPARE[symbol]
@@ -140,6 +142,27 @@ def _identity_equality(tx, symbol: str, a, b) -> ConstantVariable | None:
         if isinstance(v, ObjectVariable):
             tx.out.guards.identity(v.source, v.value, type(v.value).__name__)
     return ConstantVariable((a.value is b.value) == (symbol == "=="))
+
+
+def _sequence_equality(tx, symbol: str, a, b) -> ConstantVariable | None:
+    """`tuple(d * 2 for d in x.shape[2:]) == (8, 8)`: `==`/`!=` of two sequences (built
+    trackers or constant tuples/lists) as Python compares them, item by item, when every
+    item comparison folds to a constant. None: another comparison (a tensor or symbolic
+    item: the dunder path names the break)."""
+    if symbol not in ("==", "!="):
+        return None
+    sa, sb = _as_sequence(a), _as_sequence(b)
+    if sa is None or sb is None:
+        return None
+    equal = type(sa) is type(sb) and len(sa.items) == len(sb.items)
+    for x, y in zip(sa.items, sb.items) if equal else ():
+        r = compare_op(tx, "==", x, y)
+        if not r.is_constant():
+            return None
+        if not r.value:
+            equal = False
+            break
+    return ConstantVariable(equal == (symbol == "=="))
 
 
 def unary_op(tx, dunder: str, fold, v: VariableTracker) -> VariableTracker:
