@@ -536,3 +536,19 @@ def test_searchsorted_sorter_as_torch(right):
     with pytest.raises(RuntimeError, match="same size"):
         eager.searchsorted(eager.tensor([1.0, 2.0]), eager.tensor([1.0]),
                            sorter=eager.tensor([0]))
+
+
+def test_batchnorm_load_without_num_batches_tracked_as_torch():
+    """A hand-made / pre-1.x state dict without num_batches_tracked loads into BatchNorm as in
+    PyTorch (the count is kept, not reported missing); other missing keys are reported."""
+    sd = {"weight": np.array([2.0, 3.0], np.float32), "bias": np.zeros(2, np.float32),
+          "running_mean": np.ones(2, np.float32), "running_var": np.ones(2, np.float32)}
+    res = []
+    for lib in (eager, torch):
+        bn = lib.nn.BatchNorm1d(2)
+        bn(lib.ones(4, 2))  # num_batches_tracked = 1
+        keys = bn.load_state_dict({k: lib.tensor(v) for k, v in sd.items()})
+        part = lib.nn.BatchNorm1d(2).load_state_dict({"weight": lib.ones(2)}, strict=False)
+        res.append((list(keys.missing_keys), int(bn.num_batches_tracked), bn.weight.tolist(),
+                    sorted(part.missing_keys)))
+    assert res[0] == res[1]
