@@ -552,3 +552,22 @@ def test_batchnorm_load_without_num_batches_tracked_as_torch():
         res.append((list(keys.missing_keys), int(bn.num_batches_tracked), bn.weight.tolist(),
                     sorted(part.missing_keys)))
     assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_scale_grad_by_freq_as_torch(padding_idx):
+    """nn.Embedding(scale_grad_by_freq=True) (word2vec-style models) divides each row's
+    gradient by its index's count in the batch (it raised NotImplementedError)."""
+    w = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    idx = np.array([[0, 2, 2, 5], [5, 5, 1, 2]])
+    g = np.random.default_rng(1).normal(size=(2, 4, 3)).astype(np.float32)
+    res = []
+    for lib in (eager, torch):
+        emb = lib.nn.Embedding(6, 3, padding_idx=padding_idx, scale_grad_by_freq=True)
+        with lib.no_grad():
+            emb.weight.copy_(lib.tensor(w))
+        out = emb(lib.tensor(idx))
+        out.backward(lib.tensor(g))
+        res.append((out.detach().numpy(), emb.weight.grad.numpy()))
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6, atol=1e-7)

@@ -214,7 +214,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     row `padding_idx` is zero; `max_norm` renormalises the used rows in place first. The
     weight gradient is dense (`sparse=True` is accepted). RuntimeError for other index dtypes
     or a weight that is not 2-D; IndexError for indices outside [0, num_embeddings);
-    AssertionError for padding_idx out of range; NotImplementedError for scale_grad_by_freq."""
+    AssertionError for padding_idx out of range. `scale_grad_by_freq` divides each looked-up
+    row's gradient by the number of times its index occurs in `input` (PyTorch's
+    embedding_backward)."""
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     if input.dtype not in (D.int64, D.int32):
@@ -227,8 +229,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         if not -num <= padding_idx < num:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = padding_idx % num
-    if scale_grad_by_freq:
-        raise NotImplementedError("embedding: scale_grad_by_freq=True is not supported")
     check_embedding_indices(input, num)
     if max_norm is not None:
         _embedding_renorm(weight, input._host(), max_norm, norm_type)
@@ -237,6 +237,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if padding_idx is not None and weight.requires_grad:
         pad = (idx == padding_idx).unsqueeze(1)
         rows = FUNCTIONS["where"](pad, rows.detach(), rows)
+    if scale_grad_by_freq and weight.requires_grad:
+        # same values; the gradient reaching each row is divided by its index's count
+        freq = FUNCTIONS["index_select"](FUNCTIONS["bincount"](idx, minlength=num), 0, idx)
+        scale = (1.0 / freq.to(weight.dtype)).unsqueeze(1)
+        fixed = rows.detach()
+        rows = fixed + (rows - fixed) * scale
     return rows.reshape(tuple(input.shape) + (weight.shape[1],))
 
 
