@@ -98,11 +98,32 @@ CUDA_TYPES = {f"{s}Tensor": _make(s, "cuda") for s in STEMS if s not in ("Comple
                                                                           "ComplexDouble")}
 
 
+def set_default_tensor_type(t) -> None:
+    """`torch.set_default_tensor_type` (deprecated in PyTorch 2.1): the default floating
+    dtype of a legacy type or its name, and the CUDA default device for a torch.cuda type.
+    TypeError for a non-floating type."""
+    import warnings
+
+    from . import device as _device
+    from ir.dtypes import set_default_dtype
+
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    dt, dev = parse(t) if isinstance(t, str) else (t.dtype, t.device_type)
+    if dt.category != D.FLOATING:
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(dt)
+    if dev == "cuda":
+        _device.set_default_device("cuda")
+
+
 def install(namespace: dict, cuda_module) -> None:
     """The CPU types into `namespace` (the eager module), the CUDA ones into `eager.cuda`, and
     `Tensor.type`."""
     for name, cls in CPU_TYPES.items():
         namespace.setdefault(name, cls)
+    namespace.setdefault("set_default_tensor_type", set_default_tensor_type)
     for name, cls in CUDA_TYPES.items():
         setattr(cuda_module, name, cls)
     Tensor.type = cast_to_type

@@ -571,3 +571,21 @@ def test_embedding_scale_grad_by_freq_as_torch(padding_idx):
         res.append((out.detach().numpy(), emb.weight.grad.numpy()))
     np.testing.assert_array_equal(res[0][0], res[1][0])
     np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6, atol=1e-7)
+
+
+def test_set_default_tensor_type_as_torch():
+    """torch.set_default_tensor_type (deprecated, still in older tutorials)."""
+    import warnings
+    try:
+        for lib in (eager, torch):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lib.set_default_tensor_type(lib.DoubleTensor)
+                assert lib.ones(1).dtype is lib.float64 and lib.tensor([1.5]).dtype is lib.float64
+                lib.set_default_tensor_type("torch.FloatTensor")
+                assert lib.ones(1).dtype is lib.float32
+                with pytest.raises(TypeError):
+                    lib.set_default_tensor_type(lib.LongTensor)
+    finally:
+        eager.set_default_dtype(eager.float32)
+        torch.set_default_dtype(torch.float32)
