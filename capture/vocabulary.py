@@ -68,10 +68,16 @@ def is_internal_frame(tx) -> bool:
     return (tx.f_globals.get("__name__", "") or "").split(".")[0] in INTERNAL_ROOTS
 
 
+COMPOSITIONS = ("eager.nn", "eager.extra_scatter")
+
+
 def is_composition(fn) -> bool:
-    """An `eager.nn` function written in registry ops (inlined, as user code would be)."""
-    return isinstance(fn, types.FunctionType) and _module_of(fn).startswith("eager.nn") \
-        and not getattr(fn, "__wick_disable__", False)
+    """An `eager.nn` or `eager.extra_scatter` function written in registry ops, or an in-place
+    composite method (`Tensor.index_reduce_`: `_inplace_update` of the composite): inlined, as
+    user code would be."""
+    return isinstance(fn, types.FunctionType) and not getattr(fn, "__wick_disable__", False) \
+        and (_module_of(fn).startswith(COMPOSITIONS) or
+             fn.__qualname__ == "_composite_inplace.<locals>.method")
 
 
 def public_name(fn) -> str:

@@ -409,6 +409,34 @@ def device_query_and_comprehensions(torch):
     return run, (_rand(torch, 4, 6),), list
 
 
+def sage_aggregation(torch):
+    """GraphSAGE-style max and mean neighbour aggregation (`scatter_reduce`,
+    `Tensor.index_reduce_` on a fresh tensor) and a similarity matrix with its diagonal masked
+    by `fill_diagonal_` (eager's composite in-place methods, inlined)."""
+    nn = torch.nn
+
+    class SAGE(nn.Module):
+        def __init__(self, d=5):
+            super().__init__()
+            self.lin_self, self.lin_nb = nn.Linear(d, d), nn.Linear(2 * d, d)
+
+        def forward(self, x, edge_index):
+            src, dst = edge_index
+            msg = x[src]
+            idx = dst.unsqueeze(-1).expand(-1, x.shape[-1])
+            mx = torch.zeros_like(x).scatter_reduce(0, idx, msg, reduce="amax",
+                                                    include_self=False)
+            mean = torch.zeros_like(x).index_reduce_(0, dst, msg, "mean", include_self=False)
+            h = self.lin_self(x) + self.lin_nb(torch.cat([mx, mean], -1))
+            sim = h @ h.t()
+            sim.fill_diagonal_(float("-inf"))
+            return h, sim.softmax(-1)
+
+    m = SAGE()
+    edges = torch.tensor(np.array([[0, 1, 2, 3, 3, 4], [1, 0, 1, 2, 4, 3]]))
+    return m, (_rand(torch, 5, 5), edges), list
+
+
 # (case, wick graphs, wick breaks, torch.compile graphs, torch.compile breaks)
 CASES = [
     (unet_avg_pool, 1, 0, 1, 0),
@@ -420,6 +448,7 @@ CASES = [
     (record_across_break, 2, 1, 2, 1),
     (box_list_subclass, 1, 0, 1, 0),
     (device_query_and_comprehensions, 2, 1, 2, 1),
+    (sage_aggregation, 1, 0, 1, 0),
     (gumbel_noise_sampling, 1, 0, 1, 0),
     (hf_mask_enum_config, 1, 0, 1, 0),
 ]
