@@ -194,6 +194,9 @@ class OpDef:
       canonical attrs; `eager_impl` returns None exactly where it is False. Compiled autograd
       (`ir.autodiff`) then differentiates the decomposition as a whole by `eager_backward`, so
       compiled gradients are eager's (NaN/inf placement included).
+    - `node_name`: optional, composites recorded whole: the class name of their autograd node
+      where PyTorch's differs from "<Name>Backward0" (`_cross_entropy` is
+      "NllLossBackward0", as `print(loss)` shows it in PyTorch).
     - `jvp(F, tangents, out, *xs, **attrs)`: optional forward-mode rule (else derived from
       `backward`).
     - `ref(*np_arrays, **attrs)`: an independent numpy/scipy reference for the tests.
@@ -233,6 +236,7 @@ class OpDef:
     eager_impl_rounding: bool = False
     eager_backward: Callable | None = None
     eager_applies: Callable | None = None
+    node_name: str | None = None
     jvp: Callable | None = None
     ref: Callable | None = None
     sample_inputs: Callable | None = None

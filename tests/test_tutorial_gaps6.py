@@ -589,3 +589,19 @@ def test_set_default_tensor_type_as_torch():
     finally:
         eager.set_default_dtype(eager.float32)
         torch.set_default_dtype(torch.float32)
+
+
+def test_grad_fn_names_of_whole_composites_as_torch():
+    """`print(loss)` shows PyTorch's node names for ops eager records whole (cross_entropy
+    printed CrossEntropyBackward0 where PyTorch prints NllLossBackward0)."""
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    names = []
+    for lib in (eager, torch):
+        t = lib.tensor(x, requires_grad=True)
+        F = lib.nn.functional
+        outs = [F.cross_entropy(t, lib.tensor([0, 1, 2, 1])), F.layer_norm(t, (3,)),
+                F.batch_norm(t, None, None, training=True), t.mean(), F.softmax(t, 1),
+                F.log_softmax(t, 1), F.nll_loss(F.log_softmax(t, 1), lib.tensor([0, 1, 2, 1]))]
+        names.append([type(o.grad_fn).__name__ for o in outs])
+        names[-1].append(repr(outs[0]).split("grad_fn=")[1])
+    assert names[0] == names[1]

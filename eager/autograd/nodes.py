@@ -289,7 +289,7 @@ def node_class(op: OpDef) -> type:
     have `BackwardNode` as their `__base__` (the engine's fast checks test that)."""
     cls = _CLASSES.get(op.name)
     if cls is None:
-        name = f"{_camel(op.name)}Backward0"
+        name = getattr(op, "node_name", None) or f"{_camel(op.name)}Backward0"
         cls = _CLASSES[op.name] = type(BackwardNode)(
             name, (BackwardNode,), {"__slots__": (), "__module__": __name__,
                                     "__qualname__": name})

@@ -123,7 +123,7 @@ def _bn_samples(rng, dt):
 declare(
     "_batch_norm_train", "composite", "input, weight=None, bias=None, eps=1e-05", 3,
     scalar_ok=False, method=False, decomp=_bn_decomp, eager_impl=_bn_eager,
-    eager_impl_rounding=True, eager_backward=_bn_backward,
+    eager_impl_rounding=True, eager_backward=_bn_backward, node_name="NativeBatchNormBackward0",
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _bn_whole(tuple(m.dtype.np for m in metas), metas[0]),
     ref=_bn_ref, sample_inputs=_bn_samples, test_dtypes=(D.float32, D.float64),

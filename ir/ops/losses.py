@@ -172,7 +172,8 @@ register(OpDef(  # (a plain OpDef: its arguments bind without IndexedOpDef's pre
     "_cross_entropy", "composite", "input, target, ignore_index=-100, reduction='mean'", 2,
     "keep",
     attrs_rule=_ce_attrs, decomp=_ce_decomp, eager_impl=_ce_eager,
-    eager_backward=_ce_backward, ref=_ce_ref, sample_inputs=_ce_samples, method=False,
+    eager_backward=_ce_backward, node_name="NllLossBackward0", ref=_ce_ref,
+    sample_inputs=_ce_samples, method=False,
     scalar_ok=False,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _ce_whole(metas[0].dtype.np.type, metas[0].numel),

@@ -134,7 +134,7 @@ def _layer_norm_samples(rng, dt):
 declare(
     "_layer_norm", "composite", "input, weight=None, bias=None, k=1, eps=1e-05", 3,
     scalar_ok=False, method=False, decomp=_layer_norm_decomp, eager_impl=_layer_norm_eager,
-    eager_impl_rounding=True,
+    eager_impl_rounding=True, node_name="NativeLayerNormBackward0",
     eager_backward=_layer_norm_backward,
     eager_applies=lambda metas, attrs: all(m.device == "cpu" for m in metas)
     and _layer_norm_whole(tuple(m.dtype.np for m in metas), metas[0], attrs["k"]),
