@@ -23,6 +23,7 @@ from ir import dtypes as D
 
 from . import creation, extra, extra_numeric, extra_spectral
 from . import dispatch as _dispatch
+from . import storage as _storage
 from .dispatch import FUNCTIONS as _F
 from .extra_functional import (
     _SAME_ORDER,
@@ -275,9 +276,7 @@ METHOD_FUNCTIONS = ("is_complex", "is_floating_point", "is_conj", "is_neg", "res
 
 def is_storage(obj) -> bool:
     """`torch.is_storage`: whether `obj` is a storage object."""
-    from .tensor import UntypedStorage
-
-    return isinstance(obj, UntypedStorage)
+    return isinstance(obj, (_storage.UntypedStorage, _storage.TypedStorage))
 
 
 def to_dlpack(tensor):
@@ -447,7 +446,8 @@ def _install_functional(meth, top) -> None:
     meth("nanquantile", extra_numeric.nanquantile)
     meth("where", lambda self, condition, other: _F["where"](condition, self, other))
     meth("resize_as", resize_as_)
-    meth("storage", lambda self: self.untyped_storage())
+    meth("storage", lambda self: _storage.TypedStorage(self.untyped_storage()._array,
+                                                      self.dtype))
     meth("nonzero_static", nonzero_static)
 
 

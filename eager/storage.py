@@ -69,3 +69,57 @@ class UntypedStorage:
 
     def __repr__(self) -> str:
         return f"eager.UntypedStorage of {self.size()} bytes on {self.device}"
+
+
+class TypedStorage:
+    """`tensor.storage()` (PyTorch's legacy `TypedStorage`): the tensor's memory as elements
+    of its dtype - `size()`/`len()` count elements, `tolist()`/indexing read them, `dtype`,
+    `element_size()`, `nbytes()`, `data_ptr()`, `untyped()`."""
+
+    __slots__ = ("_array", "dtype")
+
+    def __init__(self, array, dtype):
+        self._array, self.dtype = array, dtype
+
+    def _flat(self):
+        """The memory as a flat array of the dtype (on the host)."""
+        a = self._array
+        if not isinstance(a, np.ndarray):
+            a = a.get()
+        return np.ascontiguousarray(a).reshape(-1).view(self.dtype.np)
+
+    def size(self) -> int:
+        return int(self._array.nbytes) // self.element_size()
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def element_size(self) -> int:
+        return int(np.dtype(self.dtype.np).itemsize)
+
+    def nbytes(self) -> int:
+        return int(self._array.nbytes)
+
+    def data_ptr(self) -> int:
+        return _ptr(self._array)
+
+    @property
+    def device(self) -> device:
+        return device_of_array(self._array)
+
+    def untyped(self) -> UntypedStorage:
+        return UntypedStorage(self._array)
+
+    def tolist(self) -> list:
+        return self._flat().tolist()
+
+    def __getitem__(self, i):
+        return self._flat()[i].item() if isinstance(i, int) else self._flat()[i].tolist()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __repr__(self) -> str:
+        body = "\n".join(f" {v}" for v in self.tolist())
+        return (f"{body}\n[eager.storage.TypedStorage(dtype={self.dtype}, device={self.device}) "
+                f"of size {self.size()}]")

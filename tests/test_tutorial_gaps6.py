@@ -605,3 +605,21 @@ def test_grad_fn_names_of_whole_composites_as_torch():
         names.append([type(o.grad_fn).__name__ for o in outs])
         names[-1].append(repr(outs[0]).split("grad_fn=")[1])
     assert names[0] == names[1]
+
+
+def test_typed_storage_as_torch():
+    """tensor.storage() counts elements of the dtype (it returned the untyped byte storage:
+    size() 24 for six float32 elements where PyTorch says 6)."""
+    import warnings
+    got = []
+    for lib in (eager, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = lib.arange(6.0).reshape(2, 3)
+            v = x[1]
+            s = x.storage()
+            got.append((s.size(), len(s), s.tolist(), s[4], v.storage().data_ptr() ==
+                        s.data_ptr(), v.storage_offset(), s.element_size(), s.nbytes(),
+                        lib.tensor([1, 2], dtype=lib.int16).storage().size(),
+                        x.untyped_storage().nbytes()))
+    assert got[0] == got[1]
