@@ -180,6 +180,15 @@ def _constant_query(tx, fn, args, kwargs):
     return ConstantVariable(fn())
 
 
+def _inference_query(tx, fn, args, kwargs):
+    """`torch.is_inference_mode_enabled()`: the mode the call runs in, guarded."""
+    if args or kwargs:
+        raise TypeError("is_inference_mode_enabled() takes no arguments")
+    value, g = fn(), tx.out.guards
+    g.add(f"{g.name_for(fn, 'is_inference_mode_enabled')}() is {value}")
+    return ConstantVariable(value)
+
+
 def _local_rules() -> dict:
     from eager.nn import Module, functional
     from eager.utils import checkpoint as ckpt
@@ -191,6 +200,7 @@ def _local_rules() -> dict:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[ckpt.checkpoint] = _checkpoint_rule
+    rules[grad_mode.is_inference_mode_enabled] = _inference_query
     import eager.backends.mps
     import eager.cpu
     import eager.cuda

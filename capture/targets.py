@@ -34,12 +34,60 @@ class Target:
     func: types.FunctionType
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    context: object = None  # a context manager factory entered around each call
+
+
+def _inference_mode():
+    from eager import grad_mode
+
+    return grad_mode.inference_mode
+
+
+def _mark_inference(value, inputs: set) -> None:
+    """Mark the tensors a call made inside `inference_mode()` returns as inference tensors, as
+    eager's tensor constructor does there (a cache hit builds its outputs directly); the
+    caller's own tensors returned as they are stay as they are."""
+    from eager import Tensor
+    from eager.autograd.hooks import meta_of
+
+    if isinstance(value, Tensor):
+        if id(value) not in inputs and not value.is_inference():
+            meta_of(value).inference = True
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _mark_inference(v, inputs)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _mark_inference(v, inputs)
+
+
+def _inference_decorated(fn):
+    """(mode, inner) for a function decorated by `@inference_mode()` (eager.grad_mode's
+    wrapper), else None: its graph outputs must be made inside a real inference mode (they
+    become inference tensors), so the inner function is compiled and called in that mode."""
+    from eager import grad_mode
+
+    code = grad_mode.no_grad()(lambda: None).__code__
+    if getattr(fn, "__code__", None) is not code or not fn.__closure__:
+        return None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    ctx, inner = cells.get("self"), cells.get("fn")
+    if type(ctx) is not grad_mode.inference_mode or not callable(inner):
+        return None
+    return ctx.mode, inner
 
 
 def resolve(fn, depth: int = 0) -> Target:
     """The plain function behind callable `fn`; TypeError if `fn` is not callable."""
     if depth > 32:
         raise TypeError(f"capture.compile: cannot resolve {fn!r} (too deeply nested)")
+    decorated = _inference_decorated(fn)
+    if decorated is not None:  # `@torch.inference_mode()` def predict(...)
+        from eager import grad_mode
+
+        inner = resolve(decorated[1], depth + 1)
+        return Target(inner.func, inner.args, inner.kwargs,
+                      functools.partial(grad_mode.inference_mode, decorated[0]))
     if isinstance(fn, types.FunctionType):
         return Target(fn)
     if isinstance(fn, types.MethodType):
@@ -131,7 +179,19 @@ def _trampoline(fn) -> types.FunctionType:
 
 def bind(target: Target, call):
     """A function taking the original's arguments that calls `call` (a function of
-    `target.func`'s parameters) with the bound arguments in front."""
+    `target.func`'s parameters) with the bound arguments in front (inside `target.context`)."""
+    if target.context is not None:
+        inner, context = bind(Target(target.func, target.args, target.kwargs), call), \
+            target.context
+
+        def in_context(*args, **kwargs):
+            with context():
+                result = inner(*args, **kwargs)
+            if getattr(context, "func", None) is _inference_mode() and context.args[0]:
+                _mark_inference(result, {id(a) for a in (*args, *kwargs.values())})
+            return result
+
+        return in_context
     pre, pk = target.args, target.kwargs
     if not pre and not pk:
         return call

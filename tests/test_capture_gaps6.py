@@ -635,3 +635,45 @@ def test_activation_checkpointing_torch_counts():
     torch._dynamo.reset()
     ex = torch._dynamo.explain(_checkpointed(torch))(torch.randn(4, 8))
     assert (ex.graph_count, ex.graph_break_count) == (1, 0)
+
+
+def _retriever(lib):
+    """A kNN retrieval step decorated with `@torch.inference_mode()`."""
+    F = lib.nn.functional
+    lib.manual_seed(0)
+    enc = lib.nn.Linear(6, 4)
+
+    @lib.inference_mode()
+    def retrieve(queries, keys, k: int = 2):
+        q, kk = F.normalize(enc(queries), dim=-1), F.normalize(enc(keys), dim=-1)
+        dist, idx = lib.cdist(q, kk).topk(k, dim=-1, largest=False)
+        votes = F.one_hot(idx, keys.shape[0]).float().sum(1)
+        return dist, idx, votes, lib.is_inference_mode_enabled()
+
+    return retrieve
+
+
+def test_inference_mode_decorated_function():
+    """`compile(f)` of an `@inference_mode()` function compiles its body (1 graph, as
+    torch.compile) and runs it in inference mode: the same values, outputs that are inference
+    tensors (an in-place update outside the mode raises as eagerly), the mode restored."""
+    ref, fn = _retriever(eager), _retriever(eager)
+    q, k = _rand(eager, 3, 6), _rand(eager, 5, 6, seed=2)
+    capture.reset()
+    ex = capture.explain(fn)(q, k)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0) and not ex.unique_break_reasons
+    compiled = capture.compile(fn)
+    for _ in range(2):
+        want, got = ref(q, k), compiled(q, k)
+        _same(want, got)
+        assert all(t.is_inference() for t in got[:3]) and got[3] is True
+        assert not eager.is_inference_mode_enabled() and eager.is_grad_enabled()
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        got[0].add_(1)
+
+
+def test_inference_mode_decorated_torch_counts():
+    torch = pytest.importorskip("torch")
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(_retriever(torch))(torch.randn(3, 6), torch.randn(5, 6))
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0)
