@@ -7,7 +7,8 @@ interprets. Handled as torch.compile does: functions and lambdas; bound methods 
 (the instance becomes the first argument, so `self` is a guarded input rather than a constant);
 classmethods (the class is bound) and staticmethods; `functools.partial` (nested, of any of
 these; its arguments are passed on every call, so tensors in them are graph inputs and Python
-values are guarded); callable objects (their class's `__call__`, bound). Anything else callable
+values are guarded); callable objects (their class's `__call__`, bound); functions decorated
+with `@inference_mode()` (the body compiled, called inside that mode: `Target.context`). Anything else callable
 (a builtin, a C function) gets a trampoline function that calls it, so the call is vocabulary
 or a named break inside the trampoline. Modules are `module_wrapper.OptimizedModule`'s business.
 
