@@ -623,3 +623,20 @@ def test_typed_storage_as_torch():
                         lib.tensor([1, 2], dtype=lib.int16).storage().size(),
                         x.untyped_storage().nbytes()))
     assert got[0] == got[1]
+
+
+def test_clamp_number_with_0d_tensor_bound_as_torch():
+    """torch.clamp(x, min=torch.tensor(2.), max=5): a 0-d tensor bound binds as a number
+    beside a Python number (it raised TypeError); a number beside a 1-d tensor still does."""
+    res = []
+    for lib in (eager, torch):
+        x = lib.arange(12.0).reshape(3, 4)
+        outs = [lib.clamp(x, min=lib.tensor(2.0), max=5), lib.clamp(x, min=2, max=lib.tensor(5.0)),
+                lib.clamp(lib.arange(4), min=lib.tensor(1.5), max=2),
+                lib.clamp(x, lib.tensor([1.0, 2, 3, 4]), lib.tensor(5.0))]
+        res.append([(o.tolist(), str(o.dtype).split(".")[1]) for o in outs])
+        for bad in (dict(min=1, max=lib.tensor([5.0, 6, 7, 8])),
+                    dict(min=lib.tensor([1.0, 2, 3, 4]), max=9)):
+            with pytest.raises(TypeError):
+                lib.clamp(x, **bad)
+    assert res[0] == res[1]

@@ -520,10 +520,17 @@ def _clamp_attrs(inputs, attrs):
     lo, hi = attrs["min"], attrs["max"]
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if (lo is not None and hi is not None) and is_number(lo) != is_number(hi):
+    # a number with a tensor bound: PyTorch takes it when the tensor is 0-d (it binds as a
+    # Number then: torch.clamp(x, min=torch.tensor(2.), max=5)); else TypeError
+    if (is_number(lo) and not _number_like(hi) and hi is not None) or \
+            (is_number(hi) and not _number_like(lo) and lo is not None):
         raise TypeError("clamp() received an invalid combination of arguments: min and max "
-                        "must both be numbers or both be Tensors")
+                        "must both be numbers (or 0-d tensors) or both be Tensors")
     return attrs
+
+
+def _number_like(v) -> bool:
+    return is_number(v) or getattr(v, "ndim", None) == 0
 
 
 def _clamp_numbers_backward(F, g, out, x, min, max):
