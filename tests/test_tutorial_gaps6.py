@@ -640,3 +640,18 @@ def test_clamp_number_with_0d_tensor_bound_as_torch():
             with pytest.raises(TypeError):
                 lib.clamp(x, **bad)
     assert res[0] == res[1]
+
+
+def test_sdpa_kernel_context_as_torch():
+    """from torch.nn.attention import sdpa_kernel, SDPBackend (ImportError before): the
+    context accepts backends and leaves results unchanged (wick has one math kernel)."""
+    from eager.nn.attention import SDPBackend, sdpa_kernel
+    assert [b.name for b in SDPBackend] == list(torch.nn.attention.SDPBackend.__members__)
+    q = eager.tensor(np.random.default_rng(0).normal(size=(1, 2, 3, 4)).astype(np.float32))
+    want = eager.nn.functional.scaled_dot_product_attention(q, q, q).numpy()
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]):
+        got = eager.nn.functional.scaled_dot_product_attention(q, q, q).numpy()
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError):
+        with sdpa_kernel("math"):
+            pass

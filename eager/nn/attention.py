@@ -11,7 +11,9 @@ state dicts line up. Touches `eager` only.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import enum
 import math
 
 from ir import dtypes as D
@@ -503,3 +505,30 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             out = self.norm(out)
         return out
+
+
+# ---------------------------------------------------------------- torch.nn.attention's switches
+
+
+class SDPBackend(enum.IntEnum):
+    """`torch.nn.attention.SDPBackend`: the fused attention kernels PyTorch chooses among
+    (wick computes attention one way, the documented math; the choice changes nothing)."""
+
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends, set_priority: bool = False):
+    """`with torch.nn.attention.sdpa_kernel(SDPBackend.MATH):` restricts PyTorch's choice of
+    attention kernel; wick's one math kernel serves every choice. TypeError for something
+    that is not an SDPBackend (or a list of them)."""
+    items = backends if isinstance(backends, (list, tuple, set)) else [backends]
+    if not all(isinstance(b, SDPBackend) for b in items):
+        raise TypeError("backends must be an instance of SDPBackend or a list of SDPBackend "
+                        "instances")
+    yield
