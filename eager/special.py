@@ -20,7 +20,14 @@ __all__ = [
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
     "gammaincc", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
     "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc",
-    "softmax", "xlog1py", "xlogy", "zeta",
+    "softmax", "xlog1py", "xlogy", "zeta", "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0",
+    "bessel_y1", "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "modified_bessel_i0", "modified_bessel_i1",
+    "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "spherical_bessel_j0",
 ]
 
 
@@ -122,6 +129,29 @@ i0, i0e, i1, i1e = _named("i0"), _named("special_i0e"), _named("special_i1"), \
     _named("special_i1e")
 gammainc, gammaincc = _named("igamma"), _named("igammac")
 zeta = _named("special_zeta")
+# Bessel functions and orthogonal polynomials (ir/ops/special_functions.py)
+bessel_j0, bessel_j1 = _named("special_bessel_j0"), _named("special_bessel_j1")
+bessel_y0, bessel_y1 = _named("special_bessel_y0"), _named("special_bessel_y1")
+modified_bessel_i0 = _named("special_modified_bessel_i0")
+modified_bessel_i1 = _named("special_modified_bessel_i1")
+modified_bessel_k0 = _named("special_modified_bessel_k0")
+modified_bessel_k1 = _named("special_modified_bessel_k1")
+scaled_modified_bessel_k0 = _named("special_scaled_modified_bessel_k0")
+scaled_modified_bessel_k1 = _named("special_scaled_modified_bessel_k1")
+spherical_bessel_j0 = _named("special_spherical_bessel_j0")
+airy_ai = _named("special_airy_ai")
+chebyshev_polynomial_t = _named("special_chebyshev_polynomial_t")
+chebyshev_polynomial_u = _named("special_chebyshev_polynomial_u")
+chebyshev_polynomial_v = _named("special_chebyshev_polynomial_v")
+chebyshev_polynomial_w = _named("special_chebyshev_polynomial_w")
+shifted_chebyshev_polynomial_t = _named("special_shifted_chebyshev_polynomial_t")
+shifted_chebyshev_polynomial_u = _named("special_shifted_chebyshev_polynomial_u")
+shifted_chebyshev_polynomial_v = _named("special_shifted_chebyshev_polynomial_v")
+shifted_chebyshev_polynomial_w = _named("special_shifted_chebyshev_polynomial_w")
+hermite_polynomial_h = _named("special_hermite_polynomial_h")
+hermite_polynomial_he = _named("special_hermite_polynomial_he")
+laguerre_polynomial_l = _named("special_laguerre_polynomial_l")
+legendre_polynomial_p = _named("special_legendre_polynomial_p")
 round = _named("round")  # noqa: A001  (torch.special.round)
 logsumexp = _named("logsumexp")
 multigammaln = mvlgamma

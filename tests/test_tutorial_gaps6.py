@@ -655,3 +655,38 @@ def test_sdpa_kernel_context_as_torch():
     with pytest.raises(TypeError):
         with sdpa_kernel("math"):
             pass
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_special_bessel_and_polynomials_as_torch(dt):
+    """torch.special's Bessel functions and orthogonal polynomials (they were missing)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3, 4, 20).astype(dt)
+    xp = np.abs(x) + 0.1
+    for name in ("bessel_j0", "bessel_j1", "modified_bessel_i0", "modified_bessel_i1",
+                 "spherical_bessel_j0", "airy_ai"):
+        got = getattr(eager.special, name)(eager.tensor(x)).numpy()
+        want = getattr(torch.special, name)(torch.tensor(x)).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=name)
+    for name in ("bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+                 "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"):
+        got = getattr(eager.special, name)(eager.tensor(xp)).numpy()
+        want = getattr(torch.special, name)(torch.tensor(xp)).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=name)
+    u = rng.uniform(-0.99, 0.99, (4, 1)).astype(dt)
+    s = rng.uniform(0.01, 0.99, (4, 1)).astype(dt)
+    n = np.array([-1, 0, 1, 2, 5, 8], dt)
+    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                 "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                 "laguerre_polynomial_l", "legendre_polynomial_p",
+                 "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                 "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w"):
+        a = s if name.startswith("shifted") else u
+        got = getattr(eager.special, name)(eager.tensor(a), eager.tensor(n))
+        want = getattr(torch.special, name)(torch.tensor(a), torch.tensor(n))
+        assert got.dtype.name == str(want.dtype).split(".")[1], name
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4,
+                                   err_msg=name)
+        np.testing.assert_allclose(
+            getattr(eager.special, name)(eager.tensor(a), 3).numpy(),
+            getattr(torch.special, name)(torch.tensor(a), 3).numpy(), rtol=1e-4, atol=1e-4)

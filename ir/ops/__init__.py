@@ -18,6 +18,7 @@ from . import linalg_functions  # noqa: F401  (eig, matrix_exp, cross... top-lev
 from . import linalg_qr  # noqa: F401  (geqrf, householder_product, ormqr)
 from . import ctc, distance  # noqa: F401  (cdist, pdist, the CTC loss recursions)
 from . import special  # noqa: F401  (torch.special: scipy.special library calls)
+from . import special_functions  # noqa: F401  (Bessel functions, orthogonal polynomials)
 from . import extra_math  # noqa: F401  (issue 16 sweep: copysign, heaviside, gcd, logcumsumexp...)
 from . import rnn  # noqa: F401  (whole-sequence LSTM/GRU/RNN layers with BPTT backward)
 from . import conv  # noqa: F401
