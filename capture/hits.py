@@ -170,9 +170,13 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
     effects = _effects_lines(entry.effects, ns)
     if expr is None or effects is None:
         return None
+    # inference mode marks the tensors made inside (eager's Tensor._init, swapped): the
+    # general path builds outputs through it, this one does not
+    lines = ["    if ___modes.inference:", "        return ___GENERAL"]
+    ns["___modes"] = grad_mode._state
     # (sources read through the locals the guard condition left: `guards.share_reads`)
-    lines = [f"    ___i{k} = {read_through(entry.guards.source(src), shared)}"
-             for k, src in enumerate(entry.input_sources)]
+    lines += [f"    ___i{k} = {read_through(entry.guards.source(src), shared)}"
+              for k, src in enumerate(entry.input_sources)]
     if aot:  # the AOT bridge (its own autograd node); disabled or failing: the general path
         n = len(runner.graph.output_node.args[0])
         args = ", ".join(f"___i{k}" for k in range(len(entry.input_sources)))
