@@ -243,3 +243,6 @@ from . import legacy_tensors as _legacy_tensors  # noqa: E402
 _legacy_tensors.install(globals(), cuda)  # torch.FloatTensor..., Tensor.type()
 from . import profiler  # noqa: E402  (torch.profiler; needs dispatch)
 from .autograd import profiler as _autograd_profiler  # noqa: E402,F401  (torch.autograd.profiler)
+from . import multiprocessing  # noqa: E402  (torch.multiprocessing; Tensor.share_memory_)
+
+multiprocessing.install(Tensor, nn.Module)

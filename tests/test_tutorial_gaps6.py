@@ -690,3 +690,36 @@ def test_special_bessel_and_polynomials_as_torch(dt):
         np.testing.assert_allclose(
             getattr(eager.special, name)(eager.tensor(a), 3).numpy(),
             getattr(torch.special, name)(torch.tensor(a), 3).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _hogwild_worker(model, rank):
+    opt = eager.optim.SGD(model.parameters(), lr=1.0)
+    loss = (model.weight * (rank + 1)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def test_multiprocessing_shared_model_hogwild():
+    """torch.multiprocessing + model.share_memory() (the Hogwild example; the module was
+    missing): updates made in forked processes reach the parent's parameters, as in PyTorch."""
+    import importlib
+    mp = importlib.import_module("eager.multiprocessing")
+    ctx = mp.get_context("fork")
+    model = eager.nn.Linear(2, 1, bias=False)
+    with eager.no_grad():
+        model.weight.zero_()
+    assert not model.weight.is_shared()
+    model.share_memory()
+    assert model.weight.is_shared() and model.weight.is_leaf
+    procs = [ctx.Process(target=_hogwild_worker, args=(model, r)) for r in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    np.testing.assert_array_equal(model.weight.detach().numpy(), [[-6.0, -6.0]])  # -(1+2+3)
+    assert mp.get_sharing_strategy() in mp.get_all_sharing_strategies()
+    assert mp.Queue is not None and callable(mp.spawn)
+    y = eager.arange(4.0).share_memory_()
+    assert y.is_shared() and y.tolist() == [0.0, 1.0, 2.0, 3.0]
