@@ -487,8 +487,6 @@ def _install_tensor(T, meth, namespace) -> None:
     meth("is_meta", property(lambda self: False))
     meth("is_pinned", lambda self, device=None: False)
     meth("pin_memory", lambda self, device=None: self)
-    meth("share_memory_", lambda self: self)
-    meth("is_shared", lambda self: False)
     meth("ndimension", lambda self: self.ndim)
     meth("const_data_ptr", lambda self: self.data_ptr())
     for name in ("bernoulli", "multinomial"):
