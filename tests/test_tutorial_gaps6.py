@@ -723,3 +723,25 @@ def test_multiprocessing_shared_model_hogwild():
     assert mp.Queue is not None and callable(mp.spawn)
     y = eager.arange(4.0).share_memory_()
     assert y.is_shared() and y.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_autograd_graph_module():
+    """`from torch.autograd.graph import Node` (ModuleNotFoundError: graph was only an
+    attribute), get_gradient_edge, increment_version."""
+    import importlib
+    g = importlib.import_module("eager.autograd.graph")
+    assert g is eager.autograd.graph
+    x = eager.ones(2, requires_grad=True)
+    y = x * 2
+    assert isinstance(y.grad_fn, g.Node) and isinstance(x.grad_fn, type(None))
+    tx = torch.ones(2, requires_grad=True)
+    ty = tx * 2
+    for ours, theirs in ((g.get_gradient_edge(y), torch.autograd.graph.get_gradient_edge(ty)),
+                         (g.get_gradient_edge(x), torch.autograd.graph.get_gradient_edge(tx))):
+        assert ours.output_nr == theirs.output_nr
+        assert ours.node.name().split("::")[-1] == theirs.node.name().split("::")[-1]
+    v = x._version
+    g.increment_version(x)
+    assert x._version == v + 1
+    with pytest.raises(RuntimeError):
+        g.get_gradient_edge(eager.ones(2))

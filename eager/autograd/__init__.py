@@ -32,7 +32,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .tensor_methods import install_tensor_methods
 from .variable import Variable, enforce_grad_layout_policy, set_multithreading_enabled
 
-graph = engine  # `eager.autograd.graph.Node`, as `torch.autograd.graph.Node`
+from . import graph  # noqa: E402  (torch.autograd.graph: Node, GradientEdge...)
 
 __all__ = [
     "AccumulateGrad", "BackwardNode", "Function", "FunctionCtx", "GradcheckError", "Node",
