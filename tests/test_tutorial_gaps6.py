@@ -745,3 +745,31 @@ def test_autograd_graph_module():
     assert x._version == v + 1
     with pytest.raises(RuntimeError):
         g.get_gradient_edge(eager.ones(2))
+
+
+def _repr_models(lib):
+    nn = lib.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                                      nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.1))
+            self.heads = nn.ModuleList([nn.Linear(3, 1) for _ in range(3)] + [nn.Tanh()])
+            self.rnn = nn.LSTM(4, 8, num_layers=2, batch_first=True)
+
+        def extra_repr(self):
+            return "custom=1"
+
+    return [Net(), nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)]), nn.ModuleList(),
+            nn.Sequential(nn.ReLU(), nn.ReLU())[1:], nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(8, 2, 16), 2, enable_nested_tensor=False),
+            nn.ModuleDict({"a": nn.Linear(1, 1)})]
+
+
+def test_module_repr_as_torch():
+    """print(model) as PyTorch: extra_repr on its own line beside children, and ModuleList's
+    runs of equal children compressed to "(0-2): 3 x Linear(...)" (both differed; a printed
+    model's numbers then did not line up with torch's)."""
+    for ours, theirs in zip(_repr_models(eager), _repr_models(torch)):
+        assert repr(ours) == repr(theirs)

@@ -74,6 +74,22 @@ class ModuleList(Module):
     def __iter__(self):
         return iter(list(self._modules.values()))
 
+    def __repr__(self) -> str:
+        """PyTorch's ModuleList repr: runs of equal children compressed to
+        "(i-j): n x child"."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [start, end, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}")
+                 .replace("\n", "\n  ") for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def __add__(self, other) -> ModuleList:
         return ModuleList(list(self) + list(other))
 
@@ -94,6 +110,8 @@ class Sequential(ModuleList):
         if isinstance(i, slice):
             return Sequential(OrderedDict(list(self._modules.items())[i]))
         return super().__getitem__(i)
+
+    __repr__ = Module.__repr__  # (children by name, uncompressed, as PyTorch's Sequential)
 
     def forward(self, input):
         for m in self:

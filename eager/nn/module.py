@@ -534,10 +534,20 @@ class Module(ModuleHooks):
         return ""
 
     def __repr__(self) -> str:
-        lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for name, m in self._modules.items():
-            lines.append(f"  ({name}): " + repr(m).replace("\n", "\n  "))
-        return lines[0] + ")" if len(lines) == 1 else "\n".join(lines) + "\n)"
+        """PyTorch's layout: a one-line `Name(extra)` without children, else the extra_repr
+        lines then "(name): child" lines, indented by two."""
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + repr(m).replace("\n", "\n  ")
+                       for name, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
 
 
 class Linear(Module):
