@@ -7,14 +7,14 @@ rules below:
 
 - registry functions and methods (`__wick_op__`) are recorded by `calls.call_op` (not here);
 - factories of constant arguments (`zeros`, `ones`, `empty`, `full`, `arange`, `linspace`,
-  `logspace`, `eye`, `tensor`, `as_tensor`) become graph inputs made fresh on every call by
+  `logspace`, `eye`, `tensor`, `as_tensor`, `tril_indices`, `triu_indices`) become graph inputs made fresh on every call by
   eager's own factory (the placeholder's source is the call; its values are eager's, bit for
   bit, and no guard is needed: the arguments are constants of the code);
 - `*_like` factories of a traced tensor are `new_zeros` (+ the fill value, cast back) nodes;
 - Tensor methods with no registry op (`detach`, `contiguous`, `type`, `type_as`, `view_as`,
   `reshape_as`) have a rule recording registry ops;
 - `eager.nn` compositions (`F.embedding`, `F.cross_entropy`, `F.layer_norm`, conv, pooling,
-  attention) are inlined as user code, but a break inside one is reported once, at the user's
+  attention) and `eager.extra`'s (`meshgrid`, `cartesian_prod`, `diff`, `cov`) are inlined as user code, but a break inside one is reported once, at the user's
   call, as "eager.nn.functional.X has no graph form: <why>", and the call then runs eagerly
   (it is not compiled as a frame of its own);
 - `eager.nn` containers (`ModuleDict`/`ParameterDict`: items, keys, values, get, iteration,
@@ -48,7 +48,7 @@ RANDOM = ("rand", "rand_like", "randn", "randn_like", "randint", "randint_like",
           "bernoulli", "multinomial", "normal", "dropout", "dropout1d", "dropout2d",
           "alpha_dropout", "feature_alpha_dropout")
 FACTORIES = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
-             "tensor", "as_tensor", "asarray")
+             "tensor", "as_tensor", "asarray", "tril_indices", "triu_indices")
 LIKE = {"zeros_like": 0, "ones_like": 1, "empty_like": 0, "full_like": None}
 
 
@@ -69,14 +69,17 @@ def is_internal_frame(tx) -> bool:
 
 
 COMPOSITIONS = ("eager.nn", "eager.extra_scatter")
+COMPOSITION_MODULES = ("eager.extra",)  # exactly (`eager.extra_api` and the like are not)
 
 
 def is_composition(fn) -> bool:
-    """An `eager.nn` or `eager.extra_scatter` function written in registry ops, or an in-place
-    composite method (`Tensor.index_reduce_`: `_inplace_update` of the composite): inlined, as
-    user code would be."""
+    """An `eager.nn`, `eager.extra_scatter` or `eager.extra` function written in registry ops
+    (`meshgrid`, `block_diag`, `diff`, `atleast_2d`...), or an in-place composite method
+    (`Tensor.index_reduce_`: `_inplace_update` of the composite): inlined, as user code would
+    be."""
+    module = _module_of(fn)
     return isinstance(fn, types.FunctionType) and not getattr(fn, "__wick_disable__", False) \
-        and (_module_of(fn).startswith(COMPOSITIONS) or
+        and (module.startswith(COMPOSITIONS) or module in COMPOSITION_MODULES or
              fn.__qualname__ == "_composite_inplace.<locals>.method")
 
 
@@ -131,8 +134,9 @@ def _table() -> dict:
 
 
 def _dtype_info(tx, fn, args, kwargs):
-    """`torch.finfo(scores.dtype).min`, `torch.iinfo(torch.int32).max`: the info of a constant
-    dtype, a constant (the default dtype's, `finfo()`, is not folded: it is global state)."""
+    """`torch.finfo(scores.dtype).min`, `torch.iinfo(torch.int32).max`,
+    `torch.promote_types(a.dtype, b.dtype)`: a function of constant dtypes, a constant (the
+    default dtype's, `finfo()`, is not folded: it is global state)."""
     if not args and not kwargs:
         raise no_graph_form(tx, fn, "the default dtype (pass the dtype)")
     return ConstantVariable(fn(*[_const(tx, fn, a) for a in args],
@@ -140,7 +144,7 @@ def _dtype_info(tx, fn, args, kwargs):
 
 
 def _rule(prefix: str, name: str):
-    if prefix == "eager" and name in ("finfo", "iinfo"):
+    if prefix == "eager" and name in ("finfo", "iinfo", "promote_types", "can_cast"):
         return _dtype_info
     if prefix == "eager" and name in FACTORIES:
         return _constant_factory

@@ -1,0 +1,206 @@
+"""Ordinary model code that capture broke on (issue 14's bar, held-out set L): each case is a
+model written as PyTorch code and built by `build(lib)` for `lib` = wick's `eager` or the real
+torch. It runs eagerly and compiled (twice: capture, then the cache hit) from the same seed,
+comparing outputs (values and dtypes) and the state it names; its graph and break counts from
+`capture.explain` are checked, and when torch is installed torch._dynamo.explain's counts on the
+same code are too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capture
+import eager
+
+
+def _rand(lib, *shape, seed=1):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [x for k in sorted(v) for x in _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    if hasattr(v, "__dict__") and not isinstance(v, type):  # an object the case made
+        return [type(v).__qualname__] + _flat(vars(v))
+    return [v]
+
+
+def _same(a, b):
+    fa, fb = _flat(a), _flat(b)
+    assert len(fa) == len(fb)
+    for x, y in zip(fa, fb):
+        if isinstance(x, eager.Tensor):
+            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
+            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+
+
+def yolo_grid_decode(torch):
+    """A YOLO-style head decoding box centres on a cell grid made by `torch.meshgrid(...,
+    indexing="ij")` and `torch.stack` (meshgrid, written in eager's ops, was one break)."""
+    nn = torch.nn
+
+    class Head(nn.Module):
+        def __init__(self, cin=8, na=2, nc=3, stride=8):
+            super().__init__()
+            self.na, self.no, self.stride = na, nc + 5, stride
+            self.conv = nn.Conv2d(cin, na * (nc + 5), 1)
+            self.register_buffer("anchors", torch.tensor([[10.0, 13.0], [16.0, 30.0]]))
+
+        def forward(self, x):
+            bs, _, ny, nx = x.shape
+            p = self.conv(x).view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2)
+            yv, xv = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
+            grid = torch.stack((xv, yv), 2).view(1, 1, ny, nx, 2).float()
+            y = p.sigmoid()
+            xy = (y[..., 0:2] * 2 - 0.5 + grid) * self.stride
+            wh = (y[..., 2:4] * 2) ** 2 * self.anchors.view(1, self.na, 1, 1, 2)
+            return torch.cat((xy, wh, y[..., 4:]), -1).view(bs, -1, self.no)
+
+    m = Head()
+    return m, (_rand(torch, 2, 8, 3, 4),), lambda: list(m.buffers())
+
+
+def anchor_grid_xy(torch):
+    """Anchor centres for a feature map: `meshgrid(..., indexing="xy")` of shifted aranges,
+    and all (scale, ratio) pairs by `torch.cartesian_prod`."""
+    nn = torch.nn
+
+    class AnchorGen(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scales", torch.tensor([32.0, 64.0]))
+            self.register_buffer("ratios", torch.tensor([0.5, 1.0, 2.0]))
+
+        def forward(self, feat, stride: int = 16):
+            h, w = feat.shape[-2:]
+            sx = (torch.arange(w, dtype=torch.float32) + 0.5) * stride
+            sy = (torch.arange(h, dtype=torch.float32) + 0.5) * stride
+            cx, cy = torch.meshgrid(sx, sy, indexing="xy")
+            sr = torch.cartesian_prod(self.scales, self.ratios)
+            ws, hs = sr[:, 0] * sr[:, 1].sqrt(), sr[:, 0] / sr[:, 1].sqrt()
+            base = torch.stack([-ws, -hs, ws, hs], 1) / 2
+            centres = torch.stack([cx, cy, cx, cy], -1).reshape(-1, 1, 4)
+            return (centres + base).reshape(-1, 4) * feat.mean()
+
+    m = AnchorGen()
+    return m, (_rand(torch, 1, 4, 3, 5),), lambda: []
+
+
+def dlrm_interaction(torch):
+    """DLRM's pairwise feature interaction: the strictly lower triangle of Z Z^T picked with
+    `torch.tril_indices(n, n, offset=-1)` (a factory of constants; it was one break)."""
+    nn = torch.nn
+
+    class DLRM(nn.Module):
+        def __init__(self, d=4, n_sparse=3, vocab=10):
+            super().__init__()
+            self.bottom = nn.Sequential(nn.Linear(5, d), nn.ReLU())
+            self.embs = nn.ModuleList(nn.Embedding(vocab, d) for _ in range(n_sparse))
+            n = n_sparse + 1
+            self.top = nn.Linear(d + n * (n - 1) // 2, 1)
+
+        def forward(self, dense, sparse):
+            x = self.bottom(dense)
+            feats = [x] + [emb(sparse[:, i]) for i, emb in enumerate(self.embs)]
+            T = torch.stack(feats, dim=1)
+            Z = torch.bmm(T, T.transpose(1, 2))
+            li, lj = torch.tril_indices(T.shape[1], T.shape[1], offset=-1)
+            return torch.sigmoid(self.top(torch.cat([x, Z[:, li, lj]], dim=1)))
+
+    m = DLRM()
+    sparse = torch.tensor(np.random.default_rng(4).integers(0, 10, (3, 3)))
+    return m, (_rand(torch, 3, 5), sparse), lambda: []
+
+
+def series_diff_features(torch):
+    """Time-series features: first differences with `torch.diff(..., prepend=)`, a
+    `torch.trapezoid` area, and a covariance-whitened summary with `torch.cov`."""
+    nn = torch.nn
+
+    class Feats(nn.Module):
+        def __init__(self, c=3):
+            super().__init__()
+            self.proj = nn.Linear(2 * c + 1, 4)
+
+        def forward(self, x):
+            d = torch.diff(x, dim=-1, prepend=x[..., :1])
+            area = torch.trapezoid(x, dx=0.1, dim=-1)
+            cov = torch.cov(x[0])
+            white = torch.atleast_2d(cov.diagonal()).rsqrt()
+            feats = torch.cat([d.abs().mean(-1) * white, area, cov.trace().expand(x.shape[0], 1)],
+                              -1)
+            return self.proj(feats)
+
+    m = Feats()
+    return m, (_rand(torch, 2, 3, 7),), lambda: []
+
+
+def grouped_block_diag(torch):
+    """A grouped linear layer as one matmul with a `torch.block_diag` of per-group weights
+    (block_diag promotes the blocks' dtypes with `promote_types` of constant dtypes)."""
+    nn = torch.nn
+
+    class GroupedLinear(nn.Module):
+        def __init__(self, groups=3, din=2, dout=3):
+            super().__init__()
+            self.w = nn.ParameterList(nn.Parameter(torch.randn(din, dout) * 0.5)
+                                      for _ in range(groups))
+            self.bias = nn.Parameter(torch.zeros(groups * dout))
+
+        def forward(self, x):
+            return x @ torch.block_diag(*self.w) + self.bias
+
+    m = GroupedLinear()
+    return m, (_rand(torch, 4, 6),), lambda: list(m.parameters())
+
+
+CASES = [
+    (yolo_grid_decode, 1, 0, 1, 0),
+    (anchor_grid_xy, 1, 0, 1, 0),
+    (dlrm_interaction, 1, 0, 1, 0),
+    (series_diff_features, 1, 0, 2, 1),  # torch: its cov decomposition calls aten.equal
+    (grouped_block_diag, 1, 0, 1, 0),
+]
+
+IDS = [c[0].__name__ for c in CASES]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    eager.manual_seed(0)
+    fn, args, state = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
+    if breaks == 0:
+        assert not ex.unique_break_reasons, str(ex)
+    eager.manual_seed(0)
+    fe, ae, se = case(eager)
+    eager.manual_seed(0)
+    fc, ac, sc = case(eager)
+    capture.reset()
+    compiled = capture.compile(fc)
+    for _ in range(2):
+        eager.manual_seed(1)
+        want = (fe(*ae), se())
+        eager.manual_seed(1)
+        got = (compiled(*ac), sc())
+        _same(want, got)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    fn, args, _ = case(torch)
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
