@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import builtins
 import itertools
-from collections import namedtuple
 
 import numpy as np
 
 from ir import dtypes as D
+from ir.return_types import return_type
 
 from . import creation
 from .dispatch import FUNCTIONS as _F
@@ -35,9 +35,9 @@ from .extra_scatter import (
 )
 from .tensor import Size, Tensor
 
-aminmax_result = namedtuple("aminmax", ("min", "max"))
-histogram_result = namedtuple("histogram", ("hist", "bin_edges"))
-frexp_result = namedtuple("frexp", ("mantissa", "exponent"))
+aminmax_result = return_type("aminmax", ("min", "max"))
+histogram_result = return_type("histogram", ("hist", "bin_edges"))
+frexp_result = return_type("frexp", ("mantissa", "exponent"))
 
 
 def _tensors(args, name):

@@ -6,17 +6,16 @@ Semantics follow the PyTorch documentation of each function. Imports eager's mod
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from ir import dtypes as D
+from ir.return_types import return_type
 
 from . import creation
 from .dispatch import FUNCTIONS as _F
 from .tensor import Tensor
 
-histogramdd_result = namedtuple("histogramdd", ("hist", "bin_edges"))
+histogramdd_result = return_type("histogramdd", ("hist", "bin_edges"))
 _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 

@@ -773,3 +773,17 @@ def test_module_repr_as_torch():
     model's numbers then did not line up with torch's)."""
     for ours, theirs in zip(_repr_models(eager), _repr_models(torch)):
         assert repr(ours) == repr(theirs)
+
+
+def test_return_types_print_as_torch():
+    """print(x.max(1)) lays out as PyTorch's structseq ("...return_types.max(\\nvalues=...,
+    \\nindices=...)"), field access and unpacking unchanged."""
+    x = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], np.float32)
+    for fn in (lambda L, t: t.max(1), lambda L, t: t.sort(1), lambda L, t: L.topk(t, 2),
+               lambda L, t: L.aminmax(t), lambda L, t: t.min(dim=0), lambda L, t: t.kthvalue(2),
+               lambda L, t: L.slogdet(t[:, :2])):
+        ours, theirs = fn(eager, eager.tensor(x)), fn(torch, torch.tensor(x))
+        assert repr(ours).replace("eager.", "torch.") == repr(theirs)
+        assert len(ours) == len(theirs) and all(hasattr(theirs, f) for f in ours._fields)
+    values, indices = eager.tensor(x).max(1)
+    assert indices.tolist() == [1, 0] and isinstance(eager.tensor(x).max(1), tuple)

@@ -13,12 +13,11 @@ all entries. Imports nothing outside `ir`.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, TensorMeta, broadcast_shapes, register, sum_to_shape
+from ..return_types import return_type
 from .elementwise import FLOATS
 from .indexing import arr, declare
 
@@ -29,10 +28,10 @@ class LinAlgError(RuntimeError):
     """`torch.linalg.LinAlgError`: a matrix is singular or not positive-definite."""
 
 
-slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
-qr_result = namedtuple("qr", ["Q", "R"])
-svd_result = namedtuple("svd", ["U", "S", "Vh"])
-eigh_result = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+slogdet_result = return_type("slogdet", ["sign", "logabsdet"])
+qr_result = return_type("qr", ["Q", "R"])
+svd_result = return_type("svd", ["U", "S", "Vh"])
+eigh_result = return_type("eigh", ["eigenvalues", "eigenvectors"])
 
 
 def _matmul_shape(a, b):

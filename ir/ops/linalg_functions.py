@@ -15,22 +15,22 @@ outside `ir`.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 import scipy.linalg as sla
 
 from .. import dtypes as D
 from ..opdef import broadcast_shapes, normalize_dim
+from ..return_types import return_type
 from .elementwise import FLOATS
 from .indexing import arr, declare
 from .linalg import FLOATS_COMPLEX, mH
 from .linalg_solve import _sq_samples
 from .matrix import _float, _normal, _square
 
-eig_result = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
-geqrf_result = namedtuple("geqrf", ["a", "tau"])
-svd_result = namedtuple("svd", ["U", "S", "V"])
+eig_result = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
+geqrf_result = return_type("geqrf", ["a", "tau"])
+svd_result = return_type("svd", ["U", "S", "V"])
 
 
 def _eye(F, x, n):

@@ -13,21 +13,20 @@ Imports nothing of wick's outside `ir`.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 import scipy.linalg as sla
 
 from .. import dtypes as D
 from ..opdef import broadcast_shapes
+from ..return_types import return_type
 from .indexing import declare
 from .linalg import FLOATS_COMPLEX, LinAlgError, mH
 from .linalg_solve import _vector_rhs
 from .matrix import _float, _normal, _pinv_backward, _square
 
-lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-ldl_factor_result = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-ldl_factor_ex_result = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+lstsq_result = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+ldl_factor_result = return_type("linalg_ldl_factor", ["LD", "pivots"])
+ldl_factor_ex_result = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 # ---------------------------------------------------------------- lstsq

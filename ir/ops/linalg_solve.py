@@ -15,26 +15,25 @@ messages. Imports nothing of wick's outside `ir`.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 import scipy.linalg as sla
 
 from .. import dtypes as D
 from ..opdef import broadcast_shapes
+from ..return_types import return_type
 from .elementwise import FLOATS
 from .indexing import declare
 from .linalg import FLOATS_COMPLEX, mH
 from .matrix import _float, _normal, _square
 
-lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-lu_result = namedtuple("linalg_lu", ["P", "L", "U"])
-lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
-solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
-inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
-cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
-triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+lu_factor_result = return_type("linalg_lu_factor", ["LU", "pivots"])
+lu_factor_ex_result = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_result = return_type("linalg_lu", ["P", "L", "U"])
+lu_unpack_result = return_type("lu_unpack", ["P", "L", "U"])
+solve_ex_result = return_type("linalg_solve_ex", ["result", "info"])
+inv_ex_result = return_type("linalg_inv_ex", ["inverse", "info"])
+cholesky_ex_result = return_type("linalg_cholesky_ex", ["L", "info"])
+triangular_solve_result = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 def _batch(a):

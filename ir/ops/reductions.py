@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes as D
 from ..opdef import OpDef, normalize_dim, normalize_dims, register
+from ..return_types import return_type
 from .elementwise import BOOL, COMPLEX, FLOATING, FLOATS, Promo, _title, dtype_of
 
-return_types = {name: namedtuple(name, ("values", "indices"))
+return_types = {name: return_type(name, ("values", "indices"))
                 for name in ("max", "min", "median", "nanmedian", "mode", "cummax", "cummin")}
 
 

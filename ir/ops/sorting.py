@@ -12,19 +12,18 @@ gets its distinct value's gradient, shared evenly among equal entries. Imports n
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .. import dtypes as D
 from ..opdef import TensorMeta, normalize_dim
+from ..return_types import return_type
 from .elementwise import FLOATS
 from .indexing import ALL, arr, declare, ints
 
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
-unique_result = namedtuple("unique", ["output", "inverse_indices", "counts"])
+sort_result = return_type("sort", ["values", "indices"])
+topk_result = return_type("topk", ["values", "indices"])
+kthvalue_result = return_type("kthvalue", ["values", "indices"])
+unique_result = return_type("unique", ["output", "inverse_indices", "counts"])
 REALS = (D.int64,) + FLOATS
 
 
