@@ -104,8 +104,9 @@ def set_default_tensor_type(t) -> None:
     TypeError for a non-floating type."""
     import warnings
 
-    from . import device as _device
     from ir.dtypes import set_default_dtype
+
+    from . import device as _device
 
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.",

@@ -14,7 +14,7 @@ def is_available() -> bool:
 
 def version():
     """None: no cuDNN library is loaded."""
-    return None
+    return
 
 
 def is_acceptable(tensor) -> bool:
