@@ -41,6 +41,7 @@ TENSOR_BREAKS = {
     "backward": "Tensor.backward() runs autograd (call it outside the compiled function)",
 }
 CAST_METHODS = {"float": "float32", "double": "float64", "long": "int64", "bool": "bool"}
+DTYPE_QUERIES = {"is_floating_point": "is_floating_point", "is_complex": "is_complex"}
 
 
 def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dict):
@@ -61,9 +62,11 @@ def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dic
         d = normalize_dim(dim, len(shape))
         dynamic.check_read(tx, t, (d,))
         return ConstantVariable(shape[d])
-    if name == "dim" and not args:
+    if name in ("dim", "ndimension") and not args:
         return ConstantVariable(len(shape))
-    if name == "numel" and not args:
+    if name in DTYPE_QUERIES and not args and not kwargs:  # (the dtype is guarded)
+        return ConstantVariable(getattr(t.meta.dtype, DTYPE_QUERIES[name]))
+    if name in ("numel", "nelement") and not args:
         dynamic.check_read(tx, t)
         return ConstantVariable(math.prod(shape))
     if name == "cpu" and not args:
@@ -115,8 +118,8 @@ def _function_of_name(name):
 
 # ---------------------------------------------------------------- attribute reads
 
-TENSOR_METHODS = {"size", "dim", "numel", "t", "to", "cpu", "item", "tolist", "numpy",
-                  "backward", *CAST_METHODS}
+TENSOR_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "t", "to", "cpu", "item",
+                  "tolist", "numpy", "backward", *CAST_METHODS, *DTYPE_QUERIES}
 
 
 def _trusted(cls) -> bool:
