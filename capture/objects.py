@@ -13,8 +13,10 @@ stored, live at a break) its template makes a fresh instance on every call,
 
 Only classes whose instances are a plain `__dict__` are modelled: `object.__new__`,
 `object.__setattr__`, `object.__getattribute__`, no `__getattr__`, `__slots__`, `__del__` or
-metaclass, not an exception and not a class of wick or the standard library; anything else
-stays a named break at the call. Touches `capture` only.
+metaclass, not an exception and not a class of wick or the standard library (but
+`eager.distributions`' classes: `Normal(mu, std).log_prob(a)` is user code written in eager's
+ops, as Dynamo inlines torch.distributions; their argument validation is off unless
+`validate_args=True`, as under torch.compile); anything else stays a named break at the call. Touches `capture` only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .variables import (
 )
 
 _MISSING = object()
+DISTRIBUTIONS = "eager.distributions"  # wick's classes modelled as user objects
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None), complex)
 
 
@@ -53,9 +56,11 @@ def constructible(cls) -> bool:
     """True for a class whose call capture models as a new plain object (module doc)."""
     if not isinstance(cls, type) or type(cls) is not type or issubclass(cls, BaseException):
         return False
-    root = (getattr(cls, "__module__", "") or "").split(".")[0]
+    module = getattr(cls, "__module__", "") or ""
+    root = module.split(".")[0]
     if root in ("eager", "ir", "capture", "numpy", "builtins", "typing", "collections",
-                "dataclasses", "functools", "enum", "abc"):
+                "dataclasses", "functools", "enum", "abc") and \
+            not module.startswith(DISTRIBUTIONS):
         return False
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ or \
             cls.__getattribute__ is not object.__getattribute__:
@@ -72,6 +77,10 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> NewObjectVariable:
     from .calls import inline
 
     obj = NewObjectVariable(cls)
+    if cls.__module__.startswith(DISTRIBUTIONS):
+        # as torch.compile (`Distribution.set_default_validate_args(False)`): compiled code
+        # validates a distribution's arguments only when it passes `validate_args=True`
+        obj.attrs["_validate_args"] = ConstantVariable(False)
     init = inspect.getattr_static(cls, "__init__")
     if init is object.__init__:
         if args or kwargs:

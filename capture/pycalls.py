@@ -81,7 +81,8 @@ def unpack(tx, v: VariableTracker) -> list:
     if isinstance(v, DictVariable):
         return [ConstantVariable(k) for k in v.items]
     if isinstance(v, GeneratorVariable):
-        return list(run_generator(tx, v))
+        start, v.consumed = getattr(v, "consumed", 0), len(run_generator(tx, v))
+        return list(run_generator(tx, v)[start:])
     if v.is_constant() and isinstance(v.value, (tuple, list, range, str, dict, set,
                                                 frozenset, bytes, type({}.items()))):
         return [ConstantVariable(x) for x in v.value]
@@ -211,6 +212,17 @@ def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
             raise tx.unsupported("next() on an exhausted iterator")
         it.index += 1
         return it.items[it.index - 1]
+    if f is next and len(args) in (1, 2) and isinstance(args[0], GeneratorVariable):
+        # `next(v for v in values if isinstance(v, Tensor))`: the generator is run to its end
+        # (a generator expression's items; their side effects would run too early)
+        gen, items = args[0], run_generator(tx, args[0])
+        start = getattr(gen, "consumed", 0)
+        if start >= len(items):
+            if len(args) == 2:
+                return args[1]
+            raise tx.unsupported("next() on an exhausted generator")
+        gen.consumed = start + 1
+        return items[start]
     return None
 
 

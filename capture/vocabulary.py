@@ -68,7 +68,7 @@ def is_internal_frame(tx) -> bool:
     return (tx.f_globals.get("__name__", "") or "").split(".")[0] in INTERNAL_ROOTS
 
 
-COMPOSITIONS = ("eager.nn", "eager.extra_scatter")
+COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions")
 COMPOSITION_MODULES = ("eager.extra",)  # exactly (`eager.extra_api` and the like are not)
 
 
@@ -143,9 +143,16 @@ def _dtype_info(tx, fn, args, kwargs):
                                **{k: _const(tx, fn, v) for k, v in kwargs.items()}))
 
 
+def _constant_size(tx, fn, args, kwargs):
+    """`torch.Size(shape)` of constant ints: a constant."""
+    return ConstantVariable(fn(*[_const(tx, fn, a) for a in args]))
+
+
 def _rule(prefix: str, name: str):
     if prefix == "eager" and name in ("finfo", "iinfo", "promote_types", "can_cast"):
         return _dtype_info
+    if prefix == "eager" and name == "Size":
+        return _constant_size
     if prefix == "eager" and name in FACTORIES:
         return _constant_factory
     if prefix == "eager" and name in LIKE:

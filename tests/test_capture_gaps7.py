@@ -8,6 +8,8 @@ same code are too.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -162,12 +164,63 @@ def grouped_block_diag(torch):
     return m, (_rand(torch, 4, 6),), lambda: list(m.parameters())
 
 
+def gaussian_policy(torch):
+    """A policy-gradient actor: `torch.distributions.Normal(mu, log_std.exp())`, `log_prob` and
+    `entropy` of the actions (the distribution was a break at its construction, its methods
+    one each: eager's distributions are now inlined as user code, as Dynamo inlines
+    torch.distributions)."""
+    nn = torch.nn
+    from importlib import import_module
+
+    dist = import_module(torch.__name__ + ".distributions")
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mu = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+            self.log_std = nn.Parameter(torch.zeros(2) - 0.5)
+
+        def forward(self, obs, act):
+            d = dist.Normal(self.mu(obs), self.log_std.exp())
+            sample = d.rsample()
+            return d.log_prob(act).sum(-1), d.entropy().sum(-1), sample.shape
+
+    m = Policy()
+    return m, (_rand(torch, 3, 4), _rand(torch, 3, 2, seed=5)), lambda: []
+
+
+def dtype_dispatch_cast(torch):
+    """A mixed-precision-safe layer norm that branches on `x.is_floating_point()` /
+    `x.is_complex()` and reads `x.ndimension()` / `x.nelement()` (each was a break: Tensor
+    methods with no registry op)."""
+    nn = torch.nn
+
+    class SafeNorm(nn.Module):
+        def __init__(self, d=6):
+            super().__init__()
+            self.ln = nn.LayerNorm(d)
+
+        def forward(self, x, ids):
+            if not x.is_floating_point() or x.is_complex():
+                x = x.float()
+            h = self.ln(x)
+            if ids.is_floating_point():
+                ids = ids.long()
+            scale = 1.0 / math.sqrt(h.nelement() / h.shape[0])
+            return h.flatten(0, x.ndimension() - 2) * scale, ids * 2
+
+    m = SafeNorm()
+    return m, (_rand(torch, 2, 3, 6), torch.tensor(np.arange(4))), lambda: []
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
     (dlrm_interaction, 1, 0, 1, 0),
     (series_diff_features, 1, 0, 2, 1),  # torch: its cov decomposition calls aten.equal
     (grouped_block_diag, 1, 0, 1, 0),
+    (gaussian_policy, 1, 0, 1, 0),
+    (dtype_dispatch_cast, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
