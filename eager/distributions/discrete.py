@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from ir.dtypes import finfo
+
 from ..creation import tensor
 from ..dispatch import FUNCTIONS as F
 from ..grad_mode import no_grad
@@ -202,7 +204,7 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
-        min_real = float(np.finfo(self.logits.detach().numpy().dtype).min)
+        min_real = float(finfo(self.logits.dtype).min)
         logits = self.logits.clamp(min=min_real)
         return -(logits * self.probs).sum(-1)
 

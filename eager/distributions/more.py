@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
+from ir.dtypes import finfo
 
 from ..dispatch import FUNCTIONS as F
 from ..tensor import Size
@@ -24,7 +24,7 @@ EULER_GAMMA = 0.57721566490153286060
 
 
 def _finfo(t):
-    return np.finfo(t.detach().numpy().dtype)
+    return finfo(t.dtype)
 
 
 class Gumbel(TransformedDistribution):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numbers
 
+from ir.dtypes import finfo
+
 from ..creation import tensor
 from ..dispatch import FUNCTIONS as F
 from ..tensor import Tensor
@@ -25,9 +27,7 @@ def broadcast_all(*values):
 
 
 def _finfo(t):
-    import numpy as np
-
-    return np.finfo(t.detach().numpy().dtype)
+    return finfo(t.dtype)
 
 
 def clamp_probs(probs):
