@@ -787,3 +787,27 @@ def test_return_types_print_as_torch():
         assert len(ours) == len(theirs) and all(hasattr(theirs, f) for f in ours._fields)
     values, indices = eager.tensor(x).max(1)
     assert indices.tolist() == [1, 0] and isinstance(eager.tensor(x).max(1), tuple)
+
+
+def test_custom_function_grad_fn_name_as_torch():
+    """A custom Function's grad_fn is '<Name>Backward' (it printed FunctionNode)."""
+    got = []
+    for lib in (eager, torch):
+        class MyExp(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.exp()
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                (y,) = ctx.saved_tensors
+                return g * y
+
+        x = lib.ones(2, requires_grad=True)
+        y = MyExp.apply(x)
+        y.sum().backward()
+        got.append((type(y.grad_fn).__name__, y.grad_fn.name(),
+                    [round(v, 5) for v in x.grad.tolist()], repr(y).split("grad_fn=")[1]))
+    assert got[0] == got[1]

@@ -101,6 +101,18 @@ class FunctionCtx:
     saved_variables = saved_tensors
 
 
+def _backward_class(cls) -> type:
+    """The grad_fn class of Function `cls`'s outputs, named as PyTorch's ("MyExpBackward"):
+    a subclass of `cls._node_class` made once per Function class."""
+    made = cls.__dict__.get("_backward_node_cls")
+    if made is None or made.__base__ is not cls._node_class:
+        name = f"{cls.__name__}Backward"
+        made = type(name, (cls._node_class,), {"__qualname__": name,
+                                               "__module__": cls.__module__})
+        cls._backward_node_cls = made
+    return made
+
+
 class FunctionNode(Node, FunctionCtx):
     """The grad_fn of the outputs of one `Function.apply` call, and its `ctx`."""
 
@@ -214,7 +226,7 @@ class Function(metaclass=_FunctionMeta):
             cls.backward = cls.vjp
         recording = grad_mode.is_grad_enabled() and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
-        ctx = cls._node_class(cls, len(args))
+        ctx = _backward_class(cls)(cls, len(args))
         if recording:
             ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad
                                          for a in args)
