@@ -111,11 +111,22 @@ def get_attr(tx, obj: NewObjectVariable, name: str) -> VariableTracker:
         return FunctionVariable(attr.__func__, None)
     if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
         return call_function(tx, FunctionVariable(attr.fget, None), [obj], {})
+    if _is_lazy_property(attr):  # computed once, then in the instance dict (as its __get__)
+        value = call_function(tx, FunctionVariable(attr.wrapped, None), [obj], {})
+        store_attr(tx, obj, name, value)
+        return value
     if isinstance(attr, _PLAIN_CONSTANTS) or isinstance(attr, tuple) and \
             all(isinstance(x, _PLAIN_CONSTANTS) for x in attr):
         return ConstantVariable(attr)
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()} ({type(attr).__name__} of "
                          "its class)")
+
+
+def _is_lazy_property(attr) -> bool:
+    """`torch.distributions.utils.lazy_property` (Categorical's `probs`/`logits`)."""
+    from eager.distributions.utils import lazy_property
+
+    return isinstance(attr, lazy_property) and isinstance(attr.wrapped, types.FunctionType)
 
 
 def super_attr(tx, cls: type, obj: NewObjectVariable, name: str) -> VariableTracker:

@@ -213,6 +213,38 @@ def dtype_dispatch_cast(torch):
     return m, (_rand(torch, 2, 3, 6), torch.tensor(np.arange(4))), lambda: []
 
 
+def ppo_categorical(torch):
+    """A PPO actor-critic: `Categorical(logits=...)` (its `probs` a lazy property computed on
+    first read), `sample`, `log_prob`, `entropy` (which clamps with the dtype's finfo), and a
+    `Bernoulli(logits=...)` head (its `__init__` stores the parameter with `setattr`)."""
+    nn = torch.nn
+    from importlib import import_module
+
+    dist = import_module(torch.__name__ + ".distributions")
+
+    class ActorCritic(nn.Module):
+        def __init__(self, obs=4, acts=3):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(obs, 16), nn.Tanh())
+            self.pi, self.v, self.stop = nn.Linear(16, acts), nn.Linear(16, 1), nn.Linear(16, 1)
+
+        def forward(self, obs, actions, old_logp, adv, clip: float = 0.2):
+            h = self.body(obs)
+            d = dist.Categorical(logits=self.pi(h))
+            logp = d.log_prob(actions)
+            ratio = (logp - old_logp).exp()
+            surr = torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+            stop = dist.Bernoulli(logits=self.stop(h).squeeze(-1))
+            stop_lp = stop.log_prob((adv > 0).float())
+            loss = -surr.mean() - 0.01 * d.entropy().mean() + self.v(h).pow(2).mean()
+            return loss, d.probs, stop_lp, d.sample().shape
+
+    m = ActorCritic()
+    acts = torch.tensor(np.array([0, 2, 1, 1]))
+    return m, (_rand(torch, 4, 4), acts, _rand(torch, 4, seed=3) - 1.0,
+               _rand(torch, 4, seed=4)), lambda: []
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
@@ -221,6 +253,7 @@ CASES = [
     (grouped_block_diag, 1, 0, 1, 0),
     (gaussian_policy, 1, 0, 1, 0),
     (dtype_dispatch_cast, 1, 0, 1, 0),
+    (ppo_categorical, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
