@@ -124,7 +124,7 @@ def test_collate_numbers_tuples_dicts():
     assert isinstance(out, list) and len(out) == 3  # tuples collate to a list, like PyTorch
     assert out[0].dtype == eager.int64 and out[0].tolist() == [1, 2]
     assert out[1].dtype == eager.float64 and out[1].tolist() == [0.5, 1.5]
-    assert out[2] == ["a", "b"]
+    assert out[2] == ("a", "b")  # string fields of tuple samples stay the tuple zip made
     d = default_collate([{"a": eager.ones(2), "b": [1, 2]}, {"a": eager.zeros(2), "b": [3, 4]}])
     assert d["a"].shape == (2, 2) and d["a"].tolist() == [[1, 1], [0, 0]]
     assert [t.tolist() for t in d["b"]] == [[1, 3], [2, 4]]

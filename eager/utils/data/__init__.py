@@ -414,11 +414,11 @@ def default_collate(batch):
     if isinstance(elem, collections.abc.Mapping):
         return _rebuild(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        fields = [default_collate(list(s)) for s in zip(*batch)]
+        fields = [default_collate(s) for s in zip(*batch)]
         return fields if isinstance(elem, tuple) else _rebuild(elem, fields)
     raise TypeError(_COLLATE_ERR.format(type(elem)))
 
