@@ -46,6 +46,29 @@ if TYPE_CHECKING:
 
 __all__ = ["PY", "BreakReason", "GraphBreak", "InstructionTranslator", "Unsupported"]
 
+ENDS_BLOCK = {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
+              "JUMP_NO_INTERRUPT", "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"}
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+
+
+def _normally_reached(instructions, index_of) -> set:
+    """Indices of the instructions reached from the entry without an exception: a backward
+    jump only handlers reach (3.12's `with` exit that suppressed an exception, an `except`
+    body jumping back to the code after the `try`) is not a loop."""
+    seen, todo = set(), [0]
+    while todo:
+        k = todo.pop()
+        if k in seen or k >= len(instructions):
+            continue
+        seen.add(k)
+        inst = instructions[k]
+        if inst.opcode in _JUMPS and isinstance(inst.argval, int):
+            todo.append(index_of[inst.argval])
+        if inst.opname not in ENDS_BLOCK:
+            todo.append(k + 1)
+    return seen
+
+
 BACKWARD_JUMPS = {"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "POP_JUMP_BACKWARD_IF_TRUE",
                   "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE",
                   "POP_JUMP_BACKWARD_IF_NOT_NONE"}
@@ -96,8 +119,9 @@ class InstructionTranslator(BuildOps, FlowOps):
         self.result: VariableTracker | None = None
         self.yields: list | None = None  # set when running a generator to completion
         self.loops = []
+        normal = _normally_reached(self.instructions, self.index_of)
         for k, i in enumerate(self.instructions):
-            if i.opname in BACKWARD_JUMPS:
+            if i.opname in BACKWARD_JUMPS and k in normal:  # (3.12's handlers jump back)
                 head = self.index_of[i.argval]
                 first = self.instructions[head]
                 if first.opname == "FOR_ITER":  # 3.12 puts a loop's `return` after the jump

@@ -245,6 +245,32 @@ def ppo_categorical(torch):
                _rand(torch, 4, seed=4)), lambda: []
 
 
+def distillation_no_grad_block(torch):
+    """A knowledge-distillation step: the teacher runs in `with torch.no_grad():`, then the
+    student's loss, `backward()` (a break) and an SGD step. On 3.12+ the `with` block's
+    exception path jumps backward to the code after it, which capture took for a loop around
+    the rest of the function: the student ran eagerly (1 graph, the teacher's; 2 on 3.11)."""
+    nn, F = torch.nn, torch.nn.functional
+    teacher = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+    student = nn.Linear(6, 4)
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+
+    def step(x, y, T: float = 2.0, alpha: float = 0.5):
+        with torch.no_grad():
+            t_logits = teacher(x)
+        s_logits = student(x)
+        soft = F.kl_div(F.log_softmax(s_logits / T, dim=-1), F.softmax(t_logits / T, dim=-1),
+                        reduction="batchmean") * T * T
+        loss = alpha * soft + (1 - alpha) * F.cross_entropy(s_logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    y = torch.tensor(np.array([0, 3, 1, 2, 2]))
+    return step, (_rand(torch, 5, 6), y), lambda: list(student.parameters())
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
@@ -254,6 +280,7 @@ CASES = [
     (gaussian_policy, 1, 0, 1, 0),
     (dtype_dispatch_cast, 1, 0, 1, 0),
     (ppo_categorical, 1, 0, 1, 0),
+    (distillation_no_grad_block, 2, 1, 3, 2),  # torch: a second break in its SGD step
 ]
 
 IDS = [c[0].__name__ for c in CASES]
