@@ -127,6 +127,12 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
                 for i, a in enumerate(args)]
         kwargs = {k: list(v.items) if isinstance(v, SequenceVariable) and
                   k == op.input_names[0] else v for k, v in kwargs.items()}
+    if op.name == "where" and len(args) + len(kwargs) == 1 and (args or "condition" in kwargs):
+        # torch.where(condition): the overload nonzero(condition, as_tuple=True) (a
+        # data-dependent shape: its named break, the code around it compiled)
+        return call_op(tx, OpFunctionVariable(_function_of(REGISTRY["nonzero"])),
+                       [args[0] if args else kwargs["condition"]],
+                       {"as_tuple": ConstantVariable(True)})
     kwargs = {k: v if k in op.input_names else as_constant(tx, v) for k, v in kwargs.items()}
     # an optional operand given as None (`F.linear(x, w, None)`, Linear(bias=False)): eager's
     # bind drops it, so it must reach bind as None, not as its tracker
