@@ -129,6 +129,27 @@ def _is_lazy_property(attr) -> bool:
     return isinstance(attr, lazy_property) and isinstance(attr.wrapped, types.FunctionType)
 
 
+def kl_rule(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """`torch.distributions.kl_divergence(p, q)` of two distributions the code made: the
+    closed form registered for their classes (constants of the code, resolved as eagerly),
+    inlined."""
+    from eager.distributions import kl
+
+    from .calls import inline
+
+    p, q = inspect.signature(fn).bind(*args, **kwargs).args
+    if not (isinstance(p, NewObjectVariable) and isinstance(q, NewObjectVariable)):
+        return inline(tx, FunctionVariable(fn, None), [p, q], {})
+    key = (p.cls, q.cls)
+    fun = kl._KL_MEMOIZE.get(key)
+    if fun is None:
+        fun = kl._KL_MEMOIZE[key] = kl._dispatch_kl(*key)
+    if fun is NotImplemented:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
+                                  f"{p.cls.__name__} and q type {q.cls.__name__}")
+    return inline(tx, FunctionVariable(fun, None), [p, q], {})
+
+
 def super_attr(tx, cls: type, obj: NewObjectVariable, name: str) -> VariableTracker:
     """`super(cls, obj).name` for an object made by the code: the first class after `cls` in
     its MRO defining `name`; a function is bound to the object, `object.__init__` is a call

@@ -126,6 +126,12 @@ def _table() -> dict:
 
     _KEEP.append(Optimizer.zero_grad)  # `p.grad = None` per parameter: Python side effects
     table[id(Optimizer.zero_grad)] = ("eager.optim.Optimizer.zero_grad", zero_grad_rule)
+    from eager.distributions import kl_divergence
+
+    from .objects import kl_rule
+
+    _KEEP.append(kl_divergence)  # its closed form picked by the classes, then inlined
+    table[id(kl_divergence)] = ("eager.distributions.kl_divergence", kl_rule)
     from .optim_forms import register
 
     register(table, _KEEP)  # SGD/Adam/AdamW `step`: the update as graph nodes

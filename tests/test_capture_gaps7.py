@@ -271,6 +271,33 @@ def distillation_no_grad_block(torch):
     return step, (_rand(torch, 5, 6), y), lambda: list(student.parameters())
 
 
+def vae_kl_divergence(torch):
+    """A VAE's ELBO with torch.distributions: `Normal(mu, std).rsample()` and
+    `kl_divergence(q, Normal(0, 1))` (the closed form is looked up in a registry keyed by the
+    classes: iterating over that dict was a break)."""
+    nn, F = torch.nn, torch.nn.functional
+    from importlib import import_module
+
+    dist = import_module(torch.__name__ + ".distributions")
+
+    class VAE(nn.Module):
+        def __init__(self, d=6, z=2):
+            super().__init__()
+            self.enc = nn.Linear(d, 2 * z)
+            self.dec = nn.Linear(z, d)
+
+        def forward(self, x):
+            mu, log_var = self.enc(x).chunk(2, dim=-1)
+            q = dist.Normal(mu, torch.exp(0.5 * log_var))
+            prior = dist.Normal(torch.zeros_like(mu), torch.ones_like(mu))
+            recon = self.dec(q.rsample())
+            kl = dist.kl_divergence(q, prior).sum(-1)
+            return F.mse_loss(recon, x, reduction="none").sum(-1) + kl, kl
+
+    m = VAE()
+    return m, (_rand(torch, 3, 6),), lambda: []
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
@@ -280,6 +307,7 @@ CASES = [
     (gaussian_policy, 1, 0, 1, 0),
     (dtype_dispatch_cast, 1, 0, 1, 0),
     (ppo_categorical, 1, 0, 1, 0),
+    (vae_kl_divergence, 1, 0, 2, 1),  # torch: min() of a generator in its KL dispatch
     (distillation_no_grad_block, 2, 1, 3, 2),  # torch: a second break in its SGD step
 ]
 
