@@ -193,6 +193,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         if not -num <= padding_idx < num:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx %= num
+    if input.ndim == 2 and input.shape[1] and padding_idx is None and max_norm is None and \
+            not scale_grad_by_freq:  # fixed-length bags: registry ops only (no host read)
+        rows = FUNCTIONS["index_select"](weight, 0, idx).reshape(input.shape[0], -1, dim)
+        if psw is not None:
+            rows = rows * psw.reshape(input.shape[0], -1, 1)
+        return rows.max(1)[0] if mode == "max" else rows.mean(1) if mode == "mean" \
+            else rows.sum(1)
     a = idx._host().astype(np.int64)
     if max_norm is not None:
         _embedding_renorm(weight, a, max_norm, norm_type)
