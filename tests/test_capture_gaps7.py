@@ -298,6 +298,29 @@ def vae_kl_divergence(torch):
     return m, (_rand(torch, 3, 6),), lambda: []
 
 
+def embedding_bag_sparse_features(torch):
+    """DLRM-style sparse features: one `nn.EmbeddingBag` per feature over fixed-length bags
+    (2-D input), sum / mean / max modes and per-sample weights (eager's embedding_bag read the
+    indices on the host: one break per bag)."""
+    nn = torch.nn
+
+    class SparseArch(nn.Module):
+        def __init__(self, vocab=10, d=4):
+            super().__init__()
+            self.bags = nn.ModuleList(nn.EmbeddingBag(vocab, d, mode=m)
+                                      for m in ("sum", "mean", "max"))
+            self.top = nn.Linear(3 * d, 1)
+
+        def forward(self, sparse, weights):
+            pooled = [bag(sparse[:, i]) for i, bag in enumerate(self.bags)]
+            pooled[0] = pooled[0] + self.bags[0](sparse[:, 0], per_sample_weights=weights)
+            return torch.sigmoid(self.top(torch.cat(pooled, dim=1)))
+
+    m = SparseArch()
+    sparse = torch.tensor(np.random.default_rng(4).integers(0, 10, (3, 3, 2)))
+    return m, (sparse, _rand(torch, 3, 2, seed=6)), lambda: []
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
@@ -307,6 +330,7 @@ CASES = [
     (gaussian_policy, 1, 0, 1, 0),
     (dtype_dispatch_cast, 1, 0, 1, 0),
     (ppo_categorical, 1, 0, 1, 0),
+    (embedding_bag_sparse_features, 1, 0, 1, 0),
     (vae_kl_divergence, 1, 0, 2, 1),  # torch: min() of a generator in its KL dispatch
     (distillation_no_grad_block, 2, 1, 3, 2),  # torch: a second break in its SGD step
 ]
