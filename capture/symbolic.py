@@ -274,9 +274,10 @@ class InstructionTranslator(BuildOps, FlowOps):
 
     @handler("LOAD_FAST", "LOAD_FAST_CHECK")
     def LOAD_FAST(self, inst):
-        if inst.argval in self.cells and inst.argval not in self.locals:
-            self.push(self.cells[inst.argval])  # 3.13 builds closures with LOAD_FAST
-            return
+        if inst.argval not in self.locals and (inst.argval in self.cells or
+                                               inst.argval in self.code.co_freevars):
+            self.LOAD_CLOSURE(inst)  # 3.13 builds closures with LOAD_FAST (a free var: the
+            return                   # cell a recursive nested function reaches itself by)
         if inst.argval not in self.locals:
             raise UnboundLocalError(f"cannot access local variable '{inst.argval}' where it "
                                     "is not associated with a value")

@@ -321,6 +321,42 @@ def embedding_bag_sparse_features(torch):
     return m, (sparse, _rand(torch, 3, 2, seed=6)), lambda: []
 
 
+def lstm_repackage_hidden(torch):
+    """Truncated BPTT: the classic recursive `repackage_hidden` (a nested function calling itself
+    from a generator expression) detaches the LSTM state before the step. 3.13 builds the
+    genexpr's closure with LOAD_FAST of the free variable: capture raised UnboundLocalError
+    there (0 graphs on 3.13 only)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class RNNLM(nn.Module):
+        def __init__(self, vocab=15, d=8):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.lstm = nn.LSTM(d, d, num_layers=2, batch_first=True)
+            self.out = nn.Linear(d, vocab)
+
+        def forward(self, x, hidden):
+            h, hidden = self.lstm(self.emb(x), hidden)
+            return self.out(h), hidden
+
+    def repackage_hidden(h):
+        if isinstance(h, torch.Tensor):
+            return h.detach()
+        return tuple(repackage_hidden(v) for v in h)
+
+    m = RNNLM()
+
+    def step(x, y, h0, c0):
+        hidden = repackage_hidden((h0, c0))
+        logits, hidden = m(x, hidden)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+        return loss, hidden
+
+    rng = np.random.default_rng(3)
+    x, y = (torch.tensor(rng.integers(0, 15, (2, 5))) for _ in range(2))
+    return step, (x, y, _rand(torch, 2, 2, 8), _rand(torch, 2, 2, 8, seed=5)), lambda: []
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
@@ -331,7 +367,8 @@ CASES = [
     (dtype_dispatch_cast, 1, 0, 1, 0),
     (ppo_categorical, 1, 0, 1, 0),
     (embedding_bag_sparse_features, 1, 0, 1, 0),
-    (vae_kl_divergence, 1, 0, 2, 1),  # torch: min() of a generator in its KL dispatch
+    (vae_kl_divergence, 1, 0, 2, 1),
+    (lstm_repackage_hidden, 1, 0, 2, 1),  # torch: Dynamo does not trace nn.LSTM  # torch: min() of a generator in its KL dispatch
     (distillation_no_grad_block, 2, 1, 3, 2),  # torch: a second break in its SGD step
 ]
 
