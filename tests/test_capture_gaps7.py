@@ -93,7 +93,7 @@ def anchor_grid_xy(torch):
             return (centres + base).reshape(-1, 4) * feat.mean()
 
     m = AnchorGen()
-    return m, (_rand(torch, 1, 4, 3, 5),), lambda: []
+    return m, (_rand(torch, 1, 4, 3, 5),), list
 
 
 def dlrm_interaction(torch):
@@ -119,7 +119,7 @@ def dlrm_interaction(torch):
 
     m = DLRM()
     sparse = torch.tensor(np.random.default_rng(4).integers(0, 10, (3, 3)))
-    return m, (_rand(torch, 3, 5), sparse), lambda: []
+    return m, (_rand(torch, 3, 5), sparse), list
 
 
 def series_diff_features(torch):
@@ -142,7 +142,7 @@ def series_diff_features(torch):
             return self.proj(feats)
 
     m = Feats()
-    return m, (_rand(torch, 2, 3, 7),), lambda: []
+    return m, (_rand(torch, 2, 3, 7),), list
 
 
 def grouped_block_diag(torch):
@@ -186,7 +186,7 @@ def gaussian_policy(torch):
             return d.log_prob(act).sum(-1), d.entropy().sum(-1), sample.shape
 
     m = Policy()
-    return m, (_rand(torch, 3, 4), _rand(torch, 3, 2, seed=5)), lambda: []
+    return m, (_rand(torch, 3, 4), _rand(torch, 3, 2, seed=5)), list
 
 
 def dtype_dispatch_cast(torch):
@@ -210,7 +210,7 @@ def dtype_dispatch_cast(torch):
             return h.flatten(0, x.ndimension() - 2) * scale, ids * 2
 
     m = SafeNorm()
-    return m, (_rand(torch, 2, 3, 6), torch.tensor(np.arange(4))), lambda: []
+    return m, (_rand(torch, 2, 3, 6), torch.tensor(np.arange(4))), list
 
 
 def ppo_categorical(torch):
@@ -242,7 +242,7 @@ def ppo_categorical(torch):
     m = ActorCritic()
     acts = torch.tensor(np.array([0, 2, 1, 1]))
     return m, (_rand(torch, 4, 4), acts, _rand(torch, 4, seed=3) - 1.0,
-               _rand(torch, 4, seed=4)), lambda: []
+               _rand(torch, 4, seed=4)), list
 
 
 def distillation_no_grad_block(torch):
@@ -295,7 +295,7 @@ def vae_kl_divergence(torch):
             return F.mse_loss(recon, x, reduction="none").sum(-1) + kl, kl
 
     m = VAE()
-    return m, (_rand(torch, 3, 6),), lambda: []
+    return m, (_rand(torch, 3, 6),), list
 
 
 def embedding_bag_sparse_features(torch):
@@ -318,7 +318,7 @@ def embedding_bag_sparse_features(torch):
 
     m = SparseArch()
     sparse = torch.tensor(np.random.default_rng(4).integers(0, 10, (3, 3, 2)))
-    return m, (sparse, _rand(torch, 3, 2, seed=6)), lambda: []
+    return m, (sparse, _rand(torch, 3, 2, seed=6)), list
 
 
 def lstm_repackage_hidden(torch):
@@ -354,7 +354,7 @@ def lstm_repackage_hidden(torch):
 
     rng = np.random.default_rng(3)
     x, y = (torch.tensor(rng.integers(0, 15, (2, 5))) for _ in range(2))
-    return step, (x, y, _rand(torch, 2, 2, 8), _rand(torch, 2, 2, 8, seed=5)), lambda: []
+    return step, (x, y, _rand(torch, 2, 2, 8), _rand(torch, 2, 2, 8, seed=5)), list
 
 
 CASES = [
@@ -378,7 +378,7 @@ IDS = [c[0].__name__ for c in CASES]
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_compiled_like_eager(case, graphs, breaks, tg, tb):
     eager.manual_seed(0)
-    fn, args, state = case(eager)
+    fn, args, _ = case(eager)
     capture.reset()
     ex = capture.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
