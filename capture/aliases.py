@@ -25,6 +25,7 @@ from eager import grad_mode
 from ir.graph import Node
 
 BASE = "<base>"  # the slot of a view's inputs its base goes in
+DETACH = "<detach>"  # a `detach()` (a view eager lets in-place ops modify), not a no_grad view
 
 
 def view_template(templater, node: Node):
@@ -52,6 +53,8 @@ def view_template(templater, node: Node):
     base_t = node_template(templater, base)
     if base_t is None:
         return None
+    if node.meta.get("detached"):  # `w = p.detach(); w.mul_(0.5)`: not a no_grad view
+        return ("view", base_t, DETACH, (BASE,), {}, False)
     slots = tuple(BASE if i is base else i for i in inputs)
     return ("view", base_t, op, slots, attrs, node.meta.get("grad_enabled", True))
 
@@ -88,6 +91,8 @@ def rebuild_view(t: tuple, r):
 
     _, base_t, op, slots, attrs, grad = t
     base = r(base_t)
+    if op == DETACH:
+        return base.detach()
     inputs = tuple(base if s is BASE else s for s in slots)
     prev = grad_mode.is_grad_enabled()
     if prev == grad:

@@ -338,6 +338,7 @@ def _same_shape_view(tx, t, grad=True):
         tx.out.grad_enabled = prev
     if not grad:
         out.requires_grad = False
+        out.node.meta["detached"] = True  # rebuilt as eager's detach() (`aliases`)
     return out
 
 

@@ -357,6 +357,29 @@ def lstm_repackage_hidden(torch):
     return step, (x, y, _rand(torch, 2, 2, 8), _rand(torch, 2, 2, 8, seed=5)), list
 
 
+def target_net_soft_update(torch):
+    """A DDPG-style soft target update through `detach()`: `tp.detach().mul_(1 - tau)` and
+    `.add_(p.detach(), alpha=tau)` after the critic's forward. The detached views came back
+    from the graph as no_grad views of the leaf, so the in-place op raised "a view of a leaf
+    Variable that requires grad is being used in an in-place operation" (eager allows it)."""
+    nn = torch.nn
+    critic = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    target = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    def step(s, tau: float = 0.1):
+        q = critic(s)
+        with torch.no_grad():
+            q_next = target(s)
+        for tp, p in zip(target.parameters(), critic.parameters()):
+            tp.detach().mul_(1 - tau).add_(p.detach(), alpha=tau)
+        w = critic[0].weight.detach()
+        w.mul_(0.99)
+        return q.sum(), q_next.sum(), w.sum()
+
+    return step, (_rand(torch, 3, 4),), lambda: list(target.parameters()) + \
+        list(critic.parameters())
+
+
 CASES = [
     (yolo_grid_decode, 1, 0, 1, 0),
     (anchor_grid_xy, 1, 0, 1, 0),
@@ -368,7 +391,8 @@ CASES = [
     (ppo_categorical, 1, 0, 1, 0),
     (embedding_bag_sparse_features, 1, 0, 1, 0),
     (vae_kl_divergence, 1, 0, 2, 1),
-    (lstm_repackage_hidden, 1, 0, 2, 1),  # torch: Dynamo does not trace nn.LSTM  # torch: min() of a generator in its KL dispatch
+    (lstm_repackage_hidden, 1, 0, 2, 1),
+    (target_net_soft_update, 2, 1, 1, 0),  # wick: in-place on a view of a parameter breaks  # torch: Dynamo does not trace nn.LSTM  # torch: min() of a generator in its KL dispatch
     (distillation_no_grad_block, 2, 1, 3, 2),  # torch: a second break in its SGD step
 ]
 
