@@ -537,17 +537,11 @@ class Module(ModuleHooks):
         """PyTorch's layout: a one-line `Name(extra)` without children, else the extra_repr
         lines then "(name): child" lines, indented by two."""
         extra = self.extra_repr()
-        extra_lines = extra.split("\n") if extra else []
-        child_lines = [f"({name}): " + repr(m).replace("\n", "\n  ")
-                       for name, m in self._modules.items()]
-        lines = extra_lines + child_lines
-        main = self._get_name() + "("
-        if lines:
-            if len(extra_lines) == 1 and not child_lines:
-                main += extra_lines[0]
-            else:
-                main += "\n  " + "\n  ".join(lines) + "\n"
-        return main + ")"
+        lines = (extra.split("\n") if extra else []) + [
+            f"({name}): " + repr(m).replace("\n", "\n  ") for name, m in self._modules.items()]
+        if len(lines) == 1 and not self._modules:  # one extra line, no children
+            return f"{self._get_name()}({lines[0]})"
+        return f"{self._get_name()}(" + ("\n  " + "\n  ".join(lines) + "\n" if lines else "") + ")"
 
 
 class Linear(Module):
