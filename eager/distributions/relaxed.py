@@ -70,7 +70,16 @@ class LogitRelaxedBernoulli(BinaryTrials):
         return t.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _RelaxedParams:
+    """`temperature`, `logits` and `probs` of a relaxed distribution read from its base (the
+    relaxed distribution is a transform of it)."""
+
+    temperature = property(lambda self: self.base_dist.temperature)
+    logits = property(lambda self: self.base_dist.logits)
+    probs = property(lambda self: self.base_dist.probs)
+
+
+class RelaxedBernoulli(_RelaxedParams, TransformedDistribution):
     """A draw in (0, 1) that tends to a Bernoulli draw as `temperature` -> 0
     (sigmoid of a LogitRelaxedBernoulli); reparameterized."""
 
@@ -85,18 +94,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -153,7 +150,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedParams, TransformedDistribution):
     """A point of the simplex that tends to a one-hot Categorical draw as `temperature` -> 0
     (the Gumbel-softmax / Concrete distribution); reparameterized."""
 
@@ -169,18 +166,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
