@@ -428,5 +428,10 @@ def test_torch_compile_counts(case, graphs, breaks, tg, tb):
     torch.manual_seed(0)
     fn, args, _ = case(torch)
     torch._dynamo.reset()
+    # torch's kl_divergence breaks on its first lookup of a pair of classes only: clear its
+    # memo so that its counts do not depend on which tests ran before (test_distributions)
+    import torch.distributions.kl as torch_kl
+
+    getattr(torch_kl, "_KL_MEMOIZE", {}).clear()
     ex = torch._dynamo.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
