@@ -2,8 +2,10 @@
 
 A call of `eager.rand`, `randn`, `randint`, `randperm`, `normal` (number mean and std),
 `bernoulli`, `multinomial` or a `*_like` sampler (and so `F.dropout`, `nn.Dropout` in training,
-which draw with `eager.rand`), and the in-place `t.uniform_/normal_/exponential_` (a draw
-written into `t`: `F.gumbel_softmax`), becomes registry ops of `ir/ops/random.py`:
+which draw with `eager.rand`), and the in-place `t.uniform_/normal_/exponential_/bernoulli_/
+random_/cauchy_/geometric_/log_normal_` (a draw written into `t`, functionalized as other
+in-place ops: `F.gumbel_softmax`, a mask buffer redrawn by `bernoulli_`), becomes registry
+ops of `ir/ops/random.py`:
 
     state0 = placeholder            # the generator's state, read on every call
     packed = _rng_sample(state0, kind=..., size=..., dtype=..., args=...)
@@ -15,10 +17,13 @@ guarded when it is an argument); further draws on the same generator read the pr
 draw's state, and only the last state of each generator is committed (its commit node is
 replaced by the next draw's), when the graph runs. The samplers' kernel is
 `ir.ops.random.draw`, eager's own, on a numpy Generator rebuilt from the state: **compiled
-draws equal eager's bit for bit** and leave the generator exactly where eager leaves it, so the
-next eager draw after a compiled call equals the next draw after the plain call, on every
-backend, across graph breaks (each graph reads the state when it runs). Dropout's mask is an
-ordinary value of the graph: its backward multiplies by the saved mask, as eager's.
+draws equal eager's bit for bit** (`cauchy_`/`geometric_`/`log_normal_` apply eager's inverse
+CDF to the draw in registry ops: equal to eager's up to the compiled kernels' float64
+rounding, which the cast to float32 hides) and leave the generator exactly where eager
+leaves it, so the next eager draw after a compiled call equals the next draw after the plain
+call, on every backend, across graph breaks (each graph reads the state when it runs).
+Dropout's mask is an ordinary value of the graph: its backward multiplies by the saved mask,
+as eager's.
 
 Named breaks: `out=`, `requires_grad=True`, a device other than the CPU, `normal` with tensor
 mean/std, a generator that is not an argument or global, and graphs with dynamic shapes.
@@ -36,7 +41,8 @@ from .variables import ConstantVariable, ObjectVariable, TensorVariable
 
 SAMPLERS = ("rand", "randn", "randint", "randperm", "normal", "rand_like", "randn_like",
             "randint_like", "bernoulli", "multinomial")
-INPLACE_SAMPLERS = ("uniform_", "normal_", "exponential_")
+INPLACE_SAMPLERS = ("uniform_", "normal_", "exponential_", "bernoulli_", "random_", "cauchy_",
+                    "geometric_", "log_normal_")
 
 
 def _state(tx, fn, gen) -> tuple:
@@ -178,37 +184,81 @@ def sampler_rule(tx, fn, args, kwargs):
 
 
 def inplace_sampler_rule(tx, fn, args, kwargs):
-    """`t.uniform_(a, b)`, `t.normal_(mean, std)`, `t.exponential_(lambd)` (F.gumbel_softmax's
-    `empty_like(logits).exponential_()`): one draw of `t`'s shape and dtype (eager's kernel,
-    `ir.ops.random.draw`: the same numbers) written into `t` as an in-place op (a tensor the
-    code made is rebound; a graph input is written back)."""
+    """The in-place samplers `t.uniform_(a, b)`, `normal_(mean, std)`, `exponential_(lambd)`
+    (F.gumbel_softmax's `empty_like(logits).exponential_()`), `bernoulli_(p)` (a number or a
+    tensor), `random_(low, high)`, `cauchy_`, `geometric_`, `log_normal_`: one draw of `t`'s
+    shape (eager's kernel, `ir.ops.random.draw`: the same numbers), for the last three followed
+    by eager's own inverse CDF in registry ops (`eager.extra_tensor.INVERSE_CDF`), written into
+    `t` as an in-place op (a tensor the code made is rebound; a graph input is written back)."""
+    from eager.extra_tensor import INVERSE_CDF
+
     from .recording import inplace
-    from .vocabulary import _const, no_graph_form
+    from .vocabulary import no_graph_form
 
     if tx.out.dynamic_inputs or tx.out.dynamic_numbers:
         raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
+    name = fn.__name__
+    formula = INVERSE_CDF.get(name)
     try:
-        ba = inspect.signature(fn).bind(*args, **kwargs)
+        if formula is None:
+            ba = inspect.signature(fn).bind(*args, **kwargs)
+        else:  # method(self, *args, generator=None, **kwargs): bind to the formula's parameters
+            kwargs = dict(kwargs)
+            gen_v = kwargs.pop("generator", None)
+            ba = inspect.signature(formula).bind(None, *args, **kwargs)
+            ba.arguments["generator"] = gen_v
     except TypeError as e:
-        raise TypeError(f"{fn.__name__}() {e}") from None
+        raise TypeError(f"{name}() {e}") from None
     ba.apply_defaults()
     a = dict(ba.arguments)
-    t = a.pop("self")
+    t = a.pop("self") if formula is None else a.pop("u")
+    a.pop("ops", None)
     gen = _generator(tx, fn, a.pop("generator", None))
     if not isinstance(t, TensorVariable):
         raise no_graph_form(tx, fn, "self is not a traced tensor")
-    if t.meta.device != "cpu" or not t.meta.dtype.is_floating_point or t.meta.dtype.is_complex:
-        raise no_graph_form(tx, fn, f"a {t.meta.dtype} tensor on {t.meta.device}")
+    dt = t.meta.dtype
+    if t.meta.device != "cpu" or dt.is_complex or not dt.is_floating_point and \
+            name not in ("bernoulli_", "random_"):
+        raise no_graph_form(tx, fn, f"a {dt} tensor on {t.meta.device}")
     if t.requires_grad and tx.out.grad_enabled:
         raise no_graph_form(tx, fn, "a tensor that requires grad (eager's leaf check)")
+    return inplace(tx, t, _inplace_draw(tx, fn, gen, name, t, a, formula))
+
+
+def _inplace_draw(tx, fn, gen, name, t, a, formula):
+    """The `compute` of `inplace_sampler_rule`: a function recording the draw."""
+    from eager.random import random_bounds
+    from ir import OpNamespace
+    from ir import dtypes as D
+
+    from .recording import record
+    from .vocabulary import _const, no_graph_form
+
+    p = a.get("p") if name == "bernoulli_" else None
+    if isinstance(p, TensorVariable):
+        a.pop("p")
     c = {k: _const(tx, fn, v) for k, v in a.items()}
-    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in c.values()):
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in c.values()
+           if v is not None):
         raise no_graph_form(tx, fn, "arguments that are not numbers")
-    name, size, dt = fn.__name__, tuple(t.meta.shape), t.meta.dtype
-    if name == "uniform_":
+    size, dt = tuple(t.meta.shape), t.meta.dtype
+    ops = OpNamespace(lambda o, i, at: record(tx, o, i, at, False))
+    if formula is not None:
+        def compute():
+            u = _draw(tx, fn, gen, "uniform", size, D.float64)
+            return ops.cast(formula(ops, u, **c), dtype=dt)
+        return compute
+    if name == "bernoulli_" and isinstance(p, TensorVariable):
+        return lambda: _draw(tx, fn, gen, "bernoulli", size, dt, (None,),
+                             ops.broadcast_to(p, size=size))
+    if name == "bernoulli_":
+        kind, params = "bernoulli", (c["p"],)
+    elif name == "random_":
+        kind, params = "integers", random_bounds(dt, c["low"], c["high"])
+    elif name == "uniform_":
         kind, params = "uniform_ab", (c["a"], c["b"])
     elif name == "normal_":
         kind, params = "normal_ms", (c["mean"], c["std"])
     else:
         kind, params = "exponential", (1.0 / c["lambd"],)
-    return inplace(tx, t, lambda: _draw(tx, fn, gen, kind, size, dt, params))
+    return lambda: _draw(tx, fn, gen, kind, size, dt, params)

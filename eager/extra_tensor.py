@@ -153,15 +153,36 @@ def as_subclass(self, cls):
     return out
 
 
-def _random_inplace(name, sample):
+def _cauchy(ops, u, median=0.0, sigma=1.0):
+    return ops.add(ops.mul(ops.tan(ops.mul(ops.sub(u, 0.5), math.pi)), sigma), median)
+
+
+def _geometric(ops, u, p):
+    return ops.ceil(ops.div(ops.log1p(ops.neg(u)), math.log1p(-p)))
+
+
+def _log_normal(ops, u, mean=1.0, std=2.0):
+    v = ops.clamp(ops.sub(ops.mul(u, 2), 1), min=-1 + 1e-16, max=1 - 1e-16)
+    return ops.exp(ops.add(ops.mul(ops.erfinv(v), std * math.sqrt(2.0)), mean))
+
+
+# name -> the samples as registry ops on float64 uniforms `u` (an `ir.OpNamespace` `ops`: eager
+# runs it, capture records it as graph nodes after its draw of `u`)
+INVERSE_CDF = {"cauchy_": _cauchy, "geometric_": _geometric, "log_normal_": _log_normal}
+
+
+def _random_inplace(name):
+    sample = INVERSE_CDF[name]
+
     def method(self, *args, generator=None, **kwargs):
         from . import random as R
+        from .dispatch import F
 
         if not self.dtype.is_floating_point:
             raise RuntimeError(f"{name} expects a floating point tensor, got {self.dtype.name}")
-        u = R.rand(*self.shape, dtype=D.float64, generator=generator).numpy()
+        u = R.rand(*self.shape, dtype=D.float64, generator=generator)
         with _no_grad():
-            self._data[...] = sample(u, *args, **kwargs).astype(self._data.dtype)
+            self._data[...] = sample(F, u, *args, **kwargs)._data.astype(self._data.dtype)
         bump_version(self)
         return self
     method.__name__ = name
@@ -175,17 +196,9 @@ def _no_grad():
     return no_grad()
 
 
-cauchy_ = _random_inplace("cauchy_", lambda u, median=0.0, sigma=1.0:
-                          median + sigma * np.tan(math.pi * (u - 0.5)))
-geometric_ = _random_inplace("geometric_", lambda u, p: np.ceil(np.log1p(-u) / math.log1p(-p)))
-log_normal_ = _random_inplace("log_normal_", lambda u, mean=1.0, std=2.0: np.exp(
-    mean + std * math.sqrt(2.0) * _erfinv(2 * u - 1)))
-
-
-def _erfinv(v):
-    from scipy.special import erfinv
-
-    return erfinv(np.clip(v, -1 + 1e-16, 1 - 1e-16))
+cauchy_ = _random_inplace("cauchy_")
+geometric_ = _random_inplace("geometric_")
+log_normal_ = _random_inplace("log_normal_")
 
 
 def resize_(self, *sizes, memory_format=None):

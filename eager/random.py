@@ -262,15 +262,26 @@ def normal_(self: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
-    probs = p._host() if isinstance(p, Tensor) else p
-    return _fill(self, _gen(generator).random(tuple(self.shape)) < probs)
+    """Fill with 0/1 samples: 1 with probability `p` (a number, or a tensor broadcast to self's
+    shape). RuntimeError for probabilities outside [0, 1], as PyTorch."""
+    probs = np.broadcast_to(p._host(), tuple(self.shape)) if isinstance(p, Tensor) else None
+    return _fill(self, R.draw(_gen(generator), "bernoulli", tuple(self.shape), D.float64,
+                              (None if probs is not None else p,), probs))
+
+
+def random_bounds(dtype: D.DType, low=0, high=None) -> tuple[int, int]:
+    """`random_`'s [low, high): `random_(high)` means [0, high); `random_()` draws from
+    [0, 2**24) for floating dtypes and [0, 2**31) for integers."""
+    if high is None:
+        low, high = 0, (low if low else 2**24 if dtype.is_floating_point else 2**31)
+    return int(low), int(high)
 
 
 def random_(self: Tensor, low=0, high=None, *, generator=None) -> Tensor:
     """Fill with integers in [low, high) (`random_(high)` means [0, high))."""
-    if high is None:
-        low, high = 0, (low if low else 2**24 if self.dtype.is_floating_point else 2**31)
-    return _fill(self, _gen(generator).integers(low, high, size=tuple(self.shape)))
+    low, high = random_bounds(self.dtype, low, high)
+    return _fill(self, R.draw(_gen(generator), "integers", tuple(self.shape), D.int64,
+                              (low, high)))
 
 
 def exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
