@@ -110,6 +110,39 @@ def _transpose(tx, t, d0, d1):
                    {"dim0": ConstantVariable(d0), "dim1": ConstantVariable(d1)})
 
 
+def _view_property(tx, t, name: str):
+    """`x.T`, `x.mT`, `x.H`, `x.mH`, `x.real`, `x.imag` as the views eager's properties make
+    (transposes, then `conj` for a complex tensor); a shape eager rejects is a break, so the
+    error is eager's own when the code runs."""
+    n, complex_ = len(t.meta.shape), t.meta.dtype.is_complex
+    if name in ("real", "imag"):
+        if name == "real" and not complex_:
+            return t
+        return call_op(tx, OpFunctionVariable(_function_of_name(name)), [t], {})
+    if (name in ("mT", "mH") and n < 2) or (name == "H" and n not in (0, 2)):
+        raise tx.unsupported(f"Tensor.{name} of a {n}-D tensor (an error in eager)")
+    out = t
+    if name in ("T", "H"):
+        for i in range(n // 2):
+            out = _transpose(tx, out, i, n - 1 - i)
+    else:
+        out = _transpose(tx, out, n - 2, n - 1)
+    if name in ("H", "mH") and complex_:
+        out = call_op(tx, OpFunctionVariable(_function_of_name("conj")), [out], {})
+    return out
+
+
+def _constant_property(meta, name: str):
+    """`itemsize`, `nbytes`, `is_cpu`, `is_cuda`, `is_meta`, `layout` of a traced tensor, from
+    its meta (the values eager's properties give)."""
+    import eager
+
+    size = meta.dtype.itemsize
+    return {"itemsize": size, "nbytes": size * math.prod(meta.shape),
+            "is_cpu": meta.device == "cpu", "is_cuda": meta.device.startswith("cuda"),
+            "is_meta": False, "layout": eager.strided}[name]
+
+
 def _function_of_name(name):
     from eager.dispatch import FUNCTIONS
 
@@ -251,11 +284,10 @@ def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
             return got
     if name == "is_leaf" and t.node.op == "call_function":
         return ConstantVariable(not t.requires_grad)
-    if name == "T":
-        out, n = t, len(meta.shape)
-        for i in range(n // 2):
-            out = _transpose(tx, out, i, n - 1 - i)
-        return out
+    if name in ("T", "mT", "H", "mH", "real", "imag"):
+        return _view_property(tx, t, name)
+    if name in ("itemsize", "nbytes", "is_cpu", "is_cuda", "is_meta", "layout"):
+        return ConstantVariable(_constant_property(meta, name))
     if name in TENSOR_METHODS:
         return TensorMethodVariable(t, name)
     attr = getattr(Tensor, name, None)

@@ -1,0 +1,107 @@
+"""Ordinary model code that capture broke on at first sight (issue 14's bar, held-out set M):
+each case is a model written as PyTorch code and built by `build(lib)` for `lib` = wick's
+`eager` or the real torch. It runs eagerly and compiled (twice: capture, then the cache hit)
+from the same seed, comparing outputs (values and dtypes) and the state it names; its graph and
+break counts from `capture.explain` are checked, and when torch is installed
+torch._dynamo.explain's counts on the same code are too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capture
+import eager
+
+
+def _rand(lib, *shape, seed=1):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [x for k in sorted(v) for x in _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    return [v]
+
+
+def _same(a, b):
+    fa, fb = _flat(a), _flat(b)
+    assert len(fa) == len(fb)
+    for x, y in zip(fa, fb):
+        if isinstance(x, eager.Tensor):
+            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
+            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+
+
+def patch_attention_mT(torch):
+    """Hand-written rearranges (`unflatten`, `movedim`, `swapaxes`) and self-attention scores
+    by `q @ q.mT`; a Gram matrix by `.H`, sizes from `itemsize`/`nbytes` (`Tensor.mT`, `.H`,
+    `.mH`, `itemsize` were breaks)."""
+    nn = torch.nn
+
+    class PatchMixer(nn.Module):
+        def __init__(self, C=3, p=2, d=8, heads=2):
+            super().__init__()
+            self.p, self.heads = p, heads
+            self.embed = nn.Linear(C * p * p, d)
+
+        def forward(self, img):
+            B, C, H, W = img.shape
+            x = img.unflatten(2, (H // self.p, self.p)).unflatten(4, (W // self.p, self.p))
+            x = self.embed(x.permute(0, 2, 4, 3, 5, 1).flatten(3).flatten(1, 2))
+            q = x.unflatten(-1, (self.heads, -1)).movedim(2, 1)
+            attn = (q @ q.mT).softmax(dim=-1)
+            y = (attn @ q).swapaxes(1, 2).flatten(2)
+            gram = y[0].H @ y[0] + y[1].mH @ y[1]
+            bytes_per_row = y.nbytes // y.shape[0] + y.itemsize
+            return y, gram, bytes_per_row, y.real.sum()
+
+    m = PatchMixer()
+    return m, (_rand(torch, 2, 3, 4, 6),), lambda: []
+
+
+CASES = [
+    (patch_attention_mT, 1, 0, 1, 0),
+]
+
+IDS = [c[0].__name__ for c in CASES]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    eager.manual_seed(0)
+    fn, args, _ = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
+    if breaks == 0:
+        assert not ex.unique_break_reasons, str(ex)
+    eager.manual_seed(0)
+    fe, ae, se = case(eager)
+    eager.manual_seed(0)
+    fc, ac, sc = case(eager)
+    capture.reset()
+    compiled = capture.compile(fc)
+    for _ in range(2):
+        eager.manual_seed(1)
+        want = (fe(*ae), se())
+        eager.manual_seed(1)
+        got = (compiled(*ac), sc())
+        _same(want, got)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    fn, args, _ = case(torch)
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
