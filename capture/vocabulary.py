@@ -110,9 +110,14 @@ def _table() -> dict:
     for prefix, ns in (("eager.nn.functional", F), ("eager", eager)):
         for name in dir(ns):
             obj = getattr(ns, name, None)
-            if callable(obj) and not name.startswith("_") and id(obj) not in table:
+            if not callable(obj) or name.startswith("_"):
+                continue
+            rule = _rule(prefix, name)
+            if id(obj) not in table:
                 _KEEP.append(obj)
-                table[id(obj)] = (f"{prefix}.{name}", _rule(prefix, name))
+                table[id(obj)] = (f"{prefix}.{name}", rule)
+            elif rule is not None and table[id(obj)][1] is None:  # `as_tensor` that
+                table[id(obj)] = (f"{prefix}.{name}", rule)  # F's module imported: eager's rule
     for name, obj in vars(Tensor).items():
         if callable(obj) and id(obj) not in table:
             _KEEP.append(obj)

@@ -105,3 +105,24 @@ def test_torch_compile_counts(case, graphs, breaks, tg, tb):
     torch._dynamo.reset()
     ex = torch._dynamo.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+
+
+def test_factory_rule_when_functional_imports_it(monkeypatch):
+    """`eager.nn.functional` importing a factory at module level (`from ..creation import
+    as_tensor`) keeps the factory's rule: the functional namespace is read first, and the
+    entry it made had no rule, so interpolate's `as_tensor(...)` of constants became a break."""
+    from capture import vocabulary
+    from eager.nn import functional as F
+
+    monkeypatch.setattr(F, "as_tensor", eager.as_tensor, raising=False)
+    monkeypatch.setattr(vocabulary, "_TABLE", None)
+    assert vocabulary.rule_for(eager.as_tensor) is not None
+
+    def up(x):
+        return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False) * 2
+
+    x = _rand(eager, 1, 2, 3, 3)
+    capture.reset()
+    ex = capture.explain(up)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), str(ex)
+    _same(up(x), capture.compile(up)(x))
