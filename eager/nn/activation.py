@@ -6,6 +6,8 @@ parameter names (`PReLU.weight`) and reprs (`extra_repr`). Shapes: any (*) -> sa
 
 from __future__ import annotations
 
+from ..creation import full
+from ..grad_mode import no_grad
 from . import functional as F
 from .module import Module, Parameter
 
@@ -181,13 +183,9 @@ class PReLU(Module):
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
         self.num_parameters, self.init = num_parameters, init
-        from .. import full
-
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype))
 
     def reset_parameters(self) -> None:
-        from .. import no_grad
-
         with no_grad():
             self.weight.fill_(self.init)
 

@@ -19,10 +19,11 @@ import math
 from ir import dtypes as D
 
 from ..amp.policy import autocast_function
+from ..creation import empty, ones, zeros
 from ..dispatch import FUNCTIONS
 from . import functional as F
 from .containers import ModuleList
-from .init import constant_, xavier_uniform_
+from .init import constant_, xavier_normal_, xavier_uniform_
 from .layers import Dropout, LayerNorm
 from .module import Linear, Module, Parameter
 
@@ -87,8 +88,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal:  # (keeps key 0 in every row: no row is fully masked)
-        from ..creation import ones
-
         attn_mask = ones(L, S, dtype=D.bool_, device=query.device).tril()
     value_dtype = query.dtype
     half = query.dtype in D.HALF  # float32 inside, the output rounded once (as PyTorch's CPU
@@ -114,8 +113,6 @@ def _canonical_mask(mask, name: str, target_dtype):
     if mask is None:
         return None
     if mask.dtype is D.bool_:
-        from ..creation import zeros
-
         out = zeros(tuple(mask.shape), dtype=target_dtype, device=mask.device)
         return out.masked_fill(mask, _NEG_INF)
     if not mask.dtype.is_floating_point:
@@ -189,8 +186,6 @@ class MultiheadAttention(Module):
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim="
                              f"{embed_dim} and num_heads={num_heads} instead")
         super().__init__()
-        from ..creation import empty
-
         def param(*shape):
             return Parameter(empty(*shape, dtype=dtype, device=device))
 
@@ -227,8 +222,6 @@ class MultiheadAttention(Module):
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        from .init import xavier_normal_
-
         if self._qkv_same_embed_dim:
             xavier_uniform_(self.in_proj_weight)
         else:
@@ -331,8 +324,6 @@ class MultiheadAttention(Module):
     def _attention(self, query, key, value, key_padding_mask, need_weights, attn_mask,
                    average_attn_weights, is_causal):
         """The batch-second core of `forward` (PyTorch's `F.multi_head_attention_forward`)."""
-        from ..creation import zeros
-
         tgt_len, bsz, embed_dim = query.shape
         H, hd = self.num_heads, self.head_dim
         key_padding_mask, attn_mask = self._checked_masks(query, key, value, key_padding_mask,

@@ -19,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..amp.policy import autocast_function
+from ..creation import as_tensor
 from ..dispatch import FUNCTIONS
+from ..grad_mode import no_grad
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d",
            "batch_norm", "conv1d", "conv2d", "max_pool1d", "max_pool2d"]
@@ -287,8 +289,6 @@ def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_
         if (div == div.flat[0]).all():
             y = total / int(div.flat[0])
         else:
-            from ..creation import as_tensor
-
             y = total / as_tensor(div.astype(x.dtype.np), device=x.device)
     return y.squeeze(0) if unbatched else y
 
@@ -341,8 +341,6 @@ def _adaptive_avg_pool(input, output_size, nd, name):
             y = y.reshape(shape[:dim] + (o, n // o) + shape[dim + 1:]).mean(dim + 1)
             continue
         # ATen's windows [floor(i * n / o), ceil((i + 1) * n / o)) as an averaging matrix
-        from ..creation import as_tensor
-
         mat = np.zeros((o, n), dtype=input.dtype.np)
         for i in range(o):
             a, b = (i * n) // o, -((-(i + 1) * n) // o)
@@ -379,8 +377,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     ValueError "Expected more than 1 value per channel when training" for one value per
     channel; RuntimeError for statistics, weight or bias without C elements, or missing
     running statistics in evaluation mode."""
-    from ..grad_mode import no_grad
-
     if input.ndim < 2:
         raise ValueError(f"Expected 2D or more input (got {input.ndim}D input)")
     c = input.shape[1]

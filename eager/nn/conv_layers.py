@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import math
 
+from ir import dtypes as D
+
+from ..creation import ones, tensor, zeros
 from ..dispatch import FUNCTIONS
+from ..grad_mode import no_grad
+from ..random import rand
 from . import conv as F
 from .module import Module, Parameter
 
@@ -25,8 +30,6 @@ def _ntuple(value, n: int) -> tuple:
 
 
 def _uniform(shape, bound: float, dtype, device):
-    from ..random import rand
-
     return rand(*shape, dtype=dtype, device=device) * (2 * bound) - bound
 
 
@@ -80,8 +83,6 @@ class _ConvNd(Module):
 
     def reset_parameters(self) -> None:
         """kaiming_uniform_(weight, a=sqrt(5)) and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-        from ..grad_mode import no_grad
-
         fan_in = (self.in_channels // self.groups) * math.prod(self.kernel_size)
         bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
         w, b = self.weight, self.bias
@@ -246,10 +247,6 @@ class _BatchNorm(Module):
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None, *, bias: bool = True):
         super().__init__()
-        from ir import dtypes as D
-
-        from ..creation import ones, tensor, zeros
-
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = self.bias = None
@@ -303,8 +300,6 @@ class _BatchNorm(Module):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            from ..grad_mode import no_grad
-
             with no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
+from ..grad_mode import no_grad
 from . import conv_transpose as CT
 from . import pooling as P
 from .conv_layers import AdaptiveAvgPool1d, _ConvNd, _MaxPoolNd, _uniform
-from .module import Module
+from .module import Module, Parameter
 
 __all__ = ["AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
            "AvgPool3d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
@@ -53,16 +54,12 @@ class _ConvTransposeNd(_ConvNd):
         self.transposed = True
         self.output_padding = _ntuple(output_padding, nd)
         shape = (in_channels, out_channels // groups) + self.kernel_size
-        from .module import Parameter
-
         self.weight = Parameter(_uniform(shape, 0.0, dtype, device))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """kaiming_uniform_(weight, a=sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
         fan_in = weight.size(1) * prod(kernel_size) (PyTorch's fan of a transposed weight)."""
-        from ..grad_mode import no_grad
-
         w, b = self.weight, self.bias
         fan_in = w.shape[1] * math.prod(w.shape[2:]) if w.ndim > 1 else 0
         bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0

@@ -17,6 +17,7 @@ import warnings
 from ir import dtypes as D
 
 from ..dispatch import FUNCTIONS
+from ..random import rand
 from . import functional as _F
 from .module import Module
 
@@ -35,8 +36,6 @@ def _check_p(p) -> None:
 
 def _keep_mask(input, p, feature: bool):
     """Bernoulli(1 - p) mask in the input's dtype: per element, or per (N, C) for features."""
-    from ..random import rand
-
     if feature and input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature \
@@ -144,8 +143,6 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         out = FUNCTIONS["leaky_relu"](input, (lower + upper) / 2)
     else:
-        from ..random import rand
-
         r = rand(tuple(input.shape), dtype=input.dtype, device=input.device) * \
             (upper - lower) + lower
         out = input * FUNCTIONS["where"](input <= 0, r, 1.0)

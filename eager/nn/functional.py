@@ -15,7 +15,10 @@ import numpy as np
 from ir import dtypes as D
 
 from ..amp.policy import autocast_function
+from ..creation import as_tensor
 from ..dispatch import FUNCTIONS
+from ..grad_mode import no_grad
+from ..random import rand
 from .losses import *  # the losses (mse_loss, cross_entropy, ...), re-exported
 from .losses import value_check
 
@@ -164,8 +167,6 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1:
         out = input * 0.0
     else:
-        from ..random import rand
-
         keep = rand(tuple(input.shape), dtype=D.float64, device=input.device) >= p
         out = input * FUNCTIONS["div"](keep.to(input.dtype), 1.0 - p)
     return _inplace(input, out) if inplace else out
@@ -187,8 +188,6 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("Class values must be non-negative.")
     if (a.size and a.max() >= num_classes) or num_classes < 0:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    from ..creation import as_tensor
-
     out = (a[..., None] == np.arange(num_classes)).astype(np.int64)
     return as_tensor(out, device=tensor.device)
 
@@ -196,9 +195,6 @@ def one_hot(tensor, num_classes=-1):
 def _embedding_renorm(weight, rows, max_norm, norm_type) -> None:
     """`torch.embedding_renorm_`: rows of `weight` used by the lookup whose `norm_type`-norm
     exceeds `max_norm` are scaled in place to norm max_norm (no gradient recorded)."""
-    from ..creation import as_tensor
-    from ..grad_mode import no_grad
-
     with no_grad():
         idx = as_tensor(np.unique(rows), device=weight.device)
         sel = FUNCTIONS["index_select"](weight, 0, idx)

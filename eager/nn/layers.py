@@ -9,7 +9,9 @@ Touches `eager` only.
 
 from __future__ import annotations
 
+from ..creation import ones, zeros
 from ..dispatch import FUNCTIONS
+from ..random import normal_, randn
 from . import functional as F
 from .losses import legacy_reduction
 from .module import Module, Parameter
@@ -238,8 +240,6 @@ class LayerNorm(Module):
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.weight = self.bias = None
         if elementwise_affine:
-            from ..creation import ones, zeros
-
             self.weight = Parameter(ones(self.normalized_shape, dtype=dtype, device=device))
             if bias:
                 self.bias = Parameter(zeros(self.normalized_shape, dtype=dtype, device=device))
@@ -282,8 +282,6 @@ class Embedding(Module):
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
-            from ..random import randn
-
             self.weight = Parameter(randn(num_embeddings, embedding_dim, dtype=dtype,
                                           device=device), requires_grad=not _freeze)
             self._fill_padding_idx_with_zero()
@@ -298,8 +296,6 @@ class Embedding(Module):
             self.weight._data[self.padding_idx] = 0
 
     def reset_parameters(self) -> None:
-        from ..random import normal_
-
         normal_(self.weight.data)
         self._fill_padding_idx_with_zero()
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import warnings
 
+from ir import dtypes as D
+
+from ..creation import empty, tensor, zeros
 from ..dispatch import PLAIN_SUBCLASSES
 from ..grad_mode import no_grad
 from ..tensor import Tensor
@@ -43,8 +46,6 @@ class UninitializedTensorMixin:
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Allocate the data (zeros) of `shape` (int or tuple) and become `cls_to_become`."""
-        from ..creation import zeros
-
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         old = Tensor.__getattribute__(self, "_data")
         like = Tensor._make(old)
@@ -66,8 +67,6 @@ class UninitializedTensorMixin:
 
 
 def _empty_like_spec(device, dtype):
-    from ..creation import empty
-
     return empty(0, dtype=dtype, device=device)
 
 
@@ -108,8 +107,6 @@ class Buffer(Tensor):
     _is_buffer = True
 
     def __new__(cls, data=None, *, persistent=True):
-        from ..creation import empty
-
         data = empty(0) if data is None else data
         t = Tensor.__new__(cls)
         t._init(data._data, data.requires_grad)
@@ -284,10 +281,6 @@ LazyConvTranspose3d = _lazy_conv_transpose("LazyConvTranspose3d", CPL.ConvTransp
 
 class _LazyNormBase(LazyModuleMixin):
     def _lazy_norm(self, affine, track_running_stats, bias, device, dtype) -> None:
-        from ir import dtypes as D
-
-        from ..creation import tensor
-
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)

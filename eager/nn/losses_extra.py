@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from ir import dtypes as D
 
 from ..amp.policy import autocast_function
-from ..creation import arange, empty_like, ones_like, zeros_like
+from ..creation import arange, as_tensor, empty_like, ones_like, zeros_like
 from ..dispatch import FUNCTIONS as _F
+from ..grad_mode import no_grad
+from ..tensor import Tensor
 from .distance import pairwise_distance
 from .losses import _reduce, _reduction, cross_entropy, value_check
 
@@ -307,9 +309,6 @@ def _triplet(anchor, positive, negative, dist, margin, swap, reduction):
 
 def _lengths(v, device, n, name):
     """input_lengths / target_lengths: a tensor or a sequence of ints, as int64 (n,)."""
-    from ..creation import as_tensor
-    from ..tensor import Tensor
-
     t = v if isinstance(v, Tensor) else as_tensor(v if isinstance(v, (list, tuple)) else [v],
                                                   dtype=D.int64, device=device)
     if t.dtype.is_floating_point or t.dtype.is_complex:
@@ -371,8 +370,6 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     sample's gradient (straight-through). `eps` is deprecated (a warning when set)."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    from ..grad_mode import no_grad
-
     with no_grad():
         gumbels = -_F["log"](empty_like(logits).exponential_())
     y_soft = _F["softmax"]((logits + gumbels) / tau, dim)

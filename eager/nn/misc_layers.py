@@ -12,9 +12,13 @@ import math
 
 import numpy as np
 
+from ..creation import as_tensor, empty, zeros
 from ..dispatch import FUNCTIONS
+from ..random import normal_, randn
 from . import attention as _attention
 from .conv_transpose import fold, unfold
+from .functional import _embedding_renorm, check_embedding_indices
+from .init import uniform_
 from .module import Module, Parameter
 
 __all__ = ["bilinear", "channel_shuffle", "embedding_bag", "multi_head_attention_forward",
@@ -24,8 +28,6 @@ MODULES = ["Bilinear", "ChannelShuffle", "EmbeddingBag", "Fold", "PixelShuffle",
 
 
 def _const(a, like):
-    from ..creation import as_tensor
-
     return as_tensor(a, device=like.device)
 
 
@@ -167,9 +169,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     is the end) -> (B, embedding_dim). Entries equal to padding_idx are left out (and not
     counted by "mean"); empty bags give zeros; per_sample_weights (input's shape) scale rows,
     "sum" mode only; scale_grad_by_freq divides each row's gradient by its index's count. ValueError / NotImplementedError / RuntimeError as PyTorch."""
-    from ..creation import zeros
-    from .functional import _embedding_renorm, check_embedding_indices
-
     if per_sample_weights is not None and tuple(input.shape) != \
             tuple(per_sample_weights.shape):
         raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}"
@@ -249,8 +248,6 @@ class EmbeddingBag(Module):
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         if _weight is None:
-            from ..random import randn
-
             self.weight = Parameter(randn(num_embeddings, embedding_dim, dtype=dtype,
                                           device=device))
             self._fill_padding_idx_with_zero()
@@ -267,8 +264,6 @@ class EmbeddingBag(Module):
             self.weight._data[self.padding_idx] = 0
 
     def reset_parameters(self) -> None:
-        from ..random import normal_
-
         normal_(self.weight.data)
         self._fill_padding_idx_with_zero()
 
@@ -316,8 +311,6 @@ class Bilinear(Module):
     def __init__(self, in1_features: int, in2_features: int, out_features: int,
                  bias: bool = True, device=None, dtype=None):
         super().__init__()
-        from ..creation import empty
-
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
         self.weight = Parameter(empty(out_features, in1_features, in2_features, dtype=dtype,
@@ -329,8 +322,6 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from .init import uniform_
-
         bound = 1 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] else 0.0
         uniform_(self.weight, -bound, bound)
         if self.bias is not None:

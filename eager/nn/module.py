@@ -23,7 +23,9 @@ from ir import dtypes as D
 
 from ..dispatch import FUNCTIONS, PLAIN_SUBCLASSES
 from ..grad_mode import no_grad
+from ..random import rand
 from ..tensor import Tensor
+from . import functional as F  # (F.relu at call time: functional -> attention -> module)
 from .module_hooks import ModuleHooks
 
 
@@ -549,8 +551,6 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
         super().__init__()
-        from ..random import rand
-
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         w = rand(out_features, in_features, dtype=dtype) * (2 * bound) - bound
@@ -574,9 +574,7 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        from .functional import relu
-
-        return relu(input, inplace=self.inplace)
+        return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -590,9 +588,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, input):
-        from .functional import gelu
-
-        return gelu(input, approximate=self.approximate)
+        return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"

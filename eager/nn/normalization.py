@@ -10,7 +10,9 @@ Touches `eager` only.
 from __future__ import annotations
 
 from ..amp.policy import autocast_function
+from ..creation import ones, zeros
 from ..dispatch import FUNCTIONS
+from ..grad_mode import no_grad
 from .conv import batch_norm
 from .conv_layers import _BatchNorm
 from .module import Module, Parameter
@@ -80,8 +82,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"torch.Size({list(input.shape)})")
     out, mean, var = _normalize(input, dims, eps)
     if running_mean is not None or running_var is not None:
-        from ..grad_mode import no_grad
-
         with no_grad():
             if running_mean is not None:
                 m = mean.detach().reshape(input.shape[0], c).mean(0)
@@ -161,8 +161,6 @@ class GroupNorm(Module):
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
-        from ..creation import ones, zeros
-
         self.num_groups, self.num_channels, self.eps, self.affine = \
             num_groups, num_channels, eps, affine
         self.weight = self.bias = None
@@ -297,8 +295,6 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(int(s) for s in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            from ..creation import ones
-
             self.weight = Parameter(ones(self.normalized_shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)

@@ -18,7 +18,9 @@ import math
 import numpy as np
 
 from ..amp.policy import autocast_function
+from ..creation import as_tensor, zeros
 from ..dispatch import FUNCTIONS
+from ..random import rand
 from .conv import _adaptive_avg_pool, _avg_pool, _max_pool, _tuple, avg_pool1d, avg_pool2d
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices",
@@ -31,8 +33,6 @@ __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool1d_wi
 
 
 def _as_tensor(a, like):
-    from ..creation import as_tensor
-
     return as_tensor(a, device=like.device)
 
 
@@ -244,8 +244,6 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     n, c = x.shape[0], x.shape[1]
     dt = x.dtype.np
     if _random_samples is None:
-        from ..random import rand
-
         samples = rand(n, c, nd, dtype=x.dtype, device=x.device)._host()
     else:
         if _random_samples.dtype is not x.dtype:
@@ -379,8 +377,6 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd, n
         bad = int(a.max()) if a.max() >= plane else int(a.min())
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(map(str, size))}")
-    from ..creation import zeros
-
     out = zeros(n, c, plane, dtype=x.dtype, device=x.device)
     out = FUNCTIONS["scatter"](out, 2, idx.reshape(n, c, -1), x.reshape(n, c, -1))
     out = out.reshape((n, c) + size)

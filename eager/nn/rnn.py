@@ -23,8 +23,10 @@ import warnings
 
 from ir import dtypes as D
 
+from ..creation import empty, zeros
 from ..dispatch import FUNCTIONS
 from . import functional as F
+from .init import uniform_
 from .module import Module, Parameter
 from .rnn_utils import PackedSequence
 
@@ -43,14 +45,10 @@ def _as(t, like):
 
 
 def _init_uniform(w, a, b):
-    from .init import uniform_
-
     uniform_(w, a, b)
 
 
 def _new_param(shape, dtype, device):
-    from .. import empty
-
     return Parameter(empty(*shape, dtype=dtype, device=device))
 
 
@@ -90,13 +88,11 @@ def _slice_state(state, lo, hi, lstm):
 
 
 def _cat_state(parts, lstm):
-    from .. import cat
-
     if len(parts) == 1:
         return parts[0]
     if lstm:
-        return cat([p[0] for p in parts]), cat([p[1] for p in parts])
-    return cat(parts)
+        return FUNCTIONS["cat"]([p[0] for p in parts]), FUNCTIONS["cat"]([p[1] for p in parts])
+    return FUNCTIONS["cat"](parts)
 
 
 def _proj(x, wih_t, b):
@@ -254,8 +250,6 @@ class RNNBase(Module):
         kernel). Half-precision LSTM/RNN layers (autocast) run the op on float32 copies of its
         (half-rounded) operands and round the states once, as PyTorch's fused kernel keeps
         float32 gates. Returns output and final states as `_run`."""
-        from .. import cat, stack, zeros
-
         dirs = 2 if self.bidirectional else 1
         mode = self.mode
         h0 = states[0] if lstm else states
@@ -284,12 +278,12 @@ class RNNBase(Module):
                 h_n.append(hs[last])
                 if lstm:
                     c_n.append(res[1][last])
-            x = outs[0] if dirs == 1 else cat(outs, 2)
+            x = outs[0] if dirs == 1 else FUNCTIONS["cat"](outs, 2)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        h_n = stack(h_n, 0)
+        h_n = FUNCTIONS["stack"](h_n, 0)
         if lstm:
-            return x, (h_n, _as(stack(c_n, 0), h_n))
+            return x, (h_n, _as(FUNCTIONS["stack"](c_n, 0), h_n))
         return x, h_n
 
     @staticmethod
@@ -322,8 +316,6 @@ class RNNBase(Module):
     def _run(self, x, sizes, states, lstm):
         """x: (T, B, F) time-major (sizes None) or packed data (N, F) with per-step `sizes`.
         states: (h0, c0) or h0 of (L*D, B, H). Returns output and final states."""
-        from .. import cat, stack
-
         packed = sizes is not None
         if not packed and self.proj_size == 0 and x.shape[0] > 0:
             return self._run_fused(x, states, lstm)
@@ -369,20 +361,18 @@ class RNNBase(Module):
                 else:
                     h_n.append(final)
             # the next layer reads the per-step outputs as they are (no stack / unbind)
-            xs = outs_dir[0] if dirs == 1 else [cat(o, 1) for o in zip(*outs_dir)]
+            xs = outs_dir[0] if dirs == 1 else [FUNCTIONS["cat"](o, 1) for o in zip(*outs_dir)]
             if self.dropout and self.training and layer < self.num_layers - 1:
                 xs = [F.dropout(o, self.dropout, True) for o in xs]
-        h_n = stack(h_n, 0)
-        out = cat(xs, 0) if packed else stack(xs, 0)
-        return out, ((h_n, stack(c_n, 0)) if lstm else h_n)
+        h_n = FUNCTIONS["stack"](h_n, 0)
+        out = FUNCTIONS["cat"](xs, 0) if packed else FUNCTIONS["stack"](xs, 0)
+        return out, ((h_n, FUNCTIONS["stack"](c_n, 0)) if lstm else h_n)
 
     def forward(self, input, hx=None):
         """input: (T, B, input_size) ((B, T, ...) with batch_first), (T, input_size) unbatched,
         or a PackedSequence. hx: (L * D, B, H_out) (for LSTM a tuple (h0, c0), c0 of hidden
         size), 2-D when unbatched; zeros when None. Returns (output, h_n) / (output, (h_n, c_n))
         with output (T, B, D * H_out) (a PackedSequence for packed input)."""
-        from .. import zeros
-
         lstm = self.mode == "LSTM"
         dirs = 2 if self.bidirectional else 1
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size

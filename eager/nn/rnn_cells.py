@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ..creation import zeros
 from ..dispatch import FUNCTIONS
 from .module import Module
 from .rnn import _gru_step, _init_uniform, _lstm_step, _new_param, _rnn_step
@@ -68,8 +69,6 @@ class RNNCellBase(Module):
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
                                f"expected {self.input_size}")
         if states is None:
-            from .. import zeros
-
             z = zeros(input.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
             states = [z] * n_states
         for h in states:

@@ -15,6 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ir import dtypes as D
+
+from ..creation import full, tensor
+from ..dispatch import FUNCTIONS
 from ..tensor import Tensor
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",
@@ -57,13 +61,13 @@ class PackedSequence(_PackedSequenceBase):
         return self.to("cpu")
 
     def double(self):
-        return self.to(dtype=_dtype('float64'))
+        return self.to(dtype=D.float64)
 
     def float(self):
-        return self.to(dtype=_dtype('float32'))
+        return self.to(dtype=D.float32)
 
     def half(self):
-        return self.to(dtype=_dtype('float16'))
+        return self.to(dtype=D.float16)
 
     @property
     def is_cuda(self) -> bool:
@@ -73,18 +77,10 @@ class PackedSequence(_PackedSequenceBase):
         return False
 
 
-def _dtype(name):
-    import eager
-
-    return getattr(eager, name)
-
-
 def invert_permutation(permutation):
     """The inverse of a permutation index tensor (None stays None)."""
     if permutation is None:
         return None
-    from .. import tensor
-
     perm = np.asarray(permutation.tolist(), dtype=np.int64)
     inv = np.empty_like(perm)
     inv[perm] = np.arange(len(perm))
@@ -103,8 +99,6 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
     `lengths` (a list or 1-D int64 CPU tensor, all > 0). With enforce_sorted the lengths must
     be non-increasing (RuntimeError otherwise); else the batch is sorted and the order kept in
     `sorted_indices`."""
-    from .. import cat, tensor
-
     lens = _lengths_list(lengths)
     if enforce_sorted:
         if any(a < b for a, b in zip(lens, lens[1:])):
@@ -132,7 +126,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
     T = lens[0] if lens else 0
     sizes = [sum(1 for n in lens if n > t) for t in range(T)]
     pieces = [input[t, :bs] if bs < input.shape[1] else input[t] for t, bs in enumerate(sizes)]
-    data = cat(pieces, 0)
+    data = FUNCTIONS["cat"](pieces, 0)
     return PackedSequence(data, tensor(sizes, dtype=np.int64), sorted_indices,
                           invert_permutation(sorted_indices))
 
@@ -142,8 +136,6 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     """Inverse of `pack_padded_sequence`: (padded (T, B, *) or (B, T, *), lengths int64 (B,))
     in the original batch order. `total_length` pads to that many steps (ValueError if it is
     shorter than the longest sequence)."""
-    from .. import cat, full, stack, tensor
-
     data, batch_sizes, _, unsorted = sequence
     sizes = [int(b) for b in batch_sizes.tolist()]
     T = len(sizes)
@@ -159,13 +151,13 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     for t, bs in enumerate(sizes):
         s = steps[t]
         if bs < B:
-            s = cat([s, full((B - bs, *tail), padding_value, dtype=data.dtype,
+            s = FUNCTIONS["cat"]([s, full((B - bs, *tail), padding_value, dtype=data.dtype,
                              device=data.device)], 0)
         rows.append(s)
     if total_length is not None and total_length > T:
         pad = full((B, *tail), padding_value, dtype=data.dtype, device=data.device)
         rows += [pad] * (total_length - T)
-    out = stack(rows, 0)
+    out = FUNCTIONS["stack"](rows, 0)
     lengths = np.array([sum(1 for bs in sizes if bs > b) for b in range(B)], dtype=np.int64)
     if unsorted is not None:
         out = out.index_select(1, unsorted)
@@ -179,8 +171,6 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                  padding_side: str = "right") -> Tensor:
     """Stack tensors of shapes (L_i, *) into (L_max, B, *) ((B, L_max, *) with batch_first),
     padding each with `padding_value` on the `padding_side` ('right' or 'left')."""
-    from .. import cat, full, stack
-
     if padding_side not in ("left", "right"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got "
                          f"{padding_side}.")
@@ -195,9 +185,9 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
         n = L - s.shape[0]
         if n:
             pad = full((n, *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
-            s = cat([s, pad] if padding_side == "right" else [pad, s], 0)
+            s = FUNCTIONS["cat"]([s, pad] if padding_side == "right" else [pad, s], 0)
         padded.append(s)
-    return stack(padded, 0 if batch_first else 1)
+    return FUNCTIONS["stack"](padded, 0 if batch_first else 1)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first: bool = False) -> list:

@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 
 from ..amp.policy import autocast_function
-from ..creation import _linspace_values
+from ..creation import _linspace_values, as_tensor
 from ..dispatch import FUNCTIONS
 from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 from .module import Module
@@ -42,8 +42,6 @@ _A = -0.75  # ATen's cubic convolution coefficient
 
 
 def _const(a, like):
-    from ..creation import as_tensor
-
     return as_tensor(a, device=like.device)
 
 

@@ -7,6 +7,8 @@ PyTorch's "module." prefix. Several GPUs in one process are out of scope (use
 
 from __future__ import annotations
 
+from ... import cuda
+from ...tensor import Tensor
 from ..module import Module
 
 __all__ = ["DataParallel", "data_parallel"]
@@ -14,8 +16,6 @@ __all__ = ["DataParallel", "data_parallel"]
 
 def _to(obj, dev):
     """Tensors in (nested) tuples/lists/dicts moved to `dev`."""
-    from ...tensor import Tensor
-
     if isinstance(obj, Tensor):
         return obj.to(dev)
     if isinstance(obj, (tuple, list)):
@@ -26,8 +26,6 @@ def _to(obj, dev):
 
 
 def _device_ids(device_ids):
-    from ... import cuda
-
     if not cuda.is_available():
         return []
     ids = list(range(cuda.device_count())) if device_ids is None else [

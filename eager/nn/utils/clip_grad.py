@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 import warnings
 
+from ... import linalg
+from ...creation import tensor
+from ...dispatch import FUNCTIONS
 from ...grad_mode import no_grad
 from ...tensor import Tensor
 
@@ -27,8 +30,6 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
                    foreach=None) -> Tensor:
     """The `norm_type`-norm of all `tensors` together (as if concatenated), a 0-d tensor (0.
     when there are none). RuntimeError when it is nan or inf and `error_if_nonfinite`."""
-    from ... import linalg, stack, tensor
-
     tensors = [t for t in _tensors(tensors) if t is not None]
     norm_type = float(norm_type)
     if not tensors:
@@ -36,7 +37,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     with no_grad():
         norms = [linalg.vector_norm(t, norm_type) for t in tensors]
         dev = tensors[0].device
-        total = linalg.vector_norm(stack([n.to(dev) for n in norms]), norm_type)
+        total = linalg.vector_norm(FUNCTIONS["stack"]([n.to(dev) for n in norms]), norm_type)
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
                            "is non-finite, so it cannot be clipped. To disable this error and "
@@ -94,14 +95,12 @@ def _check_same_device(param, device):
 
 def parameters_to_vector(parameters) -> Tensor:
     """The parameters flattened and concatenated into one 1-D tensor (differentiable)."""
-    from ... import cat
-
     device = None
     flat = []
     for p in _tensors(parameters):
         device = _check_same_device(p, device)
         flat.append(p.reshape(-1))
-    return cat(flat)
+    return FUNCTIONS["cat"](flat)
 
 
 def vector_to_parameters(vec: Tensor, parameters) -> None:
