@@ -20,8 +20,9 @@ the primitives (whose NaN/inf placement differs: softmax's). Imports only `ir`.
 
 from __future__ import annotations
 
-from .graph import Graph, Node, map_arg
+from .graph import Graph, Node, map_arg, op_meta
 from .opdef import MetaView, OpNamespace, TensorMeta, is_number, sum_to_shape
+from .passes.views import drop_noop_views
 
 
 class Value(MetaView):
@@ -41,19 +42,28 @@ class Value(MetaView):
 
 
 class Recorder:
-    """Records registry ops into `graph` (composites as their decompositions): `self.F`."""
+    """Records registry ops into `graph`: `self.F`. Composites are recorded as their
+    decompositions, or as one node where `whole(op, metas, attrs)` says so (eager's backward
+    plans keep what eager runs whole, `eager_impl`, as one step)."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, whole=None):
         self.graph = graph
+        self.whole = whole
         self.F = OpNamespace(self.apply)
 
     def apply(self, op, inputs, attrs):
-        if op.decomp is not None:
+        if op.decomp is not None and self.whole is None:
             return op.decomp(self.F, *inputs, **attrs)
-        inputs = _node_of(tuple(inputs))
-        metas = tuple(a.meta["val"] if isinstance(a, Node) else a for a in inputs)
+        nodes = _node_of(tuple(inputs))
+        metas = tuple(a.meta["val"] if isinstance(a, Node) else a for a in nodes)
+        if op.decomp is not None:
+            attrs = op.canonical_attrs(metas, attrs)
+            meta = op_meta(op, metas, attrs) if self.whole(op, metas, attrs) else None
+            if not isinstance(meta, TensorMeta):  # (several outputs: their steps)
+                return op.decomp(self.F, *inputs, **attrs)
+            return Value(self.graph.call_function(op, nodes, attrs, val=meta))
         attrs = op.canonical_attrs(metas, _node_of(dict(attrs)))
-        return Value(self.graph.call_function(op, inputs, attrs, val=op.meta(metas, attrs)))
+        return Value(self.graph.call_function(op, nodes, attrs, val=op.meta(metas, attrs)))
 
 
 def mark_composite(node, op, operands: tuple, attrs: dict) -> None:
@@ -238,13 +248,28 @@ def _backprop_node(F, n: Node, g, fv, needs: set, grads: dict) -> None:
     for a, ga in zip(operands, out_grads):
         if not isinstance(a, Node) or a not in needs or ga is None:
             continue
-        if is_number(ga):
-            ga = F.mul(F.expand(F.cast(g, a.meta["val"].dtype), tuple(a.meta["val"].shape)),
-                       0.0)
-        ga = sum_to_shape(F, ga, tuple(a.meta["val"].shape))
-        if ga.dtype is not a.meta["val"].dtype:
-            ga = F.cast(ga, a.meta["val"].dtype)
+        val = a.meta["val"]
+        ga = finish_grad(F, ga, tuple(val.shape), val.dtype, g)
         grads[a] = grads[a] + [ga] if a in grads else [ga]
+
+
+def finish_grad(F, ga, shape: tuple, dtype, g):
+    """A rule's gradient `ga` for an operand of `shape` and `dtype`, as both autograds (AOT
+    here, eager's engine) deliver it: a number (a rule's zero) becomes zeros of that shape
+    (made from the incoming gradient `g`'s device: no NaN of `g` leaks in), a broadcast
+    gradient is summed back to `shape` (`sum_to_shape`), and the dtype is the operand's; a
+    complex gradient of a real operand keeps its real part (PyTorch's handle_r_to_c)."""
+    if is_number(ga):
+        return F.new_zeros(g, shape, dtype=dtype)
+    if tuple(ga.shape) != shape:
+        ga = sum_to_shape(F, ga, shape)
+    if ga.dtype is not dtype:
+        if ga.dtype.is_complex and not dtype.is_complex:
+            ga = F.real(ga)
+            if ga.dtype is dtype:
+                return ga
+        ga = F.cast(ga, dtype)
+    return ga
 
 
 def _final_backward(bwd: Graph, saved: dict, grad_ph: list, result: list):
@@ -260,15 +285,10 @@ def _final_backward(bwd: Graph, saved: dict, grad_ph: list, result: list):
         m[g.node] = final.placeholder(g.node.name, g.meta)
     for n in bwd.nodes:
         if n.op == "call_function":
-            src = n.args[0] if n.args else None
-            if (n.target.name in ("reshape", "expand", "view") and isinstance(src, Node) and
-                    tuple(src.meta["val"].shape) == tuple(n.meta["val"].shape) and
-                    src.meta["val"].dtype is n.meta["val"].dtype):
-                m[n] = m[src]       # a view to the same shape: no node, no library call
-                continue
             m[n] = final.call_function(n.target, map_arg(n.args, m.__getitem__),
                                        map_arg(n.kwargs, m.__getitem__), val=n.meta["val"])
     final.output(tuple(m[r] if r is not None else None for r in result))
+    drop_noop_views(final)  # a view to the same shape: no node, no library call
     final.eliminate_dead_code()
     # a saved value the pruned backward no longer reads is neither a placeholder nor saved
     keep = []

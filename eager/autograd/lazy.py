@@ -25,7 +25,7 @@ from ..tensor import Size, Tensor, wrap_array
 
 class MetaTensor(Tensor):
     """A Tensor whose metadata (`meta`: shape, dtype) is known without its array (`_m`, from
-    the registry's meta rules); the base of `Lazy` and of `plans.Sym`."""
+    the registry's meta rules); the base of `Lazy`."""
 
     __slots__ = ("_m",)
 

@@ -21,7 +21,8 @@ import weakref
 import numpy as np
 
 from ir import dtypes as D
-from ir.opdef import OpDef, TensorMeta, sum_to_shape
+from ir.autodiff import finish_grad
+from ir.opdef import OpDef, TensorMeta
 
 from ..tensor import MUTATIONS, Tensor, bump_version
 from .hooks import NodeHooks, TensorAutogradMeta
@@ -320,33 +321,26 @@ def _info_of_key(key: tuple) -> list:
 
 
 def finish_grads(F, inputs, grads, edges, g) -> list:
-    """Rule results made into one gradient per edge: None where no edge; numbers (a rule's
-    zero) become zero tensors; broadcast gradients summed back to the operand's shape; cast to
-    the operand's dtype (a complex gradient of a real operand keeps its real part)."""
+    """Rule results made into one gradient per edge: None where no edge, the others finished
+    by `ir.autodiff.finish_grad` (the same rule AOT backward graphs and the plans use: a
+    number becomes zeros, a broadcast gradient is summed back, the operand's dtype) where they
+    need it."""
     out = []
     for x, gx, (nxt, _) in zip(inputs, grads, edges):
         if nxt is None or gx is None:
             out.append(None)
             continue
-        shape = shape_of(x)
-        if not isinstance(gx, Tensor):
-            gx = Tensor._make(np.zeros(shape, dtype_of(x).np))
-        elif shape_of(gx) != shape:
-            gx = sum_to_shape(F, gx, tuple(shape))
-        dt = dtype_of(x)
-        if dtype_of(gx) is not dt:
-            gx = cast_grad(F, gx, dt)
+        shape, dt = shape_of(x), dtype_of(x)
+        if not isinstance(gx, Tensor) or shape_of(gx) != shape or dtype_of(gx) is not dt:
+            gx = finish_grad(F, gx, tuple(shape), dt, g)
         out.append(gx)
     return out
 
 
 def cast_grad(F, gx: Tensor, dtype) -> Tensor:
-    """PyTorch's handle_r_to_c: the gradient of a real input of a complex op is the real part."""
-    if gx.dtype.is_complex and not dtype.is_complex:
-        gx = F.real(gx)
-        if gx.dtype is dtype:
-            return gx
-    return F.cast(gx, dtype)
+    """`gx` in `dtype` (`finish_grad`'s cast: a complex gradient of a real input keeps its
+    real part, PyTorch's handle_r_to_c)."""
+    return finish_grad(F, gx, tuple(gx.shape), dtype, gx)
 
 
 class _Unavailable(MetaTensor):

@@ -28,6 +28,8 @@ from sys import getrefcount
 
 import numpy as np
 
+from ir.array_code import B, fix
+
 from ..caches import remember
 from ..tensor import MUTATIONS, Tensor, wrap_array
 from . import plans
@@ -383,7 +385,7 @@ def _build(sig, nodes):
     sig = _entries(sig, len(nodes))
     env = {"leaf": _leaf, "added": _added, "np": np, "asarray": np.asarray, "ndarray": _ND,
            "MUTATIONS": MUTATIONS, "__name__": __name__,  # (warnings: see eager.dispatch)
-           "fix": plans._fix, "B": plans._B}  # (the names plans' lines use)
+           "fix": fix, "B": B}  # (the names plans' lines use: ir.array_code's)
     for i, e in enumerate(sig):
         if e == "leaf":
             continue
