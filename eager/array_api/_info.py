@@ -5,6 +5,8 @@ from __future__ import annotations
 import eager as _e
 from ir import dtypes as _D
 
+from ._core import isdtype
+
 __all__ = ["__array_namespace_info__"]
 
 
@@ -29,8 +31,6 @@ class _Info:
                 "integral": _e.int64, "indexing": _e.int64}
 
     def dtypes(self, *, device=None, kind=None):
-        from ._core import isdtype
-
         every = {"bool": _e.bool, "int8": _e.int8, "int16": _e.int16, "int32": _e.int32,
                  "int64": _e.int64, "uint8": _e.uint8, "float32": _e.float32,
                  "float64": _e.float64, "complex64": _e.complex64,

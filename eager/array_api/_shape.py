@@ -8,6 +8,7 @@ import numpy as np
 import eager as _e
 
 from ._core import _scalar_dtype
+from ._stats import sum as _sum
 
 _T = _e.Tensor
 
@@ -134,8 +135,6 @@ def argmin(x, /, *, axis=None, keepdims=False):
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):
-    from ._stats import sum as _sum
-
     return _sum((x != 0).to(_e.int64), axis=axis, keepdims=keepdims)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import eager as _e
 import numpy as np
 
+import eager as _e
 from eager import linalg as _la
 
 from . import _core
+from ._stats import sum as _sum
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
            "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv",
@@ -106,8 +107,6 @@ def svdvals(x, /):
 
 def trace(x, /, *, offset=0, dtype=None):
     d = _e.diagonal(x, offset=offset, dim1=-2, dim2=-1)
-    from ._stats import sum as _sum
-
     return _sum(d, axis=-1, dtype=dtype)
 
 

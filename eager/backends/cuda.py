@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ..device import cuda_is_available
+
 
 class _MatmulFlags:
     """`torch.backends.cuda.matmul`: allow_tf32, allow_fp16/bf16_reduced_precision_reduction."""
@@ -22,8 +24,6 @@ _SDP = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
 
 def is_built() -> bool:
     """Whether wick can run CUDA tensors here (cupy with a GPU)."""
-    from ..device import cuda_is_available
-
     return cuda_is_available()
 
 

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..dispatch import FUNCTIONS
 from ..tensor import Tensor, bump_version
 from . import backend as _be
 from .backend import ReduceOp
@@ -296,8 +297,6 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the "
                          f"group has {pg.size()} ranks")
-    from ..dispatch import FUNCTIONS
-
     flat = FUNCTIONS["stack"]([_tensor(x, "reduce_scatter").detach() for x in input_list])
     return reduce_scatter_tensor(output, flat, op, group, async_op)
 
@@ -369,8 +368,6 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """Rank r's `input_tensor_list[s]` arrives in rank s's `output_tensor_list[r]`."""
     pg = resolve(group)
-    from ..dispatch import FUNCTIONS
-
     flat_in = FUNCTIONS["cat"]([x.detach().reshape(-1) for x in input_tensor_list])
     flat_out = FUNCTIONS["cat"]([x.detach().reshape(-1) for x in output_tensor_list]).clone()
     sizes_in = [x.numel() for x in input_tensor_list]

@@ -24,6 +24,9 @@ import subprocess
 import sys
 import traceback
 
+from .backend import mpi
+from .process_group import abort_world
+
 
 def find_mpiexec() -> str:
     """The `mpiexec` beside this interpreter (a venv's, from the mpich wheel) or on PATH;
@@ -64,8 +67,6 @@ def launch_command(nproc: int, script: str, script_args: list, hostfile=None,
 
 
 def _worker(script: str, script_args: list) -> int:
-    from .backend import mpi
-
     MPI = mpi()
     world = MPI.COMM_WORLD
     local = world.Split_type(MPI.COMM_TYPE_SHARED, key=world.Get_rank())
@@ -80,14 +81,10 @@ def _worker(script: str, script_args: list) -> int:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code and world.Get_size() > 1:
-            from .process_group import abort_world
-
             abort_world(code, "" if isinstance(e.code, int) or e.code is None else f"{e.code}\n")
         return code
     except BaseException:  # noqa: BLE001  (any failure stops every rank)
         if world.Get_size() > 1:
-            from .process_group import abort_world
-
             abort_world(1, traceback.format_exc())
         traceback.print_exc()
         return 1

@@ -3,7 +3,9 @@ each with `check(value) -> bool tensor`. Names and meaning as torch's."""
 
 from __future__ import annotations
 
-
+from ..creation import full
+from ..dispatch import FUNCTIONS
+from ..tensor import Tensor
 
 __all__ = [
     "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
@@ -211,8 +213,6 @@ class _Square(Constraint):
     event_dim = 2
 
     def check(self, value):
-        from ..creation import full
-
         return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=bool)
 
 
@@ -228,8 +228,6 @@ class _PositiveDefinite(_Symmetric):
     def check(self, value):
         import numpy as np
 
-        from ..tensor import Tensor
-
         sym = super().check(value)
         ev = np.linalg.eigvalsh(value.detach().numpy())
         return sym & Tensor(ev.min(-1) > 0)
@@ -238,8 +236,6 @@ class _PositiveDefinite(_Symmetric):
 class _PositiveSemidefinite(_Symmetric):
     def check(self, value):
         import numpy as np
-
-        from ..tensor import Tensor
 
         sym = super().check(value)
         ev = np.linalg.eigvalsh(value.detach().numpy())
@@ -252,8 +248,6 @@ class _Cat(Constraint):
         self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
 
     def check(self, value):
-        from ..dispatch import FUNCTIONS
-
         parts, start = [], 0
         for c, n in zip(self.cseq, self.lengths):
             parts.append(c.check(value.narrow(self.dim, start, n)))
@@ -266,8 +260,6 @@ class _Stack(Constraint):
         self.cseq, self.dim = list(cseq), dim
 
     def check(self, value):
-        from ..dispatch import FUNCTIONS
-
         return FUNCTIONS["stack"]([c.check(v) for c, v in zip(self.cseq,
                                                                value.unbind(self.dim))],
                                   self.dim)

@@ -11,10 +11,12 @@ import numpy as np
 
 from ir.dtypes import finfo
 
-from ..creation import tensor
+from ..creation import eye, tensor
 from ..dispatch import FUNCTIONS as F
 from ..grad_mode import no_grad
-from ..random import _gen, rand
+from ..nn.functional import one_hot
+from ..random import _gen, multinomial, rand
+from ..special import xlogy
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -215,8 +217,6 @@ class Categorical(Distribution):
 
 
 def _multinomial(probs_2d, n):
-    from ..random import multinomial
-
     return multinomial(probs_2d, n, replacement=True)
 
 
@@ -279,16 +279,12 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand=True):
         n = self.event_shape[0]
-        from ..creation import eye
-
         values = eye(n, dtype=self._categorical._param.dtype)
         values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values
 
 
 def _one_hot(idx, n, dtype):
-    from ..nn.functional import one_hot
-
     return one_hot(idx, n).to(dtype)
 
 
@@ -398,8 +394,6 @@ class Poisson(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
-        from ..special import xlogy
-
         return xlogy(value, rate) - rate - F["lgamma"](value + 1)
 
     def entropy(self):

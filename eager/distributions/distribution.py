@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 from ..grad_mode import no_grad
-from ..tensor import Size
+from ..tensor import Size, Tensor
 from . import constraints
 from .utils import lazy_property
 
@@ -122,8 +122,6 @@ class Distribution:
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
 
     def _validate_sample(self, value) -> None:
-        from ..tensor import Tensor
-
         if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim_start = value.dim() - len(self._event_shape)

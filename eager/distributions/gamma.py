@@ -13,6 +13,7 @@ from ..autograd.function import Function
 from ..creation import tensor
 from ..dispatch import FUNCTIONS as F
 from ..random import _gen, randn
+from ..special import xlogy
 from ..tensor import Size, Tensor
 from . import constraints
 from .continuous import _like, _tiny
@@ -104,8 +105,6 @@ class Gamma(Distribution):
 
 
 def _xlogy(x, y):
-    from ..special import xlogy
-
     return xlogy(x, y)
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 
+from .. import linalg
 from ..dispatch import FUNCTIONS as F
-from .continuous import Exponential, Laplace, Normal, Uniform
-from .gamma import Beta, Dirichlet, Gamma
-from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
+from ..special import xlogy
 from .composite import Independent
+from .continuous import Exponential, Laplace, Normal, Uniform
+from .discrete import Bernoulli, Binomial, Categorical, OneHotCategorical, Poisson
+from .gamma import Beta, Dirichlet, Gamma
 from .multivariate import MultivariateNormal, _batch_mahalanobis
 from .transforms import _sum_rightmost
 
@@ -57,8 +59,6 @@ def kl_divergence(p, q):
 
 
 def _xlogy(x, y):
-    from ..special import xlogy
-
     return xlogy(x, y)
 
 
@@ -174,7 +174,6 @@ def _kl_mvn_mvn(p, q):
     Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     half_term1 = (Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
                   - Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1))
-    from .. import linalg
     import numpy as np
 
     n = p.event_shape[0]

@@ -9,10 +9,11 @@ import math
 from ir.dtypes import finfo
 
 from ..dispatch import FUNCTIONS as F
+from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
 from .continuous import Cauchy, Exponential, Uniform
-from .discrete import BinaryTrials
+from .discrete import BinaryTrials, Poisson
 from .distribution import Distribution
 from .gamma import Gamma
 from .transforms import AffineTransform, ExpTransform, PowerTransform, TransformedDistribution
@@ -236,9 +237,6 @@ class NegativeBinomial(BinaryTrials):
         return self.mean / (-self.logits).sigmoid()
 
     def sample(self, sample_shape=Size()):
-        from ..grad_mode import no_grad
-        from .discrete import Poisson
-
         with no_grad():
             rate = Gamma(self.total_count, (-self.logits).exp(),
                          validate_args=False).sample(sample_shape)

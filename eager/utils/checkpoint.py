@@ -25,6 +25,8 @@ import warnings
 from .. import grad_mode
 from .. import random as _random
 from ..amp import autocast_mode as _amp
+from ..autograd import backward as _backward
+from ..autograd import grad as _grad
 from ..autograd.function import Function
 from ..tensor import Tensor
 
@@ -152,8 +154,6 @@ class _Recompute(Function):
         need = [w for w in wrt if w.requires_grad]
         got = {}
         if pairs and need:
-            from ..autograd import grad as _grad
-
             res = _grad([o for o, _ in pairs], need, [g for _, g in pairs],
                         allow_unused=True)
             got = {id(w): r for w, r in zip(need, res)}
@@ -203,8 +203,6 @@ class _Reentrant(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from ..autograd import backward as _backward
-
         args = _detach_args(ctx.args)
         with _RngFork(ctx.rng), grad_mode.enable_grad(), _Autocasts(ctx.autocast):
             out = ctx.function(*args)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from ... import distributed as dist
 from ...random import Generator, randperm
 from . import Sampler
 
@@ -25,8 +26,6 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False) -> None:
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-
             if not dist.is_initialized():
                 raise RuntimeError("Requires distributed package to be available")
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
