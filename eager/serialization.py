@@ -2,8 +2,8 @@
 tensors, whole modules) to a file with pickle.
 
 Tensors pickle through `Tensor.__reduce_ex__` (host data, view geometry, requires_grad;
-Parameters stay Parameters), rebuilt by `_rebuild_tensor` below; the helpers of
-`Tensor.__deepcopy__` live here too. `load(weights_only=True)` (PyTorch's default since 2.6) unpickles
+Parameters stay Parameters), rebuilt by `_rebuild_tensor` below (the array-level helpers are
+`eager/tensor_copy.py`'s). `load(weights_only=True)` (PyTorch's default since 2.6) unpickles
 with an allow-list: containers, numbers, strings, tensors and numpy arrays; anything else is an
 `UnpicklingError` naming the global (`add_safe_globals` extends the list). Files are plain
 pickles, not PyTorch's zip format: they round-trip within wick only. Semantics follow the
@@ -12,14 +12,12 @@ PyTorch documentation of `torch.save` / `torch.load`. Touches `eager.tensor` onl
 
 from __future__ import annotations
 
-import copy
 import os
 import pickle
 
-import numpy as np
-
 from .device import resolve, to_device
-from .tensor import Tensor, _ptr, _root
+from .tensor import Tensor
+from .tensor_copy import REBUILD_TENSOR, _view_of
 
 __all__ = ["add_safe_globals", "get_safe_globals", "load", "save"]
 
@@ -125,38 +123,6 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
 REBUILD_DEVICE: list = [None]
 
 
-def _memory_bytes(root: np.ndarray):
-    """The bytes of a C- or Fortran-contiguous array in memory order (a 1-d uint8 view)."""
-    flat = root.reshape(-1) if root.flags.c_contiguous else root.T.reshape(-1)
-    return flat.view(np.uint8)
-
-
-def _view_geometry(arr: np.ndarray, root: np.ndarray):
-    """(byte offset, shape, strides, dtype) of `arr` inside `root`'s memory."""
-    return (_ptr(arr) - _ptr(root), arr.shape, arr.strides, arr.dtype)
-
-
-def _view_of(root: np.ndarray, geometry) -> np.ndarray:
-    off, shape, strides, dtype = geometry
-    return np.ndarray(shape, dtype, buffer=_memory_bytes(root), offset=off, strides=strides)
-
-
-def _shares_root(arr: np.ndarray):
-    """The contiguous array owning `arr`'s memory, or None when it cannot be rebuilt from it."""
-    root = _root(arr)
-    if root is arr or not (root.flags.c_contiguous or root.flags.f_contiguous):
-        return None
-    return root
-
-
-def _host_and_geometry(arr):
-    """What a tensor pickles: (array, None) or (owning array, geometry of the view)."""
-    if not isinstance(arr, np.ndarray):
-        return arr.get(), None
-    root = _shares_root(arr)
-    return (arr, None) if root is None else (root, _view_geometry(arr, root))
-
-
 def _rebuild_tensor(cls, data, geometry, requires_grad, vc, device_str):
     """Unpickle a tensor (see `Tensor.__reduce_ex__`)."""
     arr = data if geometry is None else _view_of(data, geometry)
@@ -173,18 +139,4 @@ def _rebuild_tensor(cls, data, geometry, requires_grad, vc, device_str):
     return t
 
 
-def _deepcopy_array(arr, memo):
-    """A copy of `arr`; views of one array copied in one deepcopy call share the copy."""
-    if not isinstance(arr, np.ndarray):
-        return arr.copy()
-    root = _shares_root(arr)
-    if root is None:
-        root = arr
-        if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
-            return arr.copy()
-    new_root = memo.get(id(root))
-    if new_root is None:
-        new_root = root.copy(order="K")
-        memo[id(root)] = new_root
-        copy._keep_alive(root, memo)
-    return new_root if root is arr else _view_of(new_root, _view_geometry(arr, root))
+REBUILD_TENSOR[0] = _rebuild_tensor  # (the hook Tensor.__reduce_ex__ pickles with)
