@@ -191,6 +191,21 @@ def _getter_runs_user_code(value, name: str) -> bool:
     return not _trusted(owner)
 
 
+def _user_property(value, name: str):
+    """The getter of a plain `property` of `value`'s class written in Python (`Model.device`,
+    `AverageMeter.avg`), when nothing else intercepts the read (no `__getattribute__` of the
+    user's); else None."""
+    cls = type(value)
+    if isinstance(value, (type, types.ModuleType)) or \
+            getattr(cls, "__getattribute__", None) is not object.__getattribute__ and \
+            not _trusted(_owner(cls, "__getattribute__")):
+        return None
+    attr = _owner(cls, name).__dict__.get(name)
+    if type(attr) is property and isinstance(attr.fget, types.FunctionType):
+        return attr.fget
+    return None
+
+
 def _owner(cls, name: str):
     return next((c for c in cls.__mro__ if name in c.__dict__), object)
 
@@ -211,7 +226,13 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
             return stored
         tx.out.side_effects.note_read(obj, name)
     if isinstance(obj, (ModuleVariable, UserObjectVariable)):
-        if _getter_runs_user_code(obj.value, name):  # a property: run it once, eagerly
+        fget = _user_property(obj.value, name)
+        if fget is not None and obj.source is not None:  # `self.device`: inlined, as Dynamo
+            from .calls import call_function
+
+            tx.out.guards.identity(f"type({obj.source}).{name}.fget", fget, fget.__name__)
+            return call_function(tx, FunctionVariable(fget, None), [obj], {})
+        if _getter_runs_user_code(obj.value, name):  # a descriptor, __getattr__: eagerly
             raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "
                                  "code (a property or __getattr__)")
         value = getattr(obj.value, name)  # an AttributeError here is the user's

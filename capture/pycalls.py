@@ -173,6 +173,9 @@ def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
             return calls.get_attr(tx, args[0], args[1].value)
         except AttributeError:
             if len(args) == 3:
+                src = getattr(args[0], "source", None)
+                if src is not None:  # `getattr(self, "n", 0)`: absent now, maybe not later
+                    tx.out.guards.add(f"not hasattr({src}, {args[1].value!r})")
                 return args[2]
             raise
     return None

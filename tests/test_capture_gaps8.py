@@ -67,8 +67,58 @@ def patch_attention_mT(torch):
     return m, (_rand(torch, 2, 3, 4, 6),), lambda: []
 
 
+def module_device_property(torch):
+    """HF-style `self.device` / `self.dtype` properties of a module (`next(self.parameters())`)
+    read in forward, and a metrics object whose `avg` is a property over tensor state it
+    accumulates (a property of a user class was a break)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 6)
+            self.fc = nn.Linear(6, 3)
+
+        @property
+        def device(self):
+            return next(self.parameters()).device
+
+        @property
+        def dtype(self):
+            return self.fc.weight.dtype
+
+        def forward(self, ids):
+            pos = torch.arange(ids.size(1), device=self.device)
+            h = self.emb(ids).to(self.dtype) + pos[None, :, None].to(self.dtype) * 0.1
+            return self.fc(h.mean(1))
+
+    class AverageMeter:
+        def __init__(self):
+            self.sum = torch.zeros(())
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.sum += val.detach() * n
+            self.count += n
+
+        @property
+        def avg(self):
+            return self.sum / max(self.count, 1)
+
+    m, meter = Model(), AverageMeter()
+
+    def step(ids, y):
+        loss = F.cross_entropy(m(ids), y)
+        meter.update(loss, ids.size(0))
+        return meter.avg
+
+    ids = torch.tensor(np.random.default_rng(3).integers(0, 10, (2, 5)))
+    return step, (ids, torch.tensor([0, 2])), lambda: [meter.sum, meter.count]
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
+    (module_device_property, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -126,3 +176,27 @@ def test_factory_rule_when_functional_imports_it(monkeypatch):
     ex = capture.explain(up)(x)
     assert (ex.graph_count, ex.graph_break_count) == (1, 0), str(ex)
     _same(up(x), capture.compile(up)(x))
+
+
+def test_getattr_default_of_absent_attribute_is_guarded():
+    """`getattr(obj, "calls", 0)` of an attribute the object does not have yet: the compiled
+    code guards on its absence, so the next call (the attribute now set) is not replayed with
+    the first call's default (`calls` stayed 1 and the result was x * 1 every call)."""
+
+    class Counter:
+        pass
+
+    def f(x, o):
+        o.calls = getattr(o, "calls", 0) + 1
+        return x * o.calls
+
+    x = eager.ones(2)
+    want, o1 = [], Counter()
+    for _ in range(3):
+        want.append((f(x, o1), o1.calls))
+    capture.reset()
+    cf, o2 = capture.compile(f), Counter()
+    got = []
+    for _ in range(3):
+        got.append((cf(x, o2), o2.calls))
+    _same(want, got)
