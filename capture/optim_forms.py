@@ -1,5 +1,6 @@
-"""Graph forms of `opt.step()` for eager's SGD, Adam and AdamW (Dynamo traces torch.optim's
-`_single_tensor_sgd` / `_single_tensor_adam`; wick records the same algorithm as graph nodes).
+"""Graph forms of `opt.step()` for eager's SGD, Adam and AdamW, and through
+`optim_updates.FORMS` RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam (Dynamo traces
+torch.optim's `_single_tensor_*`; wick records the same algorithm as graph nodes).
 
 Each supported optimizer has one functional update written once (`sgd_update`,
 `adam_update`) on an `ops` namespace: `GraphOps` records registry ops into the capture, and
@@ -7,7 +8,7 @@ Each supported optimizer has one functional update written once (`sgd_update`,
 eager's own `step`). The updates follow eager's `SGD.step` / `Adam.step` op for op (the same
 ops in the same order on the same dtypes: compiled steps equal eager's bit for bit).
 
-`step_rule` is the vocabulary rule of `SGD.step` and `Adam.step` (AdamW's too): for each
+`step_rule` is the vocabulary rule of `SGD.step` and of each form's `step`: for each
 parameter group and parameter with a gradient it reads the parameter, its `.grad` and its
 state tensors as graph inputs (sources `opt.param_groups[g]['params'][i]`, `....grad`,
 `opt.state[p]['exp_avg']`), records the update under no_grad, and writes the new parameter
@@ -24,8 +25,11 @@ captured too: the new state tensors are graph outputs stored into `opt.state[p]`
 graph by a recorded side effect (`_StateWriter`), in eager's order and key order.
 
 Named breaks remain for: a closure, step hooks, a Tensor learning rate or beta, parameters
-other than float32/float64 (complex; half types, whose fused kernels would round otherwise), a grad of another shape or dtype, state missing some key, and the
-optimizer's groups or state changed earlier in the same frame. Touches `eager.optim`,
+other than float32/float64 (complex; half types, whose fused kernels would round otherwise),
+a grad of another shape or dtype, state missing some key, the optimizers without a form
+(ASGD, Rprop, Adafactor, LBFGS, SparseAdam, Muon), and the optimizer's groups or state
+changed earlier in the same frame. Each graph writes a parameter back once (one version bump,
+as torch.compile's functionalized copy_; eager bumps once per in-place op of its step). Touches `eager.optim`,
 `ir.REGISTRY` and `capture`.
 """
 
@@ -122,11 +126,16 @@ class EagerOps:
     lerp = staticmethod(lambda a, b, w: a.lerp(b, w))
     f64 = staticmethod(lambda t: float(t.item()))
 
+    abs = staticmethod(lambda x: x.abs())
+    gt = staticmethod(lambda a, b: a > b)
+    addcmul = staticmethod(lambda x, t1, t2, value: x.addcmul(t1, t2, value=value))
+    select = staticmethod(lambda cond, a, b: a() if cond else b())  # (a Python bool)
+
     @staticmethod
     def maximum(a, b):
         from eager.dispatch import FUNCTIONS
 
-        return FUNCTIONS["maximum"](a, b)
+        return max(a, b) if _number(a) and _number(b) else FUNCTIONS["maximum"](a, b)
 
     @staticmethod
     def like(x, p):
@@ -184,7 +193,22 @@ class GraphOps:
         return self._op("sqrt", x)
 
     def maximum(self, a, b):
+        if _number(b) and isinstance(a, TensorVariable):
+            return self._op("clamp", a, min=b)  # (max with a number: clamp's min)
         return self._op("maximum", a, b)
+
+    def abs(self, x):
+        return self._op("abs", x)
+
+    def gt(self, a, b):
+        return self._op("gt", a, b)
+
+    def addcmul(self, x, t1, t2, value):
+        return self._op("addcmul", x, t1, t2, value=value)
+
+    def select(self, cond, a, b):
+        """`a() if cond else b()` on a 0-d bool tracker: both recorded, `where` picks."""
+        return self._op("where", cond, a(), b())
 
     def clone(self, x):
         return self._op("clone", x)
@@ -207,20 +231,25 @@ class GraphOps:
 
 # ---------------------------------------------------------------- the capture rule
 
-_HYPER = {
-    "sgd": ("momentum", "dampening", "weight_decay", "nesterov", "maximize"),
-    "adam": ("betas", "eps", "weight_decay", "amsgrad", "maximize", "decoupled_weight_decay"),
-}
-_ADAM_KEYS = ("step", "exp_avg", "exp_avg_sq")
-_KINDS: dict = {}  # id(step function) -> "sgd" / "adam"
+_SGD_HYPER = ("momentum", "dampening", "weight_decay", "nesterov", "maximize")
+_KINDS: dict = {}  # id(step function) -> "sgd" or its `optim_updates.Form`
 
 
 def register(table: dict, keep: list) -> None:
-    """Add the rules of the supported optimizers' `step` to vocabulary's table."""
-    from eager.optim.adam import Adam
+    """Add the rules of the supported optimizers' `step` to vocabulary's table: SGD, and each
+    optimizer of `optim_updates.FORMS` (Adam/AdamW, RMSprop, Adagrad, Adadelta, Adamax,
+    NAdam, RAdam)."""
+    import importlib
+
     from eager.optim.sgd import SGD
 
-    for cls, kind in ((SGD, "sgd"), (Adam, "adam")):
+    from .optim_updates import FORMS
+
+    classes = [(SGD, "sgd")]
+    for where, form in FORMS.items():
+        module, name = where.rsplit(".", 1)
+        classes.append((getattr(importlib.import_module(f"eager.optim.{module}"), name), form))
+    for cls, kind in classes:
         fn = cls.__dict__["step"]
         keep.append(fn)
         _KINDS[id(fn)] = kind
@@ -283,11 +312,11 @@ def _check_unmodified(tx, fn, opt_var) -> None:
                      "the compiled function")
 
 
-def _hyper(tx, fn, kind: str, group: dict, gsrc: str) -> dict:
+def _hyper(tx, fn, keys: tuple, group: dict, gsrc: str) -> dict:
     """The group's hyperparameters (guarded by value) and its lr (a 0-d float64 input)."""
     g = tx.out.guards
     hp = {}
-    for key in _HYPER[kind]:
+    for key in keys:
         if key not in group:
             raise _break(tx, fn, f"param group without {key!r}")
         value = group[key]
@@ -341,7 +370,8 @@ def _grad_of(tx, fn, pv):
 
 
 def step_rule(tx, fn, args, kwargs):
-    """`opt.step()` of an SGD, Adam or AdamW: the update as graph nodes (see the module)."""
+    """`opt.step()` of SGD or an optimizer of `optim_updates.FORMS`: the update as graph
+    nodes (see the module)."""
     from .sideeffects import store_attr
 
     kind = _KINDS[id(fn)]
@@ -360,7 +390,7 @@ def step_rule(tx, fn, args, kwargs):
         for gi, group in enumerate(opt.param_groups):
             gsrc = f"{osrc}.param_groups[{gi}]"
             g.type_is(gsrc, group)
-            hp = _hyper(tx, fn, kind, group, gsrc)
+            hp = _hyper(tx, fn, _SGD_HYPER if kind == "sgd" else kind.hyper, group, gsrc)
             g.length(f"{gsrc}['params']", group["params"])
             for i, p in enumerate(group["params"]):
                 pv = out.wrap(p, f"{gsrc}['params'][{i}]")
@@ -372,8 +402,10 @@ def step_rule(tx, fn, args, kwargs):
                 if pv.meta.dtype not in (D.float32, D.float64):  # (half types: fused
                     # kernels keep float32 intermediates, eager rounds after every op)
                     raise _break(tx, fn, f"a {pv.meta.dtype.name} parameter")
-                step_one = _sgd_param if kind == "sgd" else _adam_param
-                created = step_one(tx, fn, ops, opt, osrc, pv, grad, hp)
+                if kind == "sgd":
+                    created = _sgd_param(tx, fn, ops, opt, osrc, pv, grad, hp)
+                else:
+                    created = _form_param(tx, fn, kind, ops, opt, osrc, pv, grad, hp)
                 if created is not None:
                     new_state.append(TupleVariable([opt_var, pv, DictVariable(created)]))
     finally:
@@ -428,48 +460,47 @@ def _sgd_param(tx, fn, ops, opt, osrc, pv, grad, hp):
     return created
 
 
-def _adam_param(tx, fn, ops, opt, osrc, pv, grad, hp):
+def _form_param(tx, fn, form, ops, opt, osrc, pv, grad, hp):
+    """One parameter's step by `form` (`optim_updates.Form`): its state read as graph inputs
+    and written back in place, or, on the first step, made in the graph and returned as the
+    {key: tensor} that `_StateWriter` stores."""
     psrc, g, out = pv.source, tx.out.guards, tx.out
-    amsgrad = hp["amsgrad"]
-    keys = _ADAM_KEYS + (("max_exp_avg_sq",) if amsgrad else ())
+    spec = form.state(hp)
     state = opt.state.get(_real(tx, pv))
+    st, tensors = {}, None
     if not state:
         g.add(f"len({osrc}.state.get({psrc}, ())) == 0")
         dt = D.float64 if D.get_default_dtype() is D.float64 else D.float32  # _new_step
-        step = ops.zeros(pv, (), dt)
-        m, v = ops.zeros(pv, pv.meta.shape, pv.meta.dtype), \
-            ops.zeros(pv, pv.meta.shape, pv.meta.dtype)
-        vmax = ops.zeros(pv, pv.meta.shape, pv.meta.dtype) if amsgrad else None
-        tensors = None
+        for key, init in spec:
+            if init is None:
+                raise _break(tx, fn, f"optimizer state without {key!r}")
+            if init == "zeros":
+                st[key] = ops.zeros(pv, pv.meta.shape, pv.meta.dtype)
+            else:  # "step" / "one": a 0-d counter
+                z = ops.zeros(pv, (), dt)
+                st[key] = z if init == "step" else ops.add(z, 1)
     else:
         g.add(f"len({osrc}.state.get({psrc}, ())) != 0")
         tensors = []
-        for key in keys:
+        for key, init in spec:
             if state.get(key) is None:
                 raise _break(tx, fn, f"optimizer state without {key!r}")
             g.add(f"{key!r} in {osrc}.state[{psrc}]")
             t = out.wrap(state[key], f"{osrc}.state[{psrc}][{key!r}]")
-            if not isinstance(t, TensorVariable) or (key != "step" and (
-                    t.meta.shape != pv.meta.shape or t.meta.dtype is not pv.meta.dtype)):
+            scalar = init in ("step", "one") or key == "step"
+            if not isinstance(t, TensorVariable) or (scalar and (
+                    t.meta.shape != () or not t.meta.dtype.is_floating_point)) or (
+                    not scalar and (t.meta.shape != pv.meta.shape or
+                                    t.meta.dtype is not pv.meta.dtype)):
                 raise _break(tx, fn, f"state {key!r} of another shape or dtype")
+            st[key] = t
             tensors.append(t)
-        if tensors[0].meta.shape != () or not tensors[0].meta.dtype.is_floating_point:
-            raise _break(tx, fn, "a step counter that is not a 0-d float tensor")
-        step, m, v = tensors[:3]
-        vmax = tensors[3] if amsgrad else None
-    b1, b2 = hp["betas"]
-    new = adam_update(ops, pv, grad, m, v, vmax, step, hp["lr"], b1, b2, hp["eps"],
-                      hp["weight_decay"], hp["decoupled_weight_decay"], hp["maximize"],
-                      amsgrad)
-    new_p, new_m, new_v, new_vmax, new_step = new
+    new_p, new = form.update(ops, pv, grad, st, hp)
     if tensors is None:
-        created = {"step": new_step, "exp_avg": new_m, "exp_avg_sq": new_v}
-        if amsgrad:
-            created["max_exp_avg_sq"] = new_vmax
         _write(tx, pv, new_p)
-        return created
-    for target, value in zip(tensors, (new_step, new_m, new_v, new_vmax)):
-        _write(tx, target, value)
+        return {key: new[key] for key, _ in spec}
+    for (key, _), target in zip(spec, tensors):
+        _write(tx, target, new[key])
     _write(tx, pv, new_p)
     return None
 

@@ -84,6 +84,114 @@ def locked_dropout_lm(torch):
     return step, (tokens,), lambda: [m.mask, m.mask._version, torch.rand(3)]
 
 
+# ---------------------------------------------------------------- 2. optimizer steps
+
+OPTIMIZERS = [
+    ("RMSprop", {"lr": 0.01}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True, "weight_decay": 1e-2}),
+    ("RMSprop", {"lr": 0.01, "alpha": 0.5, "maximize": True}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.1}),
+    ("Adadelta", {"lr": 1.0, "weight_decay": 1e-2}),
+    ("Adamax", {"lr": 0.02, "weight_decay": 0.1}),
+    ("NAdam", {"lr": 0.02}),
+    ("NAdam", {"lr": 0.02, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {"lr": 0.02, "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.02, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+]
+OPT_IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items() if k != 'lr')}"
+           for n, kw in OPTIMIZERS]
+
+
+def _classifier(lib, name, kw):
+    """An MLP classifier with LayerNorm, its optimizer and a StepLR schedule (the lr is a graph
+    input: a schedule's change must not recompile)."""
+    nn = lib.nn
+    lib.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 3))
+    opt = getattr(lib.optim, name)(model.parameters(), **kw)
+    sched = lib.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    x, y = _rand(lib, 8, 6), lib.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    return model, opt, sched, x, y
+
+
+@pytest.mark.parametrize("name,kw", OPTIMIZERS, ids=OPT_IDS)
+def test_optimizer_step_in_graph(name, kw):
+    """`opt.step()` compiled alone, after eager's backward, equals eager's step bit for bit
+    for 8 steps (the first creates the state; RAdam's rectification starts at step 6): the
+    parameters, every state tensor and its key order, and the parameters' version counters."""
+    model, opt, sched, x, y = _classifier(eager, name, kw)
+    eager.nn.functional.cross_entropy(model(x), y).backward()
+    ex = capture.explain(lambda: opt.step())()
+    assert (ex.graph_count, ex.graph_break_count, ex.unique_break_reasons) == (1, 0, []), str(ex)
+    runs = []
+    for compiled in (False, True):
+        model, opt, sched, x, y = _classifier(eager, name, kw)
+
+        def step(opt=opt):
+            opt.step()
+
+        capture.reset()
+        run = capture.compile(step) if compiled else step
+        for _ in range(8):
+            opt.zero_grad()
+            eager.nn.functional.cross_entropy(model(x), y).backward()
+            run()
+            sched.step()
+        params = list(model.parameters())
+        runs.append((params, [p._version for p in params],
+                     [(k, v) for p in params for k, v in opt.state[p].items()]))
+        if compiled:  # the first step (it creates the state; Adagrad's constructor does) and
+            # the others: the lr's changes at steps 3 and 6 do not recompile
+            entries = sum(len(cf.entries) for cf in run.__wick_compiled__.all_functions())
+            assert entries == (1 if name == "Adagrad" else 2)
+    (pa, va, sa), (pb, vb, sb) = runs
+    # each compiled step writes each parameter back once (one version bump, as torch.compile's
+    # functionalized copy_); eager bumps once per in-place op (NAdam's two addcdiv_)
+    assert vb == [8] * len(vb) and all(a >= b for a, b in zip(va, vb))
+    assert [k for k, _ in sa] == [k for k, _ in sb]
+    for a, b in zip(pa + [v for _, v in sa], pb + [v for _, v in sb]):
+        assert a.dtype is b.dtype
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+@pytest.mark.parametrize("name,kw", OPTIMIZERS[:1] + OPTIMIZERS[3:7:2] + OPTIMIZERS[8:9],
+                         ids=OPT_IDS[:1] + OPT_IDS[3:7:2] + OPT_IDS[8:9])
+def test_optimizer_training_step_counts(name, kw):
+    """A whole training step (zero_grad, forward, backward, step): 2 graphs and 1 break at
+    `backward()`, as torch.compile; the step after the break is one graph (it was eager)."""
+    model, opt, _, x, y = _classifier(eager, name, kw)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = eager.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    capture.reset()
+    ex = capture.explain(train_step)(x, y)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1), str(ex)
+    assert [r for r in ex.unique_break_reasons if "step" in str(r)] == [], str(ex)
+
+
+@pytest.mark.parametrize("name,kw", OPTIMIZERS[:1] + OPTIMIZERS[3:7:2] + OPTIMIZERS[8:9],
+                         ids=OPT_IDS[:1] + OPT_IDS[3:7:2] + OPT_IDS[8:9])
+def test_optimizer_training_step_torch_counts(name, kw):
+    torch = pytest.importorskip("torch")
+    model, opt, _, x, y = _classifier(torch, name, kw)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(train_step)(x, y)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1)
+
+
 CASES = [
     (locked_dropout_lm, 1, 0, 2, 1),  # torch: Dynamo breaks on Tensor.random_ (wick records it)
 ]
