@@ -200,3 +200,22 @@ def test_getattr_default_of_absent_attribute_is_guarded():
     for _ in range(3):
         got.append((cf(x, o2), o2.calls))
     _same(want, got)
+
+
+def test_adaptive_avg_pool_uneven_windows_in_graph():
+    """AdaptiveAvgPool2d((2, 2)) on a 3x5 map (windows that overlap): eager's averaging matrix
+    is a constant of the shapes, folded at capture time (its numpy item stores were a break)."""
+    pool = eager.nn.AdaptiveAvgPool2d((2, 2))
+
+    def f(x):
+        return pool(x).flatten(1) * 2
+
+    x = _rand(eager, 2, 3, 3, 5)
+    capture.reset()
+    ex = capture.explain(f)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), str(ex)
+    assert not ex.unique_break_reasons, str(ex)
+    _same(f(x), capture.compile(f)(x))
+    torch = pytest.importorskip("torch")
+    want = torch.nn.AdaptiveAvgPool2d((2, 2))(torch.tensor(x.numpy())).flatten(1) * 2
+    np.testing.assert_allclose(f(x).numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

@@ -340,14 +340,19 @@ def _adaptive_avg_pool(input, output_size, nd, name):
             shape = tuple(y.shape)
             y = y.reshape(shape[:dim] + (o, n // o) + shape[dim + 1:]).mean(dim + 1)
             continue
-        # ATen's windows [floor(i * n / o), ceil((i + 1) * n / o)) as an averaging matrix
-        mat = np.zeros((o, n), dtype=input.dtype.np)
-        for i in range(o):
-            a, b = (i * n) // o, -((-(i + 1) * n) // o)
-            mat[i, a:b] = 1.0 / (b - a)
-        m = as_tensor(mat, device=input.device)
+        m = as_tensor(_adaptive_window_matrix(o, n, input.dtype.np), device=input.device)
         y = _matmul(m, y.movedim(dim, -2)).movedim(-2, dim)
     return y
+
+
+def _adaptive_window_matrix(o: int, n: int, np_dtype) -> np.ndarray:
+    """ATen's adaptive windows [floor(i * n / o), ceil((i + 1) * n / o)) as an (o, n) averaging
+    matrix (a helper of constants, so capture folds it)."""
+    mat = np.zeros((o, n), dtype=np_dtype)
+    for i in range(o):
+        a, b = (i * n) // o, -((-(i + 1) * n) // o)
+        mat[i, a:b] = 1.0 / (b - a)
+    return mat
 
 
 def adaptive_avg_pool1d(input, output_size):
