@@ -5,6 +5,8 @@ hits every contender alike):
 
 - small: the same 10 elementwise ops on 8-element float32 tensors; goals: wick <= 2.5x numpy
   and <= 0.6x PyTorch eager (the per-op overhead of dispatch, checks and Tensor creation);
+  beside them the floor of any numpy-backed Python tensor (`floors.Bare`: one ufunc and one
+  object per op, none of PyTorch's semantics);
 - large: each elementwise op and reduction on 2**24 float32 elements; goal: <= 1.15x numpy
   (no hidden copies or dtype round trips);
 - views: each view op's result shares memory with its input (never a copy).
@@ -16,11 +18,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import eager
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import floors  # noqa: E402  (benchmarks/floors.py: the floor of a Python tensor)
 
 try:
     import torch
@@ -51,9 +58,12 @@ def median_times(fns: dict, repeat: int, number: int) -> dict:
 def small(repeat: int) -> list:
     na, nb = np.random.default_rng(0).random((2, 8), dtype=np.float32) + 0.5
     ea, eb = eager.from_numpy(na), eager.from_numpy(nb)
+    ba, bb = floors.Bare(na), floors.Bare(nb)
     fns = {
         "numpy": lambda: ten_ops(na, nb, np.exp, np.tanh, np.sqrt, np_sigmoid),
         "wick": lambda: ten_ops(ea, eb, eager.exp, eager.tanh, eager.sqrt, eager.sigmoid),
+        "bare": lambda: ten_ops(ba, bb, floors.bare_exp, floors.bare_tanh, floors.bare_sqrt,
+                                floors.bare_sigmoid),
     }
     if torch is not None:
         ta, tb = torch.from_numpy(na), torch.from_numpy(nb)
@@ -62,10 +72,14 @@ def small(repeat: int) -> list:
     rows = [("10 ops, 8 x f32", "numpy", t["numpy"], 1.0, "")]
     rows.append(("10 ops, 8 x f32", "wick", t["wick"], t["wick"] / t["numpy"],
                  "goal <= 2.5x numpy"))
+    rows.append(("10 ops, 8 x f32", "bare", t["bare"], t["bare"] / t["numpy"],
+                 "benchmarks/floors.py"))
     if "torch" in t:
         rows.append(("10 ops, 8 x f32", "torch", t["torch"], t["torch"] / t["numpy"], ""))
         rows.append(("10 ops, 8 x f32", "wick/torch", t["wick"], t["wick"] / t["torch"],
                      "goal <= 0.6x torch"))
+        rows.append(("10 ops, 8 x f32", "bare/torch", t["bare"], t["bare"] / t["torch"],
+                     "floor: bare Python wrapper"))
     return rows
 
 
@@ -94,6 +108,7 @@ def large(repeat: int, log2n: int) -> list:
     na = rng.random(2**log2n, dtype=np.float32) + 0.5
     nb = rng.random(2**log2n, dtype=np.float32) + 0.5
     ea, eb = eager.from_numpy(na), eager.from_numpy(nb)
+    ba, bb = floors.Bare(na), floors.Bare(nb)
     rows = []
     for name, (fe, fn) in LARGE.items():
         t = median_times({"numpy": lambda fn=fn: fn(na, nb), "wick": lambda fe=fe: fe(ea, eb)},
