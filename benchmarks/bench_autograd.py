@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import floors  # noqa: E402  (benchmarks/floors.py)
+import floors  # (benchmarks/floors.py)
 
 import eager
 

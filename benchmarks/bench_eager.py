@@ -27,7 +27,7 @@ import numpy as np
 import eager
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import floors  # noqa: E402  (benchmarks/floors.py: the floor of a Python tensor)
+import floors  # (benchmarks/floors.py: the floor of a Python tensor)
 
 try:
     import torch
@@ -108,7 +108,6 @@ def large(repeat: int, log2n: int) -> list:
     na = rng.random(2**log2n, dtype=np.float32) + 0.5
     nb = rng.random(2**log2n, dtype=np.float32) + 0.5
     ea, eb = eager.from_numpy(na), eager.from_numpy(nb)
-    ba, bb = floors.Bare(na), floors.Bare(nb)
     rows = []
     for name, (fe, fn) in LARGE.items():
         t = median_times({"numpy": lambda fn=fn: fn(na, nb), "wick": lambda fe=fe: fe(ea, eb)},

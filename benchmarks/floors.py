@@ -68,7 +68,7 @@ class Tape:
     """A value on a define-by-run tape: `a` (array), `grad`, `parents` and `local` (a
     function of the output gradient giving one gradient per parent)."""
 
-    __slots__ = ("a", "grad", "parents", "local")
+    __slots__ = ("a", "grad", "local", "parents")
 
     def __init__(self, a, parents=(), local=None):
         self.a, self.grad, self.parents, self.local = a, None, parents, local
