@@ -15,6 +15,7 @@ import numpy as np
 from ir import dtypes as D
 
 from .device import resolve, to_device
+from .out_arg import write_out
 from .tensor import Tensor, _to_array
 
 
@@ -37,8 +38,6 @@ def _sizes(size) -> tuple:
 def _finish(arr, device=None, requires_grad=False, out=None) -> Tensor:
     """A tensor of numpy array `arr` on `device`, or `arr` written into `out` (resized)."""
     if out is not None:
-        from .dispatch import write_out
-
         t = Tensor._make(arr)
         if out.device.type != "cpu":
             t = Tensor._make(to_device(arr, out.device))
