@@ -36,6 +36,7 @@ from ir.dtypes import (
     bool_ as bool,
 )
 from ir.dtypes import can_cast as _can_cast
+from ir.dtypes import result_type as _rt
 
 from . import autograd, dispatch, fastpaths  # (fastpaths registers into dispatch)
 from . import random as _random
@@ -106,8 +107,6 @@ def can_cast(from_, to) -> builtins_bool:
 
 def result_type(tensor1, tensor2) -> dtype:
     """`torch.result_type`: the dtype an arithmetic op on these operands would produce."""
-    from ir.dtypes import result_type as _rt
-
     ops = [(x.dtype, x.ndim) if isinstance(x, Tensor) else x for x in (tensor1, tensor2)]
     return _rt(*ops)
 
@@ -201,7 +200,7 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, backend="auto", mode=None
                            f"{', '.join(_COMPILE_MODES)}")
     if disable:
         return fn if fn is not None else (lambda f: f)
-    from capture import compile as _compile
+    from capture import compile as _compile  # lazy: capture imports eager (ir <- eager <- capture)
 
     if isinstance(backend, str):
         backend = _BACKEND_NAMES.get(backend, backend)

@@ -14,21 +14,21 @@ __all__ = ["allow_in_graph", "assume_constant_result", "cudagraph_mark_step_begi
 
 def reset() -> None:
     """Forget every compiled function's cache (`torch.compiler.reset`)."""
-    import capture
+    import capture  # lazy: capture imports eager (ir <- eager <- capture)
 
     capture.reset()
 
 
 def disable(fn=None, recursive=True, *, reason=None):
     """`fn` (or a decorator) that always runs eagerly, never captured."""
-    import capture
+    import capture  # lazy: capture imports eager (ir <- eager <- capture)
 
     return capture.disable(fn)
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
     """The backend names `eager.compile` takes."""
-    from capture.backends import BACKENDS
+    from capture.backends import BACKENDS  # lazy: capture imports eager
 
     return sorted(BACKENDS)
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .tensor import Tensor
+
 __all__ = ["from_dlpack", "install"]
 
 KDL_CPU, KDL_CUDA = 1, 2
@@ -60,8 +62,6 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     """A tensor over the memory of `ext_tensor` (an object with `__dlpack__`, or a DLPack
     capsule), zero-copy; `copy=True` forces a copy. Raises BufferError/TypeError as the
     producer and numpy/cupy do for what they cannot share."""
-    from .tensor import Tensor
-
     if isinstance(ext_tensor, Tensor):
         out = Tensor._make(ext_tensor._data if not copy else ext_tensor._data.copy())
         return out if device is None else out.to(device)

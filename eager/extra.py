@@ -21,6 +21,7 @@ import itertools
 import numpy as np
 
 from ir import dtypes as D
+from ir.opdef import broadcast_shapes as _bs
 from ir.return_types import return_type
 
 from . import creation
@@ -125,8 +126,6 @@ def adjoint(input):
 def broadcast_shapes(*shapes) -> Size:
     """`torch.broadcast_shapes`: the broadcast of shapes (ints count as 1-d shapes);
     RuntimeError naming them when they clash."""
-    from ir.opdef import broadcast_shapes as _bs
-
     norm = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
     return Size(_bs(*norm))
 

@@ -24,6 +24,7 @@ from ir import dtypes as D
 from . import creation, extra, extra_numeric, extra_spectral
 from . import dispatch as _dispatch
 from . import storage as _storage
+from .autograd import anomaly, set_detect_anomaly
 from .dispatch import FUNCTIONS as _F
 from .extra_functional import (
     _SAME_ORDER,
@@ -96,6 +97,8 @@ from .extra_tensor import (
 from .extra_tensor import (
     empty_strided as _empty_strided,
 )
+from .func import vmap
+from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 # ---------------------------------------------------------------- in-place variants
@@ -149,8 +152,6 @@ def _shape_inplace(name, view):
 
 
 def _grad_enabled():
-    from .grad_mode import is_grad_enabled
-
     return is_grad_enabled()
 
 
@@ -306,8 +307,6 @@ def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """`torch.set_anomaly_enabled`: `torch.autograd.set_detect_anomaly`'s switch."""
-    from .autograd import set_detect_anomaly
-
     set_detect_anomaly(enabled, check_nan)
 
 
@@ -341,8 +340,6 @@ def _where_overloads(general):
 
 def _vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """`torch.vmap`: `torch.func.vmap`."""
-    from .func import vmap
-
     return vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
 
 
@@ -454,8 +451,6 @@ def _install_functional(meth, top) -> None:
 def _install_namespace(top) -> None:
     """Module-level names: storage/DLPack/anomaly helpers, lazy submodules, methods as
     functions, layouts, memory formats and constants."""
-    from .autograd import anomaly
-
     for fn in (is_storage, to_dlpack, frombuffer, from_file, set_anomaly_enabled,
                anomaly.is_anomaly_enabled, anomaly.is_anomaly_check_nan_enabled):
         top(fn.__name__, fn)

@@ -16,11 +16,10 @@ import numpy as np
 from ir import dtypes as D
 
 from . import creation
+from .nn import functional as F
 
 
 def _functional():
-    from .nn import functional as F
-
     return F
 
 

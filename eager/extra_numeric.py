@@ -11,8 +11,9 @@ import numpy as np
 from ir import dtypes as D
 from ir.return_types import return_type
 
-from . import creation
+from . import creation, linalg
 from .dispatch import FUNCTIONS as _F
+from .random import _gen, randn
 from .tensor import Tensor
 
 histogramdd_result = return_type("histogramdd", ("hist", "bin_edges"))
@@ -147,8 +148,6 @@ FUNCTIONS = (nanquantile, gradient, histogramdd)
 def binomial(count, prob, generator=None):
     """`torch.binomial(count, prob)`: Binomial(count, prob) samples, float tensors of one
     dtype (numpy's sampler on the generator's stream)."""
-    from .random import _gen
-
     if count.dtype is not prob.dtype or not count.dtype.is_floating_point:
         raise RuntimeError(f"binomial: expected count and prob of the same floating dtype, "
                            f"got {count.dtype.name} and {prob.dtype.name}")
@@ -161,8 +160,6 @@ def binomial(count, prob, generator=None):
 
 def poisson(input, generator=None):
     """`torch.poisson(rates)`: Poisson(rate) samples in the rates' dtype."""
-    from .random import _gen
-
     r = input.numpy(force=True)
     if (r < 0).any():
         raise RuntimeError("poisson: rates must be non-negative")
@@ -172,8 +169,6 @@ def poisson(input, generator=None):
 def _approximate_basis(A, q, niter, M=None):
     """Halko et al. 2009, algorithm 4.4 (PyTorch's `get_approximate_basis`): an orthonormal
     (.., m, q) basis of A's range by randomized subspace iteration."""
-    from .random import randn
-
     n = A.shape[-1]
     R = randn(*A.shape[:-2], n, q, dtype=A.dtype)
     X = _F["matmul"](A, R) if M is None else _F["sub"](_F["matmul"](A, R), _F["matmul"](M, R))
@@ -221,8 +216,6 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     `linalg.eigh`), which LOBPCG's iteration converges to: same values to its tolerance, exact
     gradients through eigh; `iK`, `niter`, `tol`, `method` and the ortho parameters are
     accepted and unused. ValueError when rows < 3k, as PyTorch."""
-    from . import linalg
-
     k = (1 if X is None else X.shape[-1]) if k is None else k
     m = A.shape[-1]
     if m < 3 * k:

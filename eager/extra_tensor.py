@@ -16,7 +16,10 @@ import numpy as np
 from ir import dtypes as D
 
 from . import creation, extra
+from . import random as R
 from .dispatch import FUNCTIONS as _F
+from .dispatch import F
+from .grad_mode import no_grad
 from .tensor import Tensor, bump_version
 
 
@@ -175,9 +178,6 @@ def _random_inplace(name):
     sample = INVERSE_CDF[name]
 
     def method(self, *args, generator=None, **kwargs):
-        from . import random as R
-        from .dispatch import F
-
         if not self.dtype.is_floating_point:
             raise RuntimeError(f"{name} expects a floating point tensor, got {self.dtype.name}")
         u = R.rand(*self.shape, dtype=D.float64, generator=generator)
@@ -191,8 +191,6 @@ def _random_inplace(name):
 
 
 def _no_grad():
-    from .grad_mode import no_grad
-
     return no_grad()
 
 

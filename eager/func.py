@@ -8,7 +8,11 @@ flow; PyTorch batches the ops instead, with the same values), `grad`, `grad_and_
 
 from __future__ import annotations
 
+from . import autograd
 from .autograd import functional as AF
+from .dispatch import FUNCTIONS
+from .grad_mode import enable_grad
+from .nn.utils import stateless
 from .tensor import Tensor
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
@@ -79,8 +83,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         first_leaves, spec = _flatten(results[0])
         per = [_flatten(r)[0] for r in results]
         od = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(first_leaves)
-        from .dispatch import FUNCTIONS
-
         stacked = [FUNCTIONS["stack"]([p[k] for p in per], od[k])
                    for k in range(len(first_leaves))]
         return _unflatten(stacked, spec)
@@ -91,9 +93,6 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """`torch.func.grad_and_value`: (d func / d args[argnums], func(*args)) for a scalar
     output (with `has_aux`: func returns (output, aux), and the value is that pair)."""
     def wrapped(*args, **kwargs):
-        from . import autograd
-        from .grad_mode import enable_grad
-
         nums = argnums if isinstance(argnums, tuple) else (argnums,)
         args = list(args)
         # each differentiated argument is a pytree (a tensor, or tuples/lists/dicts of them)
@@ -245,8 +244,6 @@ def stack_module_state(models):
     if not (all(m.training for m in models) or all(not m.training for m in models)):
         raise RuntimeError("stack_module_state: Expected all models to have the same "
                            "training/eval mode.")
-    from .dispatch import FUNCTIONS
-
     stack = FUNCTIONS["stack"]
 
     def stacked(named):
@@ -268,8 +265,6 @@ def functional_call(module, parameter_and_buffer_dicts, args=(), kwargs=None, *,
                     tie_weights=True, strict=False):
     """`torch.func.functional_call`: call `module` with its parameters and buffers replaced by
     the given dict(s)."""
-    from .nn.utils import stateless
-
     dicts = parameter_and_buffer_dicts
     if isinstance(dicts, (tuple, list)):
         merged = {}

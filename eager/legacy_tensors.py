@@ -9,7 +9,10 @@ or a dtype. Semantics: the torch.Tensor documentation of these legacy constructo
 from __future__ import annotations
 
 from ir import dtypes as D
+from ir.dtypes import set_default_dtype
 
+from . import creation
+from .device import device as _device
 from .tensor import Tensor
 
 # legacy type name stem -> dtype name
@@ -62,8 +65,6 @@ class _LegacyTensorMeta(type):
             obj.device.type == cls.device_type
 
     def __call__(cls, *args, device=None):
-        from . import creation
-
         dev = device if device is not None else cls.device_type
         if len(args) == 0:
             return creation.empty(0, dtype=cls.dtype, device=dev)
@@ -103,10 +104,6 @@ def set_default_tensor_type(t) -> None:
     dtype of a legacy type or its name, and the CUDA default device for a torch.cuda type.
     TypeError for a non-floating type."""
     import warnings
-
-    from ir.dtypes import set_default_dtype
-
-    from . import device as _device
 
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.",

@@ -22,6 +22,10 @@ import numpy as np
 from ir import dtypes as D
 from ir.ops import random as R
 
+from .creation import _finish
+from .creation import _sizes as sizes
+from .device import device as _device
+from .device import to_device
 from .tensor import Tensor, bump_version
 
 
@@ -33,8 +37,6 @@ class Generator:
     """
 
     def __init__(self, device="cpu"):
-        from .device import device as _device
-
         self.device = _device(device)
         self._stream = R.register_stream(self)  # the `stream` of compiled state write-backs
         self.seed()
@@ -103,8 +105,6 @@ def _gen(generator) -> np.random.Generator:
 
 
 def _sizes(size) -> tuple:
-    from .creation import _sizes as sizes
-
     return sizes(size)
 
 
@@ -116,8 +116,6 @@ def _float_dtype(dtype, what: str) -> D.DType:
 
 
 def _make(arr, dt: D.DType, device=None, requires_grad=False, out=None) -> Tensor:
-    from .creation import _finish
-
     return _finish(arr.astype(dt.np) if arr.dtype != dt.np else arr, device, requires_grad, out)
 
 
@@ -241,8 +239,6 @@ def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None,
 
 
 def _fill(t: Tensor, arr) -> Tensor:
-    from .device import to_device
-
     t._check_inplace()
     t._data[...] = to_device(np.asarray(arr).astype(t._data.dtype), t.device)
     bump_version(t)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ir import dtypes as D
+
 from .creation import tensor as _tensor
 from .dispatch import FUNCTIONS as _F
 from .tensor import Tensor
@@ -44,8 +46,6 @@ def _xlog(x, y, log, pole):
     a harmless value, so the gradient in x there is 0 and elsewhere log(y) (PyTorch's)."""
     x, y = _t(x, y), _t(y, x)
     if not x.is_floating_point() and not y.is_floating_point():
-        from ir import dtypes as D
-
         x = x.to(D.get_default_dtype())
     bad = (x == 0) & ((y <= pole) | _F["isinf"](y))
     return x * log(_F["where"](bad, pole + 1.0, y))
