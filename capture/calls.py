@@ -12,6 +12,7 @@ Touches `eager` (to read its functions' `__wick_op__`), `ir`, and `capture`.
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import types
@@ -125,6 +126,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return var
         if value is functools.partial and args:
             return PartialVariable(args[0], args[1:], kwargs)
+        if value is collections.OrderedDict and len(args) <= 1:  # `out = OrderedDict()`
+            return _make_ordered_dict(tx, args, kwargs)
         if isinstance(value, type) and vocabulary.is_internal(value):
             rule = vocabulary.rule_for(value)  # eager's classes with a rule: `finfo(dtype)`
             if rule is not None:
@@ -146,6 +149,22 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def _make_ordered_dict(tx, args: list, kwargs: dict) -> DictVariable:
+    """`OrderedDict()`, `OrderedDict(d)`, `OrderedDict([(k, v), ...])`, `OrderedDict(a=x)`:
+    a dict the code made, rebuilt as an OrderedDict when it leaves the graph."""
+    items = {}
+    if args and isinstance(args[0], DictVariable):
+        items.update(args[0].items)
+    elif args:
+        for pair in unpack(tx, args[0]):
+            k, v = unpack(tx, pair)
+            if not k.is_constant():
+                raise tx.unsupported("OrderedDict with a key that is not a constant")
+            items[k.value] = v
+    items.update(kwargs)
+    return DictVariable(items, ordered=True)
 
 
 def _make_namedtuple(cls, args, kwargs) -> TupleVariable:

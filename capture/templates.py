@@ -11,6 +11,7 @@ which re-exports these names), the compiled entry (`compiler.py`) and side effec
 
 from __future__ import annotations
 
+import collections
 import functools
 import types
 
@@ -89,7 +90,9 @@ class Templater:
             # a list/dict built by the code: one object however often it is referenced
             items = {k: self.t(x) for k, x in v.items.items()} \
                 if isinstance(v, DictVariable) else [self.t(x) for x in v.items]
-            return ("dict" if isinstance(v, DictVariable) else v.kind.__name__, items, id(v))
+            kind = ("odict" if v.ordered else "dict") if isinstance(v, DictVariable) \
+                else v.kind.__name__
+            return (kind, items, id(v))
         if isinstance(v, SequenceVariable):
             return (v.kind.__name__, [self.t(x) for x in v.items])
         if isinstance(v, IteratorVariable):  # one iterator however often referenced
@@ -190,14 +193,15 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
     r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
     if kind == "newobj":
         return objects.rebuild(t, r, cells)
-    if len(t) > 2 and kind in ("list", "set", "dict") and t[2] in cells:
+    if len(t) > 2 and kind in ("list", "set", "dict", "odict") and t[2] in cells:
         return cells[t[2]]  # the same list/dict the code referenced from several places
     if kind in ("tuple", "list", "set"):
         items = [r(x) for x in t[1]]
         out = tuple(items) if kind == "tuple" else set(items) if kind == "set" else items
-    elif kind == "dict":
+    elif kind in ("dict", "odict"):
         out = {k: r(x) for k, x in t[1].items()}
-    if kind in ("tuple", "list", "set", "dict"):
+        out = collections.OrderedDict(out) if kind == "odict" else out
+    if kind in ("tuple", "list", "set", "dict", "odict"):
         if len(t) > 2:
             cells[t[2]] = out
         return out

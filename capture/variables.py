@@ -203,12 +203,15 @@ class GradModeExitVariable(VariableTracker):
 class DictVariable(VariableTracker):
     """A dict built by the code or read from an argument: constant keys, tracker values."""
 
-    def __init__(self, items: dict, source: str | None = None):
+    def __init__(self, items: dict, source: str | None = None, ordered: bool = False):
         self.items = dict(items)
         self.source = source
+        self.ordered = ordered  # an `OrderedDict()` the code made (rebuilt as one)
 
     def python_type(self) -> type:
-        return dict
+        from collections import OrderedDict
+
+        return OrderedDict if self.ordered else dict
 
     def describe(self) -> str:
         return f"dict of {len(self.items)}"

@@ -29,6 +29,15 @@ def _flat(v):
     return [v]
 
 
+def _types(v):
+    """The container types of a result, outermost first (an OrderedDict stays one)."""
+    if isinstance(v, dict):
+        return [type(v)] + [t for k in v for t in _types(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [type(v)] + [t for x in v for t in _types(x)]
+    return []
+
+
 def _same(a, b):
     fa, fb = _flat(a), _flat(b)
     assert len(fa) == len(fb)
@@ -116,9 +125,40 @@ def module_device_property(torch):
     return step, (ids, torch.tensor([0, 2])), lambda: [meter.sum, meter.count]
 
 
+def backbone_feature_dict(torch):
+    """torchvision-style IntermediateLayerGetter: iterate `named_children()` of a Sequential
+    built from an OrderedDict, collect features into `OrderedDict()` (a call to OrderedDict was
+    a break), pool with AdaptiveAvgPool2d((2, 2)) on a 3x3 map."""
+    from collections import OrderedDict
+
+    nn = torch.nn
+
+    class Backbone(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stages = nn.Sequential(OrderedDict([
+                ("stem", nn.Conv2d(3, 4, 3, padding=1)), ("act", nn.ReLU()),
+                ("layer1", nn.Conv2d(4, 4, 3, stride=2, padding=1)),
+                ("pool", nn.AdaptiveAvgPool2d((2, 2)))]))
+            self.return_layers = {"layer1": "feat1", "pool": "feat2"}
+
+        def forward(self, x):
+            out = OrderedDict()
+            for name, module in self.stages.named_children():
+                x = module(x)
+                if name in self.return_layers:
+                    out[self.return_layers[name]] = x
+            both = OrderedDict([("first", x.sum())], last=x.mean())
+            return out, both, isinstance(out, OrderedDict)
+
+    m = Backbone()
+    return m, (_rand(torch, 2, 3, 6, 6),), lambda: []
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
+    (backbone_feature_dict, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -145,6 +185,7 @@ def test_compiled_like_eager(case, graphs, breaks, tg, tb):
         eager.manual_seed(1)
         got = (compiled(*ac), sc())
         _same(want, got)
+        assert _types(want) == _types(got)
 
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
