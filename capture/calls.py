@@ -84,11 +84,7 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
                     args = [fn.self_var] + args
                 return eager_rules.call_in_grad_mode(tx, *decorated, args, kwargs)
             return call_eager(tx, fn, args, kwargs)
-        if getattr(value, "__wick_disable__", False):
-            raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
-        if (getattr(value, "__module__", None) or "").split(".")[0] == "logging":
-            raise tx.unsupported(f"call to logging's {value.__qualname__} (writes to the "
-                                 "log's handlers)")  # as print: one break at the call
+        _refuse_opaque(tx, value)
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, NestedFunctionVariable):
         return inline(tx, fn, args, kwargs)
@@ -149,6 +145,16 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def _refuse_opaque(tx, value) -> None:
+    """A break for a user function capture must not inline: marked `capture.disable`, or
+    logging's (it writes to the log's handlers; as print, one break at the call)."""
+    if getattr(value, "__wick_disable__", False):
+        raise tx.unsupported(f"call to {value.__qualname__}, marked capture.disable")
+    if (getattr(value, "__module__", None) or "").split(".")[0] == "logging":
+        raise tx.unsupported(f"call to logging's {value.__qualname__} (writes to the "
+                             "log's handlers)")
 
 
 def _make_ordered_dict(tx, args: list, kwargs: dict) -> DictVariable:

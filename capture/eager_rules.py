@@ -174,10 +174,28 @@ def _checkpoint_rule(tx, fn, args, kwargs):
 
 def _constant_query(tx, fn, args, kwargs):
     """`torch.cuda.is_available()`, `device_count()`, `torch.backends.mps.is_available()`: a
-    fact of the machine, folded to a constant at capture (as Dynamo folds them)."""
+    fact of the machine, folded to a constant at capture (as Dynamo folds them); so are
+    `torch.jit.is_scripting()` / `is_tracing()` (always False in wick)."""
     if args or kwargs:
         raise vocabulary.no_graph_form(tx, fn, "arguments")
     return ConstantVariable(fn())
+
+
+def _bind(fn, args, kwargs) -> dict:
+    """`fn`'s parameters bound to the call's trackers (a TypeError here is the user's)."""
+    import inspect
+
+    return inspect.signature(fn).bind(*args, **kwargs).arguments
+
+
+def _is_tensor_rule(tx, fn, args, kwargs):
+    """`torch.is_tensor(obj)`: whether the tracker is a tensor (its type is known at capture;
+    a Python value is never one)."""
+    if len(args) != 1 or kwargs:
+        raise TypeError("is_tensor() takes exactly one argument")
+    v = args[0]
+    return ConstantVariable(isinstance(v, TensorVariable) or
+                            isinstance(getattr(v, "value", None), Tensor))
 
 
 def _inference_query(tx, fn, args, kwargs):
@@ -201,12 +219,20 @@ def _local_rules() -> dict:
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[ckpt.checkpoint] = _checkpoint_rule
     rules[grad_mode.is_inference_mode_enabled] = _inference_query
+    import eager
+
+    rules[eager.is_tensor] = _is_tensor_rule
+    rules[eager.jit.annotate] = lambda tx, fn, args, kwargs: \
+        types.SimpleNamespace(**_bind(fn, args, kwargs)).the_value  # the value itself
     import eager.backends.mps
     import eager.cpu
     import eager.cuda
 
+    import eager.jit
+
     for query in (eager.cuda.is_available, eager.cuda.device_count, eager.cpu.is_available,
-                  eager.backends.mps.is_available):
+                  eager.backends.mps.is_available, eager.jit.is_scripting,
+                  eager.jit.is_tracing):
         rules[query] = _constant_query
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
     rules[grad_mode._GradModeContext.clone] = _grad_clone_rule

@@ -155,10 +155,44 @@ def backbone_feature_dict(torch):
     return m, (_rand(torch, 2, 3, 6, 6),), lambda: []
 
 
+def jit_guarded_block(torch):
+    """timm/torchvision-style code: `if torch.jit.is_scripting() or not ...`, `torch.is_tensor`
+    on an optional mask, `@torch.jit.unused` helpers, `torch.jit.annotate` (eager had no
+    `torch.jit`, and is_tensor was a break)."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self, d=8):
+            super().__init__()
+            self.d = d
+            self.proj = nn.Linear(d, d)
+            self.grad_checkpointing = False
+
+        @torch.jit.unused
+        def _checkpointed(self, x):
+            return self.proj(x)
+
+        def forward(self, x, mask=None):
+            assert x.shape[-1] == self.d, f"expected last dim {self.d}, got {x.shape[-1]}"
+            if self.grad_checkpointing and not torch.jit.is_scripting():
+                h = self._checkpointed(x)
+            else:
+                h = self.proj(x)
+            if torch.is_tensor(mask) and not torch.jit.is_tracing():
+                h = h.masked_fill(~mask.bool()[..., None], 0.0)
+            outs = torch.jit.annotate(list, [])
+            outs.append(h)
+            return outs, torch.is_tensor(self.d)
+
+    m = Block()
+    return m, (_rand(torch, 2, 4, 8), torch.tensor([[1, 1, 0, 1], [0, 1, 1, 1]])), lambda: []
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
     (backbone_feature_dict, 1, 0, 1, 0),
+    (jit_guarded_block, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -260,3 +294,24 @@ def test_adaptive_avg_pool_uneven_windows_in_graph():
     torch = pytest.importorskip("torch")
     want = torch.nn.AdaptiveAvgPool2d((2, 2))(torch.tensor(x.numpy())).flatten(1) * 2
     np.testing.assert_allclose(f(x).numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_eager_jit_helpers_as_torch():
+    """eager.jit's helpers answer as torch.jit's do outside TorchScript: False for
+    is_scripting/is_tracing, decorators that keep the function callable, annotate's value."""
+    from eager import jit
+
+    def f(x):
+        return x + 1
+
+    assert jit.is_scripting() is False and jit.is_tracing() is False
+    assert jit.ignore(f)(1) == 2 and jit.ignore(drop=True)(f)(1) == 2
+    assert jit.unused(f)(1) == 2 and jit.export(f)(1) == 2
+    assert jit.annotate(list, [3]) == [3]
+    with pytest.raises(RuntimeError, match="must be a bool or a function"):
+        jit.ignore(3)
+    torch = pytest.importorskip("torch")
+    assert torch.jit.is_scripting() is jit.is_scripting()
+    assert torch.jit.ignore(drop=True)(f)(1) == jit.ignore(drop=True)(f)(1)
+    with pytest.raises(RuntimeError, match="must be a bool or a function"):
+        torch.jit.ignore(3)

@@ -1,0 +1,48 @@
+"""`torch.jit` as ordinary model code meets it: wick has no TorchScript, so code always runs as
+Python. `is_scripting()` / `is_tracing()` are False (the answer PyTorch gives outside
+`torch.jit.script` / `torch.jit.trace`, and under torch.compile), and the decorators that only
+steer the TorchScript compiler (`ignore`, `unused`, `export`) return the function unchanged, as
+they leave it callable from Python in PyTorch. `script`, `trace`, `save` and `load` are absent
+(AttributeError): there is no TorchScript program to build. Semantics: torch/_jit_internal.py.
+"""
+
+from __future__ import annotations
+
+from typing import Final  # noqa: F401  (`torch.jit.Final[int]` annotations on modules)
+
+__all__ = ["Final", "annotate", "export", "ignore", "is_scripting", "is_tracing", "unused"]
+
+
+def is_scripting() -> bool:
+    """`torch.jit.is_scripting()`: False (no code runs under TorchScript in wick)."""
+    return False
+
+
+def is_tracing() -> bool:
+    """`torch.jit.is_tracing()`: False (wick has no `torch.jit.trace`)."""
+    return False
+
+
+def ignore(drop=False, **kwargs):
+    """`@torch.jit.ignore` / `@torch.jit.ignore(drop=True)`: the function, unchanged."""
+    if callable(drop):
+        return drop
+    if not isinstance(drop, bool):
+        raise RuntimeError("Argument to @torch.jit.ignore must be a bool or a function but got "
+                           f"{drop}")
+    return lambda fn: fn
+
+
+def unused(fn):
+    """`@torch.jit.unused`: the function (or property), unchanged."""
+    return fn
+
+
+def export(fn):
+    """`@torch.jit.export`: the method, unchanged."""
+    return fn
+
+
+def annotate(the_type, the_value):
+    """`torch.jit.annotate(List[int], [])`: the value (the type only informs TorchScript)."""
+    return the_value
