@@ -9,9 +9,11 @@ like any graph). Plans are built once per pattern of inputs requiring grad; a ca
 hits build their node with one generated function per plan (`direct_function`). Without
 grad mode or with no input requiring grad it runs the plain compiled graph. Gradients equal
 eager's (same registry rules; a composite eager records as one node, softmax say, is
-differentiated by its `eager_backward` as in eager: `ir.autodiff.whole_rule`); double backward
-through it (create_graph=True) is not supported: the backward raises. Imports `eager`, `ir`
-and (through `compile_graph`) codegen.
+differentiated by its `eager_backward` as in eager: `ir.autodiff.whole_rule`). A backward
+under create_graph=True (a gradient penalty's `autograd.grad(..., create_graph=True)`)
+recomputes the graph from its inputs through eager ops and differentiates that, so the
+gradient has eager's own history (double backward works as in eager; PyTorch's aot_autograd
+raises there). Imports `eager`, `ir` and (through `compile_graph`) codegen.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
 from ir.passes import cse
 
+from . import backends
+
 
 class _Plan:
     """The compiled forward (outputs + saved values) and backward graphs for one `wrt`.
@@ -39,6 +43,7 @@ class _Plan:
 
     def __init__(self, graph, wrt: tuple, compile_graph):
         self.wrt = wrt
+        self.source = graph  # (recomputed through eager ops for a double backward)
         self.graph = graph = decompose(graph)
         self.compile_graph = compile_graph
         outs = tuple(graph.output_node.args[0])
@@ -98,6 +103,7 @@ class _AOT(Function):
     def forward(ctx, plan, *inputs):
         res = plan.fwd(*[t._data for t in inputs])
         ctx.plan = plan
+        ctx._ins = inputs
         outs = tuple(Tensor._make(np.asarray(a)) for a in res[:plan.n_out])
         nd = [o for o, d in zip(outs, plan.differentiable) if not d]
         if nd:
@@ -114,8 +120,7 @@ class _AOT(Function):
     @staticmethod
     def backward(ctx, *grads):
         if grad_mode.is_grad_enabled():
-            raise RuntimeError("double backward through a compiled graph is not supported "
-                               "(create_graph=True); compile without requires_grad inputs")
+            return _backward_with_graph(ctx, grads)
         plan = ctx.plan
         seeded = tuple(g is not None and d for g, d in zip(grads, plan.differentiable))
         if not any(seeded):
@@ -206,6 +211,25 @@ class AOTGraph:
         # call (a resume function may start inside a `no_grad` block its graph leaves)
         with grad_mode.enable_grad():
             return _AOT.apply(plan, *inputs)
+
+
+def _backward_with_graph(ctx, grads) -> tuple:
+    """The backward under create_graph=True: the graph recomputed from the node's inputs
+    through eager ops (`backends.run_with_autograd`) and differentiated by eager's engine with
+    create_graph=True, so the gradients carry eager's history. Raises as eager's when the saved
+    values were freed or modified in place."""
+    plan = ctx.plan
+    _saved_reads(ctx, range(len(plan.saved)))  # RuntimeError once freed or modified
+    inputs = ctx._ins
+    with grad_mode.enable_grad():
+        outs = backends.run_with_autograd(plan.source, inputs)
+    pairs = [(o, g) for o, g, d in zip(outs, grads, plan.differentiable)
+             if d and g is not None and o.requires_grad]
+    wrt = [t for t, w in zip(inputs, plan.wrt) if w]
+    got = iter(engine.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
+                           retain_graph=True, create_graph=True, allow_unused=True)
+               if pairs else [None] * len(wrt))
+    return (None, *[next(got) if w else None for w in plan.wrt])
 
 
 def _saved_arrays(ctx, reads) -> list:
@@ -347,6 +371,7 @@ def _apply_direct(plan: _Plan, inputs: tuple) -> tuple:
         in_meta = plan.in_meta = [None, *[(t._data.shape, t.dtype) for t in inputs]]
     ctx._in_meta = in_meta
     ctx.plan = plan
+    ctx._ins = inputs
     ctx.materialize_grads = False
     n = plan.n_out
     outs = tuple([Tensor._make(np.asarray(a)) for a in res[:n]])
@@ -402,6 +427,7 @@ def direct_function(plan: _Plan):
     lines = [f"def direct({', '.join(ins)}):",
              f"    res = fwd({''.join(f'i{k}._data, ' for k in range(m))})",
              "    ctx = new(Node)", "    ctx._hk = None",
+             f"    ctx._ins = ({''.join(f'i{k}, ' for k in range(m))})",
              f"    ctx.next_functions = (NO_EDGE, {edges})"]
     for i in range(n):
         diff = plan.differentiable[i]

@@ -1,0 +1,135 @@
+"""Code around models that capture got wrong or broke on (issue 14's bar, held-out set N:
+training/eval/inference script code): each case is written as PyTorch code and built by
+`build(lib)` for `lib` = wick's `eager` or the real torch. It runs eagerly and compiled (twice:
+capture, then the cache hit, or once per argument tuple of `calls`) from the same seed,
+comparing outputs (values and dtypes) and the state it names; its graph and break counts from
+`capture.explain` are checked, and when torch is installed torch._dynamo.explain's counts on the
+same code are too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capture
+import eager
+
+
+def _rand(lib, *shape, seed=1):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [x for k in sorted(v) for x in _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    return [v]
+
+
+def _same(a, b):
+    fa, fb = _flat(a), _flat(b)
+    assert len(fa) == len(fb)
+    for x, y in zip(fa, fb):
+        if isinstance(x, eager.Tensor):
+            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
+            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
+        elif isinstance(x, np.ndarray):
+            assert isinstance(y, np.ndarray) and x.dtype == y.dtype
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+
+
+def wgan_gradient_penalty(torch):
+    """A WGAN-GP critic step: the penalty's `autograd.grad(..., create_graph=True)` runs
+    after a break, through the compiled graph of `critic(interp)` (its backward raised "double
+    backward through a compiled graph is not supported")."""
+    nn = torch.nn
+    critic = nn.Sequential(nn.Linear(6, 12), nn.LeakyReLU(0.2), nn.Linear(12, 1))
+
+    def gradient_penalty(real, fake, alpha):
+        interp = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+        out = critic(interp)
+        grads = torch.autograd.grad(outputs=out, inputs=interp,
+                                    grad_outputs=torch.ones_like(out),
+                                    create_graph=True, retain_graph=True)[0]
+        return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+
+    def step(real, fake, alpha):
+        critic.zero_grad()
+        loss = (critic(fake).mean() - critic(real).mean()
+                + 10.0 * gradient_penalty(real, fake, alpha))
+        loss.backward()
+        return loss.detach()
+
+    alpha = torch.tensor(np.random.default_rng(8).random((4, 1)).astype(np.float32))
+    return (step, (_rand(torch, 4, 6), _rand(torch, 4, 6, seed=7), alpha),
+            lambda: [p.grad for p in critic.parameters()])
+
+
+CASES = [
+    (wgan_gradient_penalty, 5, 4, 6, 5),
+]
+
+IDS = [c[0].__name__ for c in CASES]
+
+
+def _calls(case_out):
+    fn, args, state, *rest = case_out
+    return fn, (rest[0] if rest else [args, args]), state
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    eager.manual_seed(0)
+    fn, args, *_ = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
+    if breaks == 0:
+        assert not ex.unique_break_reasons, str(ex)
+    eager.manual_seed(0)
+    fe, calls_e, se = _calls(case(eager))
+    eager.manual_seed(0)
+    fc, calls_c, sc = _calls(case(eager))
+    capture.reset()
+    compiled = capture.compile(fc)
+    for ae, ac in zip(calls_e, calls_c):
+        eager.manual_seed(1)
+        want = (fe(*ae), se())
+        eager.manual_seed(1)
+        got = (compiled(*ac), sc())
+        _same(want, got)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    fn, args, *_ = case(torch)
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+
+
+def test_double_backward_through_compiled_graph():
+    """Second derivatives through a compiled graph whose input requires grad equal eager's
+    (the backward under create_graph=True recomputes the graph through eager ops)."""
+    def f(x, w):
+        return (eager.tanh(x @ w) ** 3).sum()
+
+    cf = capture.compile(f)
+    capture.reset()
+    got = []
+    for fn in (f, cf, cf):
+        x = _rand(eager, 3, 4).requires_grad_()
+        w = _rand(eager, 4, 2, seed=2).requires_grad_()
+        (gx,) = eager.autograd.grad(fn(x, w), x, create_graph=True)
+        gx.pow(2).sum().backward()
+        got.append((gx.detach(), x.grad, w.grad))
+    _same(got[0], got[1])
+    _same(got[0], got[2])
