@@ -26,6 +26,7 @@ from ir.graph import Node
 
 BASE = "<base>"  # the slot of a view's inputs its base goes in
 DETACH = "<detach>"  # a `detach()` (a view eager lets in-place ops modify), not a no_grad view
+DATA = "<data>"  # a `.data` alias of an input (`writeback.note_alias`): its own version counter
 
 
 def view_template(templater, node: Node):
@@ -93,6 +94,8 @@ def rebuild_view(t: tuple, r):
     base = r(base_t)
     if op == DETACH:
         return base.detach()
+    if op == DATA:
+        return base.data
     inputs = tuple(base if s is BASE else s for s in slots)
     prev = grad_mode.is_grad_enabled()
     if prev == grad:

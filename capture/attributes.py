@@ -303,6 +303,11 @@ def tensor_attr(tx, t: TensorVariable, name: str) -> VariableTracker:
         got = load_grad(tx, t)
         if got is not None:
             return got
+    if name == "data":  # a detached alias sharing memory, its own version counter
+        from .vocabulary import _same_shape_view
+        from .writeback import note_alias
+
+        return note_alias(tx, t, _same_shape_view(tx, t, grad=False), "data")
     if name == "is_leaf" and t.node.op == "call_function":
         return ConstantVariable(not t.requires_grad)
     if name in ("T", "mT", "H", "mH", "real", "imag"):

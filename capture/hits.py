@@ -206,11 +206,12 @@ def _fast_body(cf, entry, ns: dict, shared: dict) -> str | None:
         ns["___mutations"] = MUTATIONS  # (`writeback.write_one` in line: copy, bump versions)
         inplace = () if runner.empty else _inplace_pairs(entry, runner.aot if aot else
                                                          runner.compiled)
-        for i, k, _ in entry.writebacks:
+        for i, k, grad in entry.writebacks:
             copy = f"___i{i}._data[...] = ___o{k}._data"
             if (i, k) in inplace:  # (the graph may store it into the input's own array)
                 copy = f"if ___o{k}._data is not ___i{i}._data:\n        {copy}"
-            lines += [f"    {copy}", f"    ___i{i}._vc[0] += 1", "    ___mutations[0] += 1"]
+            bump = [] if grad is None else [f"    ___i{i}._vc[0] += 1"]  # (None: `.data`)
+            lines += [f"    {copy}", *bump, "    ___mutations[0] += 1"]
     lines += [f"    ___s{k} = {read_through(entry.guards.source(src), shared)}"
               for k, src in enumerate(entry.obj_sources)]
     lines += effects

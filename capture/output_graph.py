@@ -64,6 +64,8 @@ class OutputGraph:
         self.values: dict = {}  # source -> the tensor read at capture (`writeback.py`)
         self.writebacks: dict = {}  # source -> tracker of a mutated input (its final value)
         self.mutated: dict = {}  # placeholder node of a mutated input -> its tracker
+        self.alias_writes: dict = {}  # source -> "data"/"detach": written through such aliases
+        self.aliases: dict = {}  # source -> the `.data` / `detach()` trackers of that input
         self.side_effects = SideEffects(self)  # Python mutations replayed after the graph
         self.containers_by_id: dict = {}  # id(list/dict read) -> (it, its one tracker)
 

@@ -43,6 +43,10 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
         from .writeback import check_stale
 
         check_stale(tx, inputs)
+        if tx.out.grad_enabled and tx.out.alias_writes:
+            from .writeback import check_alias_grad
+
+            check_alias_grad(tx, inputs)
     vals = []
     names = list(op.input_names)
     names += [names[0] if names else "input"] * (len(inputs) - len(names))  # variadic ops
@@ -197,6 +201,10 @@ def inplace(tx, target, compute) -> VariableTracker:
     if not isinstance(target, TensorVariable):
         raise tx.unsupported("in-place op on a value that is not a tensor")
     node = target.node
+    if getattr(target, "alias_of", None) is not None:  # `p.data.mul_(a)`, `p.detach().add_(b)`
+        from .writeback import inplace_alias
+
+        return inplace_alias(tx, target, compute)
     if node.op == "placeholder" and eager_rules.made_by_the_code(tx, target):
         pass  # `pe = zeros(n, d); pe[:, 0::2] = ...`: made fresh each call, nothing aliases it
     elif node.op == "placeholder" or any(

@@ -291,6 +291,11 @@ def store_attr(tx, obj, name: str, value) -> None:
 def _store_grad(tx, t, name: str, value) -> None:
     out = tx.out
     src = t.source
+    if name == "data":
+        from .writeback import store_data
+
+        store_data(tx, t, value)
+        return
     if name != "grad" or src is None or src not in out.input_sources or \
             out.by_source.get(src) is not t or src not in out.values:
         raise tx.unsupported(f"setting Tensor attribute {name!r} (only .grad of an input)")

@@ -348,10 +348,12 @@ def _same_shape_view(tx, t, grad=True):
 
 
 def _detach(tx, fn, args, kwargs):
+    from .writeback import note_alias
+
     t, rest = _self_and(tx, fn, args)
     if rest or kwargs:
         raise TypeError("detach() takes no arguments")
-    return _same_shape_view(tx, t, grad=False)
+    return note_alias(tx, t, _same_shape_view(tx, t, grad=False), "detach")
 
 
 def _contiguous(tx, fn, args, kwargs):

@@ -21,6 +21,13 @@ requires grad is mutated as eager mutates a non-leaf: its old history is the gra
 input is fed to the graph as a copy of its old value with its history (`protect`), as eager's
 in-place ops keep an operand they overwrite.
 
+In-place ops on a `.data` or `detach()` alias of an input (`p.data.mul_(0.9)`, a soft target
+update `tp.detach().mul_(1 - tau)`, `p.data = p.data.clamp(...)`) write the input outside
+autograd (`inplace_alias`): it stays a leaf that requires grad; through `.data` only, its
+version counter stays as eager's `.data` leaves it (the pair's grad item is None). A returned
+alias is rebuilt as eager's `.data`/`detach()` of the input. A read of such an input with
+grad later in the same graph is a break (its gradient would not reach the leaf).
+
 Sound only when exact; otherwise a graph break:
 - a leaf that requires grad, mutated while grad mode is on (eager raises);
 - with grad, an input that is itself a view (guarded: `_base is None`; eager rebases its base);
@@ -37,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from eager.autograd.hooks import meta_of, move_retain_grad
-from eager.tensor import Tensor, bump_version
+from eager.tensor import MUTATIONS, Tensor, bump_version
 
 
 def _is_view(n) -> bool:
@@ -69,6 +76,100 @@ def inplace_input(tx, target, compute):
             out.guards.add(f"{src}.grad_fn is not None")
     out.side_effects.rebind(target, result, target.requires_grad or grad, src)
     return target
+
+
+def note_alias(tx, t, alias, kind: str):
+    """`alias` (the graph value of `t.detach()` or `t.data`, `kind` "detach"/"data") made an
+    alias of graph input `t` (or of another alias of it): in-place ops on it write the input
+    (`inplace_alias`). Returns `alias`."""
+    out = tx.out
+    src = getattr(t, "alias_of", None)
+    if src is None and t.source is not None and t.source in out.input_sources and \
+            out.by_source.get(t.source) is t:
+        src = t.source
+    if src is not None:
+        alias.alias_of, alias.alias_kind = src, kind
+        out.aliases.setdefault(src, []).append(alias)
+    return alias
+
+
+def inplace_alias(tx, alias, compute):
+    """An in-place op on `alias`, a `.data` or `detach()` of graph input `p` (a soft target
+    update `tp.detach().mul_(1 - tau)`, `p.data.clamp_(-c, c)`): recorded outside autograd
+    as its functional op, `p` and every alias of it rebound to the result, and `p` written
+    back after the graph without grad (it stays a leaf that requires grad, as eagerly). Through
+    `.data` only, the write-back leaves `p`'s version counter as eager's `.data` does (its own
+    counter); through `detach()` it bumps it (a shared counter). A later read of `p` with
+    grad in the same graph is a break (`check_alias_grad`)."""
+    _write_alias(tx, alias.alias_of, alias.alias_kind, compute)
+    return alias
+
+
+def store_data(tx, t, value) -> None:
+    """`p.data = v` on graph input `p` (`p.data = p.data.clamp(-c, c)`): `v`'s value written
+    into `p` as through `.data` (no version bump) and `v` made an alias of `p` (eagerly they
+    share memory from then on). A break unless `v` is a value the graph computed (not an
+    input or a view) of `p`'s shape and dtype (eager swaps the memory for any)."""
+    from .variables import TensorVariable
+
+    out = tx.out
+    src = t.source
+    if src is None or src not in out.input_sources or out.by_source.get(src) is not t:
+        raise tx.unsupported("setting Tensor attribute 'data' of a tensor that is not an input")
+    if getattr(value, "alias_of", None) == src and value.node is t.node:
+        return  # `p.data -= u`: the in-place op on the alias wrote p; p.data = p.data
+    node = getattr(value, "node", None)
+    if not isinstance(value, TensorVariable) or value.meta.shape != t.meta.shape or \
+            value.meta.dtype is not t.meta.dtype or node.op != "call_function" or \
+            node.target.kind == "view" or value.source is not None or \
+            getattr(value, "alias_of", None) is not None:
+        raise tx.unsupported("t.data = a tensor of another shape or dtype, or one that aliases "
+                             "another")
+    _write_alias(tx, src, "data", lambda: value)
+    note_alias(tx, t, value, "data")
+
+
+def _write_alias(tx, src: str, kind: str, compute) -> None:
+    """`inplace_alias`'s write of `compute()` into input `src` (see there)."""
+    out = tx.out
+    base = out.by_source.get(src)
+    if base is None or src not in out.input_sources or \
+            (base.node.op != "placeholder" and src not in out.alias_writes):
+        raise tx.unsupported("in-place op on a detached alias of a tensor mutated with grad")
+    value = out.values.get(src)
+    if value is None or shares_memory(out, src):
+        raise tx.unsupported("in-place op on a graph input that shares memory with another")
+    from .subscripts import _reachable_nodes, _views_of
+
+    mine = {a.node for a in out.aliases.get(src, ())}
+    if (_views_of(base.node) - mine) & _reachable_nodes(tx, 0):
+        raise tx.unsupported("in-place op on a graph input that a graph view aliases")
+    prev = out.grad_enabled
+    out.grad_enabled = False
+    try:
+        result = compute()
+    finally:
+        out.grad_enabled = prev
+    if result.meta.shape != base.meta.shape or result.meta.dtype is not base.meta.dtype:
+        raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
+    se = out.side_effects
+    se.rebind(base, result, base.requires_grad, src)
+    for a in out.aliases.get(src, ()):
+        se.rebind(a, result, False)
+    if out.alias_writes.get(src) != "detach":
+        out.alias_writes[src] = kind
+
+
+def check_alias_grad(tx, inputs) -> None:
+    """A graph read, with grad, of an input that requires grad after an in-place update
+    through its `.data`/`detach()`: its gradient would not reach the leaf: a break."""
+    wb = tx.out.writebacks
+    for src in tx.out.alias_writes:
+        var = wb.get(src)
+        if var is not None and any(getattr(x, "requires_grad", False) and
+                                   getattr(x, "node", None) is var.node for x in inputs):
+            raise tx.unsupported("a tensor read with grad after an in-place update through its "
+                                 ".data or detach() in the same graph")
 
 
 def _live_views(tx, node) -> bool:
@@ -141,8 +242,10 @@ def finish(out, templater) -> list:
             continue
         if var.node not in templater.outputs:
             templater.outputs.append(var.node)
-        pairs.append((out.input_sources.index(src), templater.outputs.index(var.node),
-                      bool(var.requires_grad and out.grad_enabled)))
+        kind = out.alias_writes.get(src)
+        grad = bool(var.requires_grad and out.grad_enabled) if kind is None else \
+            (None if kind == "data" else False)
+        pairs.append((out.input_sources.index(src), templater.outputs.index(var.node), grad))
     out.values.clear()  # (keeps no argument alive)
     return pairs
 
@@ -151,6 +254,9 @@ def final_template(templater, v):
     """("input", k) when tracker `v` is a mutated input (its value is written back), None
     when `v` is unrelated; a view of a mutated input's new value cannot be rebuilt exactly."""
     out = templater.out
+    alias = _alias_template(out, v)
+    if alias is not None:
+        return alias
     wb = getattr(out, "writebacks", None)
     if not wb:
         return None
@@ -165,6 +271,23 @@ def final_template(templater, v):
 
             raise CannotResume("a view of a tensor mutated in place")
     return None
+
+
+def _alias_template(out, v):
+    """A `.data` / `detach()` alias of a graph input holding the input's final value: rebuilt
+    as eager's `.data` / `detach()` of the input after the write-back, else None."""
+    src = getattr(v, "alias_of", None)
+    base = out.by_source.get(src) if src is not None else None
+    if base is None or src not in out.input_sources:
+        return None
+    n = v.node
+    if n is not base.node and not (n.op == "call_function" and n.meta.get("detached") and
+                                   n.args and n.args[0] is base.node):
+        return None
+    from .aliases import BASE, DATA, DETACH
+
+    return ("view", ("input", out.input_sources.index(src)),
+            DATA if v.alias_kind == "data" else DETACH, (BASE,), {}, False)
 
 
 def protect(pairs, inputs: list) -> list:
@@ -184,23 +307,28 @@ def protect(pairs, inputs: list) -> list:
     return inputs
 
 
-def write_one(dst, new) -> None:
+def write_one(dst, new, bump=True) -> None:
     """Write tensor `new`'s value into input `dst`'s own array and bump `dst`'s version (a
-    cache hit's write-back without grad, and the first step of `apply`). Capture checked
+    cache hit's write-back without grad, and the first step of `apply`; `bump` False: a write
+    through `.data`, which counts as a mutation but leaves the version). Capture checked
     that both have one shape and dtype, so `a[...] = b` is numpy's `copyto` (4x cheaper on
     small buffers than `np.copyto`'s dispatch) and also serves device arrays."""
     dst._data[...] = new._data
-    bump_version(dst)
+    if bump:
+        bump_version(dst)
+    else:
+        MUTATIONS[0] += 1
 
 
 def apply(pairs, inputs, outs, originals=None) -> None:
-    """Write each mutated input's final value into its own array, bumping its version; an
+    """Write each mutated input's final value into its own array, bumping its version (not
+    for a pair whose grad item is None: written through `.data`); an
     input whose final value requires grad takes that value's history (`grad_fn`, output
     number, `requires_grad`), as eager's in-place op rebinds its target's history.
     `originals`: the caller's tensors when `inputs` are `protect`ed copies."""
     for i, k, grad in pairs:
         dst, new = (originals or inputs)[i], outs[k]
-        write_one(dst, new)
+        write_one(dst, new, grad is not None)
         if grad and new.requires_grad:
             old_fn = dst.grad_fn
             dst.requires_grad, dst.grad_fn = True, new.grad_fn

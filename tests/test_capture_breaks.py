@@ -84,6 +84,63 @@ def locked_dropout_lm(torch):
     return step, (tokens,), lambda: [m.mask, m.mask._version, torch.rand(3)]
 
 
+# ---------------------------------------------------------------- 3, 4. .data and detach()
+
+
+def _param_state(*modules):
+    """Parameters with whether their version counters moved (a write-back bumps once per
+    graph, eager once per in-place op) and their autograd flags (leaf, requires_grad)."""
+    return [[p, p._version > 0, p.requires_grad, p.is_leaf, p.grad_fn is None]
+            for m in modules for p in m.parameters()]
+
+
+def manual_update_through_data(torch):
+    """Old-style training code through `.data`: a manual SGD update `p.data -= lr * p.grad`,
+    an EMA copy `e.data.mul_(0.9).add_(0.1 * p.data)`, a clamp assigned back `w.data =
+    w.data.clamp(...)` and a `.data` read returned. Eager's `.data` is a detached alias with
+    its own version counter: the parameters' versions must not move (autograd does not see
+    these writes), they stay leaves that require grad, and the returned `.data` shares memory."""
+    nn = torch.nn
+    critic = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    ema = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    critic(_rand(torch, 5, 4, seed=3)).sum().backward()
+
+    def step(x, lr: float = 0.05):
+        q = critic(x)
+        with torch.no_grad():
+            for p in critic.parameters():
+                p.data -= lr * p.grad
+        for e, p in zip(ema.parameters(), critic.parameters()):
+            e.data.mul_(0.9).add_(0.1 * p.data)
+        critic[2].weight.data = critic[2].weight.data.clamp(-0.05, 0.05)
+        w = critic[0].weight.data
+        return q, w.norm(), w, w.requires_grad
+
+    return step, (_rand(torch, 5, 4),), lambda: _param_state(critic, ema)
+
+
+def byol_momentum_encoder(torch):
+    """A BYOL/MoCo momentum encoder: the target network follows the online one through
+    in-place ops on `detach()`ed parameters (`pt.detach().mul_(m).add_(po.detach(), alpha=1 -
+    m)`), then encodes the second view under no_grad. `detach()` shares the version counter:
+    the target parameters' versions move as eagerly."""
+    nn, F = torch.nn, torch.nn.functional
+    online = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    target = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    predictor = nn.Linear(4, 4)
+
+    def step(x1, x2, m: float = 0.9):
+        p = predictor(online(x1))
+        with torch.no_grad():
+            for pt, po in zip(target.parameters(), online.parameters()):
+                pt.detach().mul_(m).add_(po.detach(), alpha=1 - m)
+            z = target(x2)
+        return 2 - 2 * F.cosine_similarity(p, z, dim=-1).mean()
+
+    return step, (_rand(torch, 5, 6), _rand(torch, 5, 6, seed=2)), \
+        lambda: _param_state(target, online)
+
+
 # ---------------------------------------------------------------- 2. optimizer steps
 
 OPTIMIZERS = [
@@ -194,6 +251,8 @@ def test_optimizer_training_step_torch_counts(name, kw):
 
 CASES = [
     (locked_dropout_lm, 1, 0, 2, 1),  # torch: Dynamo breaks on Tensor.random_ (wick records it)
+    (manual_update_through_data, 1, 0, 1, 0),
+    (byol_momentum_encoder, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
