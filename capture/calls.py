@@ -19,7 +19,7 @@ import types
 
 from eager import grad_mode
 
-from . import autocast, config, eager_rules, objects, vocabulary
+from . import autocast, config, eager_rules, inference, objects, vocabulary
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
     TENSOR_BREAKS,
@@ -101,9 +101,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return ConstantVariable(fn.bound(*[v.value for v in args],
                                              **{k: v.value for k, v in kwargs.items()}))
         raise tx.unsupported(f"call to {fn.describe()} with non-constant arguments")
-    if isinstance(fn, GradModeExitVariable):
-        tx.out.grad_enabled = fn.prev
-        return ConstantVariable(None)
+    if isinstance(fn, GradModeExitVariable):  # restores the mode, closes an inference block
+        return inference.leave(tx, fn)
     if isinstance(fn, autocast.AutocastExitVariable):
         return autocast.leave(tx, fn)
     if getattr(fn, "value", None) is super and not isinstance(fn, ConstantVariable):
@@ -115,6 +114,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         value = fn.value
         if value in (grad_mode.no_grad, grad_mode.enable_grad) and not args and not kwargs:
             return GradModeVariable(value is grad_mode.enable_grad)
+        if inference.make(tx, value, args, kwargs) is not None:  # `with inference_mode():`
+            return inference.make(tx, value, args, kwargs)
         if value is grad_mode.set_grad_enabled and len(args) == 1 and args[0].is_constant():
             var = GradModeVariable(bool(args[0].value))
             var.prev = tx.out.grad_enabled

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dis
 import operator
 
-from . import autocast, calls, vocabulary
+from . import autocast, calls, inference, vocabulary
 from .builders import PY, handler
 from .variables import (
     ConstantVariable,
@@ -228,6 +228,7 @@ class FlowOps:
         self.pop()
         prev = ctx.prev if ctx.prev is not None else self.out.grad_enabled
         self.push(GradModeExitVariable(prev))
+        inference.enter(self, ctx, self.stack[-1])
         self.out.grad_enabled = ctx.mode
         self.push(ConstantVariable(None))
 

@@ -17,7 +17,7 @@ import types
 
 from eager import grad_mode
 
-from . import aliases, autocast, objects, writeback
+from . import aliases, autocast, inference, objects, writeback
 from .resume import CannotResume
 from .variables import (
     CellVariable,
@@ -72,7 +72,7 @@ class Templater:
 
     def t(self, v) -> tuple:
         if isinstance(v, TensorVariable):
-            return self.graph_output(v)
+            return inference.template(self, v, self.graph_output(v))
         if isinstance(v, ConstantVariable):
             if type(v).__name__ == "SymNumberVariable" and v.source is not None:
                 return self.source(v.source)  # a dynamic number argument: read on each call
@@ -193,6 +193,8 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
     r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
     if kind == "newobj":
         return objects.rebuild(t, r, cells)
+    if kind == "inference":
+        return inference.rebuild(r(t[1]))
     if len(t) > 2 and kind in ("list", "set", "dict", "odict") and t[2] in cells:
         return cells[t[2]]  # the same list/dict the code referenced from several places
     if kind in ("tuple", "list", "set"):

@@ -315,3 +315,33 @@ def test_eager_jit_helpers_as_torch():
     assert torch.jit.ignore(drop=True)(f)(1) == jit.ignore(drop=True)(f)(1)
     with pytest.raises(RuntimeError, match="must be a bool or a function"):
         torch.jit.ignore(3)
+
+
+def test_inference_mode_block_in_graph():
+    """`with torch.inference_mode():` inside the compiled function: one graph (torch.compile:
+    1 graph, 0 breaks; it was 3 break sites), outputs made inside are inference tensors as in
+    eager, those made after it from them are not, on the capture and on the cache hit."""
+    eager.manual_seed(0)
+    net = eager.nn.Sequential(eager.nn.Linear(4, 4), eager.nn.GELU())
+
+    def infer(x):
+        device = "cuda" if eager.cuda.is_available() else "cpu"
+        with eager.inference_mode():
+            y = net(x.to(device))
+            z = y * 2
+        return y, z, y + 1
+
+    x = _rand(eager, 2, 4)
+    capture.reset()
+    ex = capture.explain(infer)(x)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0), str(ex)
+    assert not ex.unique_break_reasons, str(ex)
+    want, cf = infer(x), capture.compile(infer)
+    for _ in range(2):
+        got = cf(x)
+        _same(want, got)
+        assert [t.is_inference() for t in got] == [t.is_inference() for t in want] \
+            == [True, True, False]
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+    with pytest.raises(RuntimeError, match="[Ii]nference"):
+        got[0].add_(1)
