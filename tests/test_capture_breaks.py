@@ -141,6 +141,64 @@ def byol_momentum_encoder(torch):
         lambda: _param_state(target, online)
 
 
+# ---------------------------------------------------------------- 5. EmbeddingBag with offsets
+
+
+def fasttext_offsets(torch):
+    """A fastText-style classifier over variable-length documents packed as 1-D token ids
+    with `offsets` (an empty document included), a weighted "sum" bag (per_sample_weights,
+    include_last_offset) and a "max" bag beside the "mean" one; cross-entropy on the logits.
+    Eager read the offsets on the host (one eager site); they are now registry ops."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class FastText(nn.Module):
+        def __init__(self, vocab=30, d=6, classes=3):
+            super().__init__()
+            self.mean_bag = nn.EmbeddingBag(vocab, d, mode="mean")
+            self.max_bag = nn.EmbeddingBag(vocab, d, mode="max")
+            self.tfidf_bag = nn.EmbeddingBag(vocab, d, mode="sum", include_last_offset=True)
+            self.fc = nn.Linear(3 * d, classes)
+
+        def forward(self, tokens, offsets, weights):
+            ends = torch.cat([offsets, offsets.new_tensor([tokens.shape[0]])])
+            h = torch.cat([self.mean_bag(tokens, offsets), self.max_bag(tokens, offsets),
+                           self.tfidf_bag(tokens, ends, per_sample_weights=weights)], -1)
+            return self.fc(h)
+
+    m = FastText()
+
+    def step(tokens, offsets, weights, labels):
+        logits = m(tokens, offsets, weights)
+        return F.cross_entropy(logits, labels), logits
+
+    tokens = torch.tensor([3, 7, 7, 1, 29, 4, 4, 4, 12, 0, 5])
+    offsets = torch.tensor([0, 3, 3, 8])
+    weights = torch.tensor(np.linspace(0.5, 1.5, 11).astype(np.float32))
+    return step, (tokens, offsets, weights, torch.tensor([0, 2, 1, 2])), \
+        lambda: list(m.parameters())
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("last", [False, True])
+def test_embedding_bag_offsets_like_torch(mode, last):
+    """The registry-op form of 1-D bags with offsets against torch: values and the weight's
+    gradient (an empty bag; per_sample_weights in "sum" mode)."""
+    torch = pytest.importorskip("torch")
+    w = np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)
+    idx, off = [1, 2, 4, 5, 4, 3, 2, 9], [0, 2, 2, 5] + ([8] if last else [])
+    psw = np.linspace(-1, 2, 8).astype(np.float32) if mode == "sum" else None
+    got = []
+    for lib in (eager, torch):
+        weight = lib.tensor(w, requires_grad=True)
+        out = lib.nn.functional.embedding_bag(
+            lib.tensor(idx), weight, lib.tensor(off), mode=mode, include_last_offset=last,
+            per_sample_weights=None if psw is None else lib.tensor(psw))
+        (out * lib.arange(12.0).reshape(4, 3)).sum().backward()
+        got.append((out.detach().numpy(), weight.grad.numpy()))
+    for a, b in zip(*got):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
 # ---------------------------------------------------------------- 2. optimizer steps
 
 OPTIMIZERS = [
@@ -253,6 +311,7 @@ CASES = [
     (locked_dropout_lm, 1, 0, 2, 1),  # torch: Dynamo breaks on Tensor.random_ (wick records it)
     (manual_update_through_data, 1, 0, 1, 0),
     (byol_momentum_encoder, 1, 0, 1, 0),
+    (fasttext_offsets, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]

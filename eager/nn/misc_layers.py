@@ -12,13 +12,16 @@ import math
 
 import numpy as np
 
-from ..creation import as_tensor, empty, zeros
+from ir import dtypes as D
+
+from ..creation import arange, as_tensor, empty, full, zeros
 from ..dispatch import FUNCTIONS
 from ..random import normal_, randn
 from . import attention as _attention
 from .conv_transpose import fold, unfold
 from .functional import _embedding_renorm, check_embedding_indices
 from .init import uniform_
+from .losses import value_check
 from .module import Module, Parameter
 
 __all__ = ["bilinear", "channel_shuffle", "embedding_bag", "multi_head_attention_forward",
@@ -128,16 +131,14 @@ def bilinear(input1, input2, weight, bias=None):
 # ---------------------------------------------------------------- embedding_bag
 
 
-def _bag_args(input, offsets, per_sample_weights, include_last_offset):
-    """(flat indices, bag starts, bag ends, flat per-sample weights) on the host."""
+def _bag_args(input, offsets, per_sample_weights):
+    """(flat indices, flat per-sample weights); ValueError for bad shapes, as PyTorch."""
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is "
                              f"treated is a mini-batch of fixed length sequences. However, "
                              f"found offsets of type {type(offsets).__name__}")
-        b, length = input.shape
-        starts = np.arange(b) * length
-        return input.reshape(-1), starts, starts + length, per_sample_weights.reshape(-1) \
+        return input.reshape(-1), per_sample_weights.reshape(-1) \
             if per_sample_weights is not None else None
     if input.ndim != 1:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
@@ -146,18 +147,31 @@ def _bag_args(input, offsets, per_sample_weights, include_last_offset):
         raise ValueError("offsets has to be a 1D Tensor but got None")
     if offsets.ndim != 1:
         raise ValueError("offsets has to be a 1D Tensor")
+    return input, per_sample_weights
+
+
+@value_check
+def _check_offsets(offsets, n: int) -> None:
+    """RuntimeError, as PyTorch, for offsets that do not start at 0 or decrease or pass n."""
     off = offsets._host().astype(np.int64)
-    n = input.shape[0]
     if off.size and off[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
                            f"mini-batch has to start from position 0. However, got {off[0]}")
     if off.size and (np.any(np.diff(off) < 0) or off[-1] > n):
         raise RuntimeError(f"offsets has to be a non-decreasing sequence within [0, {n}]")
+
+
+def _bag_bounds(input, offsets, include_last_offset):
+    """(bag starts, bag ends) on the host."""
+    if input.ndim == 2:
+        b, length = input.shape
+        starts = np.arange(b) * length
+        return starts, starts + length
+    off = offsets._host().astype(np.int64)
+    n = input.shape[0]
     if include_last_offset:  # as ATen's CPU kernel, the last bag runs to the end
-        starts, ends = off[:-1], np.append(off[1:-1], n)[:max(off.size - 1, 0)]
-    else:
-        starts, ends = off, np.append(off[1:], n)
-    return input, starts, ends, per_sample_weights
+        return off[:-1], np.append(off[1:-1], n)[:max(off.size - 1, 0)]
+    return off, np.append(off[1:], n)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
@@ -177,7 +191,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.ndim}")
-    idx, starts, ends, psw = _bag_args(input, offsets, per_sample_weights, include_last_offset)
+    idx, psw = _bag_args(input, offsets, per_sample_weights)
+    if input.ndim == 1:
+        _check_offsets(offsets, input.shape[0])
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
     if scale_grad_by_freq and mode == "max":
@@ -199,6 +215,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
             rows = rows * psw.reshape(input.shape[0], -1, 1)
         return rows.max(1)[0] if mode == "max" else rows.mean(1) if mode == "mean" \
             else rows.sum(1)
+    if input.ndim == 1 and padding_idx is None and max_norm is None and not scale_grad_by_freq:
+        return _offset_bags(input, weight, offsets, mode, psw, include_last_offset)
+    starts, ends = _bag_bounds(input, offsets, include_last_offset)
     a = idx._host().astype(np.int64)
     if max_norm is not None:
         _embedding_renorm(weight, a, max_norm, norm_type)
@@ -227,6 +246,32 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if mode == "sum":
         return total
     return total / _const(np.maximum(counts, 1).astype(weight.dtype.np)[:, None], weight)
+
+
+def _offset_bags(input, weight, offsets, mode, psw, include_last_offset):
+    """1-D indices in bags given by `offsets` (checked on the host by `_check_offsets`), in registry
+    ops only (no host read of the indices or offsets, so capture keeps it in the graph): each
+    index's bag is `searchsorted(starts, position, right=True) - 1`, and the bags are
+    `index_add` sums (mean: divided by the counts, at least 1) or `scatter_reduce` maxima
+    (empty bags 0), as ATen's CPU kernel."""
+    n, dim = input.shape[0], weight.shape[1]
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    starts = offsets[:bags].to(D.int64)
+    seg = FUNCTIONS["searchsorted"](starts, arange(n, device=input.device), right=True) - 1
+    rows = FUNCTIONS["index_select"](weight, 0, input)
+    if psw is not None:
+        rows = rows * psw.reshape(-1, 1)
+    if mode == "max":
+        where = seg.reshape(-1, 1).expand(n, dim)
+        best = full((bags, dim), float("-inf"), dtype=weight.dtype, device=weight.device)
+        best = best.scatter_reduce(0, where, rows, "amax")
+        return best.masked_fill(best == float("-inf"), 0.0) if n else best.fill_(0.0)
+    total = zeros(bags, dim, dtype=weight.dtype, device=weight.device).index_add(0, seg, rows)
+    if mode == "sum":
+        return total
+    ones = full((n,), 1.0, dtype=weight.dtype, device=weight.device)
+    counts = zeros(bags, dtype=weight.dtype, device=weight.device).index_add(0, seg, ones)
+    return total / counts.clamp(min=1).reshape(-1, 1)
 
 
 class EmbeddingBag(Module):
