@@ -68,7 +68,7 @@ def is_internal_frame(tx) -> bool:
     return (tx.f_globals.get("__name__", "") or "").split(".")[0] in INTERNAL_ROOTS
 
 
-COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions")
+COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions", "eager.special")
 COMPOSITION_MODULES = ("eager.extra",)  # exactly (`eager.extra_api` and the like are not)
 
 

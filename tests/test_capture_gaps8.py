@@ -188,11 +188,38 @@ def jit_guarded_block(torch):
     return m, (_rand(torch, 2, 4, 8), torch.tensor([[1, 1, 0, 1], [0, 1, 1, 1]])), lambda: []
 
 
+def negative_binomial_nll(torch):
+    """A scVI-style negative-binomial likelihood (lgamma) with `torch.special.xlogy`/`xlog1py`,
+    `expit`, `logit` (eager.special's functions, written in registry ops, were breaks)."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class NBDecoder(nn.Module):
+        def __init__(self, z=4, genes=6):
+            super().__init__()
+            self.scale = nn.Linear(z, genes)
+            self.log_theta = nn.Parameter(torch.zeros(genes))
+
+        def forward(self, z, x):
+            mu = F.softmax(self.scale(z), dim=-1) * 10.0
+            theta = self.log_theta.exp()
+            log_tm = torch.log(theta + mu + 1e-8)
+            ll = (theta * (torch.log(theta + 1e-8) - log_tm) + x * (torch.log(mu + 1e-8) - log_tm)
+                  + torch.lgamma(x + theta) - torch.lgamma(theta) - torch.lgamma(x + 1))
+            extra = torch.special.xlogy(x, mu + 1).sum() + torch.special.xlog1py(x, mu).mean()
+            gate = torch.special.logit(torch.special.expit(z), eps=1e-6)
+            return -ll.sum(-1).mean(), extra, gate
+
+    counts = np.random.default_rng(4).poisson(1.0, (3, 6)).astype(np.float32)
+    m = NBDecoder()
+    return m, (_rand(torch, 3, 4), torch.tensor(counts)), lambda: []
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
     (backbone_feature_dict, 1, 0, 1, 0),
     (jit_guarded_block, 1, 0, 1, 0),
+    (negative_binomial_nll, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
