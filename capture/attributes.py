@@ -23,6 +23,7 @@ from .variables import (
     DictVariable,
     FunctionVariable,
     ModuleVariable,
+    NumpyOfVariable,
     OpFunctionVariable,
     SequenceVariable,
     TensorMethodVariable,
@@ -46,6 +47,8 @@ DTYPE_QUERIES = {"is_floating_point": "is_floating_point", "is_complex": "is_com
 
 def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dict):
     """Tensor methods that are not registry ops: shape queries fold, casts record `cast`."""
+    if name == "numpy" and not args and not kwargs and not t.requires_grad:
+        return NumpyOfVariable(t)  # (eager raises for a tensor that requires grad)
     if name in TENSOR_BREAKS:
         raise tx.unsupported(TENSOR_BREAKS[name])
     if not all(v.is_constant() or isinstance(v, TensorVariable)

@@ -17,6 +17,8 @@ import functools
 import inspect
 import types
 
+import numpy as np
+
 from eager import grad_mode
 
 from . import autocast, config, eager_rules, inference, objects, vocabulary
@@ -123,6 +125,10 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return var
         if value is functools.partial and args:
             return PartialVariable(args[0], args[1:], kwargs)
+        if isinstance(value, type) and value.__module__ == "numpy" and \
+                issubclass(value, np.generic) and not kwargs and \
+                all(v.is_constant() for v in args):
+            return ConstantVariable(value(*[v.value for v in args]))  # `np.float32(0.5)`
         if value is collections.OrderedDict and len(args) <= 1:  # `out = OrderedDict()`
             return _make_ordered_dict(tx, args, kwargs)
         if isinstance(value, type) and vocabulary.is_internal(value):

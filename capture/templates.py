@@ -31,6 +31,7 @@ from .variables import (
     IteratorVariable,
     NestedFunctionVariable,
     NullVariable,
+    NumpyOfVariable,
     ObjectVariable,
     OpFunctionVariable,
     PartialVariable,
@@ -114,6 +115,8 @@ class Templater:
             return ("getattr", self.t(v.obj), v.name)
         if isinstance(v, ConstantMethodVariable):
             return ("const", v.bound)
+        if isinstance(v, NumpyOfVariable):
+            return ("numpy", self.t(v.tensor))
         if isinstance(v, ObjectVariable):
             return self.source(v.source) if v.source is not None else ("const", v.value)
         if isinstance(v, CellVariable):
@@ -222,6 +225,8 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return types.MethodType(r(t[1]), r(t[2]))
     if kind == "getattr":
         return getattr(r(t[1]), t[2])
+    if kind == "numpy":
+        return r(t[1]).numpy()
     if kind == "cell":
         if t[1] not in cells:
             cells[t[1]] = types.CellType() if t[2] is None else types.CellType(r(t[2]))

@@ -306,3 +306,15 @@ class UserObjectVariable(ObjectVariable):
 
 class UnknownVariable(ObjectVariable):
     """A value of a type capture does not model (numpy array, dict...): any use breaks."""
+
+
+class NumpyOfVariable(UnknownVariable):
+    """`t.numpy()` of a graph tensor that does not require grad: rebuilt after the graph as
+    eager's `t.numpy()` (the array shares the tensor's memory); any use in the code breaks."""
+
+    def __init__(self, tensor):
+        super().__init__(None, None)
+        self.tensor = tensor
+
+    def describe(self) -> str:
+        return f"{self.tensor.describe()}.numpy()"

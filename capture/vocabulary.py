@@ -38,6 +38,8 @@ from __future__ import annotations
 import math
 import types
 
+import numpy as np
+
 from ir import dtypes as D
 
 from . import autocast, randomness
@@ -166,6 +168,8 @@ def _rule(prefix: str, name: str):
         return _constant_size
     if prefix == "eager" and name in FACTORIES:
         return _constant_factory
+    if prefix == "eager" and name == "from_numpy":
+        return _from_numpy
     if prefix == "eager" and name in LIKE:
         return _like_rule(name)
     if prefix == "eager" and name in randomness.SAMPLERS:
@@ -215,11 +219,45 @@ def _literal(tx, value) -> str:
     return tx.out.guards.literal(value)
 
 
+def _array_factory(tx, fn, args, kwargs):
+    """`eager.from_numpy(W)`, `eager.tensor(W)`, `as_tensor(W)` of a numpy array the code
+    reads (a global, an attribute: a tracker with a source) and constant keywords: a graph
+    input made by calling `fn` on that array on every call, guarded on its metadata as any
+    tensor input (`from_numpy` shares the array's memory, as eagerly). None: not this form."""
+    from .variables import UnknownVariable
+
+    arr = args[0] if len(args) == 1 else None
+    if not (isinstance(arr, UnknownVariable) and type(arr.value) is np.ndarray and
+            arr.source is not None):
+        return None
+    ckw = {k: _const(tx, fn, v) for k, v in kwargs.items()}
+    if str(ckw.get("device", "cpu")) != "cpu" or ckw.get("requires_grad"):
+        return None
+    value = fn(arr.value, **ckw)  # eager's own errors, raised at capture as eagerly
+    out = tx.out
+    fname = out.guards.name_for(fn, fn.__name__)
+    kw = "".join(f", {k}={_literal(tx, v)}" for k, v in ckw.items())
+    # (the index keeps two calls on one array two inputs: two tensors, as eagerly)
+    return out.wrap(value, f"({fname}({arr.source}{kw}), {len(out.input_sources)})[0]")
+
+
+def _from_numpy(tx, fn, args, kwargs):
+    var = _array_factory(tx, fn, args, kwargs)
+    if var is None:
+        raise no_graph_form(tx, fn, "the array is not one the code reads from a global or "
+                                    "an attribute")
+    return var
+
+
 def _constant_factory(tx, fn, args, kwargs):
     """`eager.zeros(3, 4)`, `eager.arange(n)`, `eager.tensor([1, 2])`: a graph input that the
     compiled code makes by calling `fn` with the same constants on every call."""
     if "out" in kwargs:
         raise no_graph_form(tx, fn, "out= writes into a tensor")
+    if fn.__name__ in ("tensor", "as_tensor", "asarray"):
+        var = _array_factory(tx, fn, args, kwargs)
+        if var is not None:
+            return var
     cargs = [_const(tx, fn, a) for a in args]
     ckw = {k: _const(tx, fn, v) for k, v in kwargs.items()}
     dev = ckw.get("device")

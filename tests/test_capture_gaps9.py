@@ -71,8 +71,25 @@ def wgan_gradient_penalty(torch):
             lambda: [p.grad for p in critic.parameters()])
 
 
+WEIGHTS = np.random.default_rng(11).standard_normal((4, 3)).astype(np.float32)
+
+
+def numpy_interop(torch):
+    """A projection by a numpy constant of the module (`torch.from_numpy(W)`), a numpy scalar
+    (`torch.as_tensor(np.float32(0.5))`) and a numpy result (`y.detach().numpy()`): each was a
+    break (from_numpy/as_tensor of an array, `np.float32(...)`, `.numpy()`)."""
+    def project(x):
+        w = torch.from_numpy(WEIGHTS)
+        y = torch.relu(x @ w) + torch.as_tensor(np.float32(0.5))
+        z = torch.tensor(WEIGHTS, dtype=torch.float64).sum(0)
+        return y.sum(0), y.detach().numpy(), z
+
+    return project, (_rand(torch, 5, 4),), lambda: []
+
+
 CASES = [
     (wgan_gradient_penalty, 5, 4, 6, 5),
+    (numpy_interop, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -133,3 +150,32 @@ def test_double_backward_through_compiled_graph():
         got.append((gx.detach(), x.grad, w.grad))
     _same(got[0], got[1])
     _same(got[0], got[2])
+
+
+def test_numpy_interop_aliasing_and_errors():
+    """`from_numpy(W)` reads the array on every call (an in-place change of W is seen; a new
+    shape recompiles), `.numpy()` of a returned tensor shares its memory, and `.numpy()` of a
+    tensor that requires grad raises as eagerly."""
+    holder = {"w": np.ones((2, 2), np.float32)}
+
+    class Box:
+        w = holder["w"]
+
+    def f(x):
+        return x @ eager.from_numpy(Box.w), (x + 1).numpy()
+
+    def g(x):
+        y = x * 2
+        return y, y.numpy()
+
+    cf, cg = capture.compile(f), capture.compile(g)
+    x = _rand(eager, 2, 2)
+    _same(f(x), cf(x))
+    Box.w *= 3.0
+    _same(f(x), cf(x))
+    Box.w = np.ones((2, 3), np.float32)
+    _same(f(x), cf(x))
+    y, a = cg(x)
+    assert np.shares_memory(y.numpy(), a)
+    with pytest.raises(RuntimeError):
+        capture.compile(lambda t: (t * 2).numpy())(x.clone().requires_grad_())
