@@ -28,7 +28,7 @@ from ir.execute import namespace_of, run_kernel
 from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
-from .autograd import BackwardNode, engine  # imported by eager before this module
+from .autograd import BackwardNode, engine, forward_ad  # (imported by eager before this)
 from .autograd.record import ONE, new_table, record, record_many
 from .caches import remember
 from .device import resolve, to_device
@@ -237,6 +237,8 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
 
 F = OpNamespace(apply)
 engine.NAMESPACES[1] = F  # backward rules recorded under create_graph run through F
+forward_ad.DISPATCH.F, forward_ad.DISPATCH.apply = F, apply  # (tangents of each op)
+forward_ad.DISPATCH.POST_HOOKS = POST_HOOKS
 
 
 def _whole_under_hooks() -> bool:

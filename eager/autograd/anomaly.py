@@ -20,6 +20,9 @@ import warnings
 
 import numpy as np
 
+from .lazy import plain_grad
+from .nodes import _CHECKS
+
 
 class _State(threading.local):
     """Per-thread anomaly mode; class attributes are the defaults (no AttributeError raised
@@ -44,14 +47,12 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 
 def _set(enabled: bool, check_nan: bool) -> None:
-    from . import engine
-
     _state.enabled = bool(enabled)
     _state.check_nan = bool(check_nan)
-    if enabled and _record not in engine._CHECKS:
-        engine._CHECKS.append(_record)
-    elif not enabled and _record in engine._CHECKS:
-        engine._CHECKS.remove(_record)
+    if enabled and _record not in _CHECKS:
+        _CHECKS.append(_record)
+    elif not enabled and _record in _CHECKS:
+        _CHECKS.remove(_record)
 
 
 class set_detect_anomaly:
@@ -152,10 +153,8 @@ def _warn(node) -> None:
 
 def checked_apply(node, g, F, create_graph):
     """`node.apply` under anomaly mode: errors get the forward trace; NaN gradients raise."""
-    from .engine import _plain
-
     try:
-        grads = [_plain(x) for x in node.apply(g, F, create_graph)]  # lazy ones computed here
+        grads = [plain_grad(x) for x in node.apply(g, F, create_graph)]  # lazy ones computed here
     except Exception:
         _warn(node)
         raise

@@ -26,6 +26,8 @@ from .. import tensor as _tensor_module
 from ..tensor import Tensor, wrap_array
 from . import anomaly, plans, programs
 from .lazy import LF
+from .lazy import added_arrays as _added
+from .lazy import plain_grad as _plain
 from .nodes import (  # noqa: F401  (re-exported: the engine's vocabulary)
     _CHECKS,
     FREED,
@@ -106,12 +108,6 @@ def _sum(a: Tensor, b: Tensor) -> Tensor:
     return a + b
 
 
-def _added(a, b):
-    """a + b as an array (numpy gives a scalar for two 0-d arrays)."""
-    r = a + b
-    return r if type(r) is np.ndarray or not isinstance(a, np.ndarray) else np.asarray(r)
-
-
 def _pass_over(node, deps: dict, ready: list) -> None:
     """A node that gets no gradient: its edges are counted down as if it had run."""
     for nxt, _ in node.next_functions:
@@ -119,13 +115,6 @@ def _pass_over(node, deps: dict, ready: list) -> None:
             deps[nxt] -= 1
             if deps[nxt] == 0:
                 ready.append(nxt)
-
-
-def _plain(g):
-    """A gradient leaving a node: a lazy result is computed and wrapped as a plain Tensor."""
-    if isinstance(g, Tensor) and not g.requires_grad:
-        return Tensor._make(g._data)
-    return g
 
 
 # The namespaces rules run through: [lazy.LF, the recording namespace (`eager.dispatch.F`,

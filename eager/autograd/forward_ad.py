@@ -15,13 +15,14 @@ conjugate Wirtinger convention). Composites propagate through their decompositio
 In-place ops move the result's tangent into the tensor written. Tangents are cleared when the
 level exits. Only one level at a time, as in PyTorch.
 
-Touches Tensor's `_fw_grad` slot and `eager.dispatch.POST_HOOKS` (only while a level is open).
+Touches Tensor's `_fw_grad` slot and `eager.DISPATCH.POST_HOOKS` (only while a level is open).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections import namedtuple
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from ir.opdef import sum_to_shape
 
 from .. import grad_mode
 from ..tensor import Tensor
+from .engine import grad
 
 _LEVEL: list = []  # the open level (at most one)
 _DUALS: dict = {}  # id -> weakref of the tensors holding a tangent (cleared on exit)
@@ -39,20 +41,16 @@ UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
 def enter_dual_level() -> int:
     """Open a forward-AD level (RuntimeError when one is already open: nesting unsupported)."""
-    from .. import dispatch
-
     if _LEVEL:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     _LEVEL.append(0)
-    if _jvp_hook not in dispatch.POST_HOOKS:
-        dispatch.POST_HOOKS.append(_jvp_hook)
+    if _jvp_hook not in DISPATCH.POST_HOOKS:
+        DISPATCH.POST_HOOKS.append(_jvp_hook)
     return 0
 
 
 def exit_dual_level(*, level=None) -> None:
     """Close the level: every tangent made inside is dropped."""
-    from .. import dispatch
-
     if not _LEVEL:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
@@ -62,8 +60,8 @@ def exit_dual_level(*, level=None) -> None:
         if t is not None:
             t._fw_grad = None
     _DUALS.clear()
-    if _jvp_hook in dispatch.POST_HOOKS:
-        dispatch.POST_HOOKS.remove(_jvp_hook)
+    if _jvp_hook in DISPATCH.POST_HOOKS:
+        DISPATCH.POST_HOOKS.remove(_jvp_hook)
 
 
 class dual_level:
@@ -119,7 +117,7 @@ def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
 def _alias(t: Tensor) -> Tensor:
     """A view of `t` (same data, version counter and history)."""
     if t.requires_grad and grad_mode.is_grad_enabled():
-        out = _alias_function().apply(t)
+        out = ALIAS[0].apply(t)
     else:
         out = Tensor._make(t._data)
         out._vc, out._base = t._vc, (t._base if t._base is not None else t)
@@ -127,28 +125,14 @@ def _alias(t: Tensor) -> Tensor:
     return out
 
 
-_ALIAS: list = []
+# The identity Function (`function.Alias`: a view whose gradient and tangent pass through),
+# registered by function.py, which builds on this module.
+ALIAS: list = [None]
 
-
-def _alias_function():
-    if not _ALIAS:
-        from .function import Function
-
-        class Alias(Function):
-            @staticmethod
-            def forward(ctx, x):
-                return x
-
-            @staticmethod
-            def backward(ctx, g):
-                return g
-
-            @staticmethod
-            def jvp(ctx, t):
-                return t
-
-        _ALIAS.append(Alias)
-    return _ALIAS[0]
+# eager.dispatch's pieces forward AD works through, registered by dispatch when it is imported
+# (dispatch builds on eager.autograd): its recording namespace `F`, `apply(op, inputs, attrs)`
+# and `POST_HOOKS`, the hooks every eagerly run primitive op calls.
+DISPATCH = SimpleNamespace(F=None, apply=None, POST_HOOKS=None)
 
 
 # ---------------------------------------------------------------- propagation
@@ -170,20 +154,18 @@ def _jvp_hook(op, inputs, attrs, out) -> None:
         _BUSY[0] = False
     if t is not None:
         if t.dtype is not out.dtype:
-            from ..dispatch import F
-
+            F = DISPATCH.F
             t = F.real(t) if t.dtype.is_complex and not out.dtype.is_complex else t
             t = F.cast(t, out.dtype) if t.dtype is not out.dtype else t
         set_tangent(out, t)
 
 
 def _tangent(op, inputs, attrs, out, tangents):
-    from ..dispatch import F, apply
-
+    F = DISPATCH.F
     if op.jvp is not None:
         return op.jvp(F, tangents, out.detach(), *_detached(inputs), **attrs)
     if op.kind == "view" and len(inputs) == 1:
-        return apply(op, (tangents[0],), attrs)
+        return DISPATCH.apply(op, (tangents[0],), attrs)
     return derived_jvp(op, inputs, attrs, out, tangents)
 
 
@@ -194,9 +176,7 @@ def _detached(inputs):
 def derived_jvp(op, inputs, attrs, out, tangents):
     """J t from the backward rule: d/du Re sum_i <t_i, vjp_i(u)> at u = 0 (the rule is linear
     in u), by one reverse pass through the rule's recorded ops."""
-    from ..dispatch import F
-    from .engine import grad
-
+    F = DISPATCH.F
     arr = out._data
     u = Tensor._make(np.zeros(arr.shape, arr.dtype) if type(arr) is np.ndarray else arr * 0,
                      requires_grad=True)

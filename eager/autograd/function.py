@@ -32,9 +32,10 @@ from ir.opdef import sum_to_shape
 
 from .. import grad_mode
 from ..tensor import Tensor
-from . import engine
+from . import engine, forward_ad
 from .engine import FREED, NO_EDGE, Node, edge_of
 from .hooks import meta_of
+from .nodes import VIEWS
 
 
 class FunctionCtx:
@@ -278,9 +279,7 @@ def _wrap_outputs(ctx, cls, args, outs, recording, old_fns):
         if id(outs[i]) in dirty:
             old_fn = old_fns[id(outs[i])][0]
             if differentiable:
-                from .views import check_inplace_view, rebase_history
-
-                check_inplace_view(o)
+                VIEWS.check_inplace_view(o)
                 o.grad_fn, o.requires_grad = ctx, True
                 m = o._backward_hooks
                 if m is not None:
@@ -288,7 +287,7 @@ def _wrap_outputs(ctx, cls, args, outs, recording, old_fns):
                 elif i:
                     meta_of(o).output_nr = i
                 ctx.out_version = o._vc[0]
-                rebase_history(o, ctx, (), old_fn)
+                VIEWS.rebase_history(o, ctx, (), old_fn)
             continue
         if differentiable:
             o.requires_grad, o.grad_fn = True, ctx
@@ -318,8 +317,6 @@ def _save(ctx, outs) -> None:
 
 
 def _forward_ad(ctx, cls, args, outs) -> None:
-    from . import forward_ad
-
     if not forward_ad._LEVEL or not any(isinstance(a, Tensor) and a._fw_grad is not None
                                         for a in args):
         return
@@ -335,6 +332,26 @@ def _forward_ad(ctx, cls, args, outs) -> None:
     for o, t in zip(outs, res):
         if isinstance(o, Tensor) and t is not None:
             forward_ad.set_tangent(o, t)
+
+
+class Alias(Function):
+    """The identity as a Function: a view of its input whose gradient and tangent pass
+    through (forward AD's dual views, `autograd.functional`'s fresh inputs)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t
+
+
+forward_ad.ALIAS[0] = Alias  # (forward_ad is below this module)
 
 
 def once_differentiable(fn):

@@ -15,7 +15,7 @@ import numpy as np
 from .. import grad_mode
 from ..tensor import Tensor
 from .engine import grad as _grad
-from .function import Function
+from .function import Alias, Function
 
 
 def _tuple(x, arg: str, fn: str):
@@ -30,12 +30,10 @@ def _tuple(x, arg: str, fn: str):
 
 def _prepare(inputs, create_graph: bool):
     """Fresh views of the inputs that require grad (the user's tensors are not touched)."""
-    from .forward_ad import _alias_function
-
     out = []
     for x in inputs:
         if create_graph and x.requires_grad:
-            out.append(_alias_function().apply(x))
+            out.append(Alias.apply(x))
         else:
             out.append(x.detach().requires_grad_(x.dtype.category >= 2))
     return tuple(out)

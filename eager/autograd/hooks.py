@@ -9,7 +9,8 @@ pre-hooks `fn(grad_outputs)` and post-hooks `fn(grad_inputs, grad_outputs)` wrap
 in-place op keep seeing the gradient of the old value; `retain_grad` follows the tensor.
 
 Touches only the `_backward_hooks` slot of Tensor (which holds a `TensorAutogradMeta`) and the
-`_hk` slot of nodes.
+`_hk` slot of nodes. The Tensor methods that register hooks on a tensor's node
+(`register_hook`, `retain_grad`) are in `tensor_methods.py`, above the engine.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from ..grad_mode import is_grad_enabled
 from ..tensor import MUTATIONS
+from .lazy import plain_grad
 
 _ids = itertools.count()
 
@@ -122,8 +125,6 @@ class NodeHooks:
                 gi = g[nr] if multi else g
                 if t is None or gi is None:
                     continue
-                from ..grad_mode import is_grad_enabled
-
                 if t.grad is None:
                     t.grad = gi if is_grad_enabled() else gi.detach().clone()
                 else:
@@ -137,9 +138,7 @@ class NodeHooks:
 
     def after(self, grads: list, g) -> list:
         """Node post-hooks `fn(grad_inputs, grad_outputs)`; a non-None result replaces."""
-        from .engine import _plain
-
-        grads = [_plain(x) for x in grads]
+        grads = [plain_grad(x) for x in grads]
         outs = tuple(g) if isinstance(g, list) else (g,)
         for fn in list(self.post.values()):
             r = fn(tuple(grads), outs)
@@ -148,53 +147,7 @@ class NodeHooks:
         return grads
 
 
-# ---------------------------------------------------------------- Tensor methods
-
-
-def register_hook(self, hook):
-    """`Tensor.register_hook(hook)`: `hook(grad) -> Tensor or None` runs each time the gradient
-    of this tensor is computed; a returned tensor replaces the gradient. Returns a handle with
-    `.remove()`. RuntimeError on a tensor that does not require grad (PyTorch's message)."""
-    if not self.requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    if self.grad_fn is None:
-        m = meta_of(self)
-        if m.hooks is None:
-            m.hooks = _HookDict()
-        return add_hook(m.hooks, hook)
-    from .engine import edge_of
-
-    fn, nr = edge_of(self)
-    return fn.hooks().add("tensor_pre", (nr, hook))
-
-
-def register_post_accumulate_grad_hook(self, hook):
-    """`hook(tensor)` after the gradient was accumulated into this leaf's `.grad`."""
-    if not self.requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    if self.grad_fn is not None:
-        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    m = meta_of(self)
-    if m.post_acc is None:
-        m.post_acc = _HookDict()
-    return add_hook(m.post_acc, hook)
-
-
-def retain_grad(self) -> None:
-    """`Tensor.retain_grad()`: make a non-leaf keep its `.grad` after backward (accumulating, as
-    leaves do). A no-op on leaves; RuntimeError when the tensor does not require grad."""
-    if not self.requires_grad:
-        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-    if self.grad_fn is None or self._retains_grad:
-        return
-    from .engine import edge_of
-
-    fn, nr = edge_of(self)
-    hk = fn.hooks()
-    if hk.retain is None:
-        hk.retain = {}
-    hk.retain[nr] = weakref.ref(self)
-    self._retains_grad = True
+# ---------------------------------------------------------------- retain_grad after in-place ops
 
 
 def move_retain_grad(t, old_fn, new_fn) -> None:

@@ -252,3 +252,16 @@ def _make_call(op: OpDef):
 
 
 LF = _LazyNamespace()
+
+
+def plain_grad(g):
+    """A gradient leaving a node: a lazy result is computed and wrapped as a plain Tensor."""
+    if isinstance(g, Tensor) and not g.requires_grad:
+        return Tensor._make(g._data)
+    return g
+
+
+def added_arrays(a, b):
+    """a + b as an array (numpy gives a scalar for two 0-d arrays)."""
+    r = a + b
+    return r if type(r) is np.ndarray or not isinstance(a, np.ndarray) else np.asarray(r)

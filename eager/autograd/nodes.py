@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -193,9 +194,7 @@ class BackwardNode(Node):
         """Before an in-place op writes this node's output into `target`: check that autograd
         allows it, and keep operands that are `target` itself as a copy of its current value
         (with its history), since the write destroys it."""
-        from .views import check_inplace_view
-
-        check_inplace_view(target)
+        VIEWS.check_inplace_view(target)
         pos = tuple(i for i, x in enumerate(self.saved) if x is target)
         self._old = (target.grad_fn, target.requires_grad, pos)
         if pos:
@@ -210,14 +209,12 @@ class BackwardNode(Node):
     def rebind_output(self, target: Tensor) -> None:
         """After an in-place op wrote this node's output into `target`: `target` is the output,
         and when it is a view its base's history is rebased (views.rebase_history)."""
-        from .views import rebase_history
-
         self.out_data = target._data
         self.out_vc = target._vc
         self.out_version = target._vc[0]
         old_fn, _, pos = self._old if self._old is not None else (None, False, ())
         self._old = None
-        rebase_history(target, self, pos, old_fn)
+        VIEWS.rebase_history(target, self, pos, old_fn)
 
     # ---- backward
 
@@ -418,8 +415,12 @@ def edge_of(t: Tensor):
     if fn is None:
         return (grad_accumulator(t), 0) if t.requires_grad else NO_EDGE
     if t._base is not None and fn.out_version != t._vc[0]:
-        from .views import refresh_view
-
-        fn = refresh_view(t)
+        fn = VIEWS.refresh_view(t)
     m = t._backward_hooks
     return (fn, m.output_nr if m is not None else 0)
+
+
+# The rules of views under in-place ops (`views.py`: `check_inplace_view`, `rebase_history`,
+# `refresh_view`), which nodes and custom Functions call; views.py builds on this module and
+# registers them here when it is imported (eager.autograd imports it).
+VIEWS = SimpleNamespace()

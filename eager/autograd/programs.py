@@ -33,6 +33,7 @@ from ir.array_code import B, fix
 from ..caches import remember
 from ..tensor import MUTATIONS, Tensor, wrap_array
 from . import plans
+from .lazy import added_arrays
 from .nodes import AccumulateGrad, BackwardNode, _camel
 
 _ND = np.ndarray
@@ -380,10 +381,8 @@ def _inlined(i: int, fn, env: dict, g: str, operands: list, edges):
 def _build(sig, nodes):
     """The program function for `sig` (its plans built from this graph's nodes), or None when
     some node's rule cannot be traced."""
-    from .engine import _added
-
     sig = _entries(sig, len(nodes))
-    env = {"leaf": _leaf, "added": _added, "np": np, "asarray": np.asarray, "ndarray": _ND,
+    env = {"leaf": _leaf, "added": added_arrays, "np": np, "asarray": np.asarray, "ndarray": _ND,
            "MUTATIONS": MUTATIONS, "__name__": __name__,  # (warnings: see eager.dispatch)
            "fix": fix, "B": B}  # (the names plans' lines use: ir.array_code's)
     for i, e in enumerate(sig):

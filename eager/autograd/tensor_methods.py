@@ -11,19 +11,61 @@ inference mode is on (no cost outside it). Semantics: `torch.Tensor`'s documenta
 
 from __future__ import annotations
 
+import weakref
+
 from ir import dtypes as D
 
 from .. import grad_mode
 from ..tensor import Tensor
 from . import engine, forward_ad
-from .hooks import (
-    meta_of,
-    register_hook,
-    register_post_accumulate_grad_hook,
-    retain_grad,
-)
+from .engine import edge_of
+from .function import Function
+from .hooks import _HookDict, add_hook, meta_of
+from .views import check_inplace_view
 
 _ORIGINAL: dict = {}
+
+
+def register_hook(self, hook):
+    """`Tensor.register_hook(hook)`: `hook(grad) -> Tensor or None` runs each time the gradient
+    of this tensor is computed; a returned tensor replaces the gradient. Returns a handle with
+    `.remove()`. RuntimeError on a tensor that does not require grad (PyTorch's message)."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is None:
+        m = meta_of(self)
+        if m.hooks is None:
+            m.hooks = _HookDict()
+        return add_hook(m.hooks, hook)
+    fn, nr = edge_of(self)
+    return fn.hooks().add("tensor_pre", (nr, hook))
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    """`hook(tensor)` after the gradient was accumulated into this leaf's `.grad`."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    m = meta_of(self)
+    if m.post_acc is None:
+        m.post_acc = _HookDict()
+    return add_hook(m.post_acc, hook)
+
+
+def retain_grad(self) -> None:
+    """`Tensor.retain_grad()`: make a non-leaf keep its `.grad` after backward (accumulating, as
+    leaves do). A no-op on leaves; RuntimeError when the tensor does not require grad."""
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None or self._retains_grad:
+        return
+    fn, nr = edge_of(self)
+    hk = fn.hooks()
+    if hk.retain is None:
+        hk.retain = {}
+    hk.retain[nr] = weakref.ref(self)
+    self._retains_grad = True
 
 
 def _retains_grad(self) -> bool:
@@ -83,8 +125,6 @@ def _check_inplace(self):
                            "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
                            "details.")
     if self._base is not None:
-        from .views import check_inplace_view
-
         check_inplace_view(self)
     return _ORIGINAL["_check_inplace"](self)
 
@@ -100,8 +140,6 @@ def _inplace_update(self, result, *args, **kwargs):
 
 
 def _overwrite_class(name: str):
-    from .function import Function
-
     def forward(ctx, t, write):
         write()
         ctx.mark_dirty(t)

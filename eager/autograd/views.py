@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.execute import namespace_of
+
 from .. import grad_mode
 from ..tensor import Tensor
 from .engine import NO_EDGE, Node, edge_of
 from .function import Function
 from .hooks import move_retain_grad
+from .nodes import VIEWS
 
 # ---------------------------------------------------------------- geometry
 
@@ -70,8 +73,6 @@ def view_index(base: np.ndarray, view: np.ndarray) -> np.ndarray:
 def _device_index(idx: np.ndarray, like):
     if isinstance(like, np.ndarray):
         return idx
-    from ir.execute import namespace_of
-
     return namespace_of(like).asarray(idx)
 
 
@@ -227,3 +228,8 @@ def refresh_view(t: Tensor) -> Node:
     t.grad_fn = fn
     move_retain_grad(t, old, fn)
     return fn
+
+
+VIEWS.check_inplace_view = check_inplace_view
+VIEWS.rebase_history = rebase_history
+VIEWS.refresh_view = refresh_view
