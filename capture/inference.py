@@ -5,8 +5,8 @@ constructor marks them inside the mode (`Tensor.is_inference()`; in-place use ou
 then raises eager's error). `inference_mode(False)` and a break inside the block are not
 modelled (a break: the call runs eagerly at the user's line).
 
-`enter(tx, ctx, exit_var)` opens a block at BEFORE_WITH (its nodes so far noted), `leave(tx, exit_var)`
-closes it (the nodes made since are inference nodes of the graph); `template(templater, v,
+`enter(tx, ctx, exit_var)` opens a block at BEFORE_WITH (its nodes so far noted),
+`leave(tx, exit_var)` closes it (the nodes made since are inference nodes of the graph); `template(templater, v,
 inner)` wraps an output's template so that `rebuild` marks it.
 """
 
@@ -16,9 +16,18 @@ from .variables import ConstantVariable, GradModeVariable
 
 
 def make(tx, value, args: list, kwargs: dict):
-    """The tracker of `inference_mode()` / `inference_mode(True)` (None for other calls)."""
+    """The tracker of a grad-mode context the code makes: `no_grad()`, `enable_grad()`,
+    `set_grad_enabled(b)` (which switches at the call, as in PyTorch), `inference_mode()` /
+    `inference_mode(True)`; None for other calls."""
     from eager import grad_mode
 
+    if value in (grad_mode.no_grad, grad_mode.enable_grad) and not args and not kwargs:
+        return GradModeVariable(value is grad_mode.enable_grad)
+    if value is grad_mode.set_grad_enabled and len(args) == 1 and args[0].is_constant():
+        var = GradModeVariable(bool(args[0].value))
+        var.prev = tx.out.grad_enabled
+        tx.out.grad_enabled = var.mode
+        return var
     if value is not grad_mode.inference_mode or kwargs or len(args) > 1 or \
             args and not (args[0].is_constant() and args[0].value is True):
         return None

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import builtins
 
-from . import calls, eager_rules, subscripts, vocabulary
+from eager import Tensor
+
+from . import calls, eager_rules, pyfunctional, subscripts, vocabulary
 from .variables import (
     ConstantVariable,
     DictVariable,
@@ -105,7 +107,9 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
     """A call of builtin `f`: an answer about its arguments (`len`, `isinstance`, `type`,
     `getattr`...), a container built from trackers (`tuple`, `zip`, `enumerate`, `sum`...), a
     fold on constants, else a graph break naming it."""
-    result = _introspect(tx, f, args, kwargs)
+    result = pyfunctional.call(tx, f, args, kwargs)  # operator.add(a, b), functools.reduce
+    if result is None:
+        result = _introspect(tx, f, args, kwargs)
     if result is None:
         result = _build(tx, f, args, kwargs)
     if result is not None:
@@ -152,6 +156,10 @@ def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
             return ConstantVariable(known)
     if f is abs and len(args) == 1 and isinstance(args[0], TensorVariable):
         return calls.unary_op(tx, "__abs__", abs, args[0])
+    if f is hasattr and len(args) == 2 and args[1].is_constant() and not kwargs and \
+            isinstance(args[1].value, str) and isinstance(args[0], TensorVariable) and \
+            hasattr(Tensor, args[1].value):  # `hasattr(v, "detach")`: Tensor's own methods
+        return ConstantVariable(True)
     if f is hasattr and len(args) == 2 and args[1].is_constant() and not kwargs and \
             isinstance(args[1].value, str) and not isinstance(args[0], TensorVariable):
         try:  # (a tensor's attributes: eager's own hasattr, a break)
@@ -209,7 +217,8 @@ def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
         return IteratorVariable([calls.call_function(tx, args[0], list(r), {}) for r in rows])
     if f is reversed and len(args) == 1 and not args[0].is_constant():
         return ListVariable(list(reversed(unpack(tx, args[0]))))
-    if f in (sum, any, all, min, max) and len(args) in (1, 2) and not _const(args):
+    if f in (sum, any, all, min, max) and len(args) in (1, 2) and \
+            (not _const(args) or "key" in kwargs):
         return _reduce(tx, f, args, kwargs)
     if f is iter and len(args) == 1:
         return IteratorVariable(unpack(tx, args[0]))
@@ -277,6 +286,9 @@ def _exact_type(tx, v):
 
 
 def _reduce(tx, f, args, kwargs) -> VariableTracker:
+    if f in (min, max) and kwargs.keys() == {"key"}:  # `max(range(n), key=lambda i: ...)`
+        items = unpack(tx, args[0]) if len(args) == 1 else list(args)
+        return pyfunctional.keyed_extreme(tx, f, items, kwargs["key"])
     if kwargs.keys() - ({"start"} if f is sum else set()):
         raise tx.unsupported(f"{f.__name__}() with keyword arguments "
                              f"({', '.join(kwargs)})")

@@ -8,7 +8,7 @@ they leave it callable from Python in PyTorch. `script`, `trace`, `save` and `lo
 
 from __future__ import annotations
 
-from typing import Final  # noqa: F401  (`torch.jit.Final[int]` annotations on modules)
+from typing import Final  # `torch.jit.Final[int]` annotations on modules
 
 __all__ = ["Final", "annotate", "export", "ignore", "is_scripting", "is_tracing", "unused"]
 
@@ -28,8 +28,8 @@ def ignore(drop=False, **kwargs):
     if callable(drop):
         return drop
     if not isinstance(drop, bool):
-        raise RuntimeError("Argument to @torch.jit.ignore must be a bool or a function but got "
-                           f"{drop}")
+        msg = f"Argument to @torch.jit.ignore must be a bool or a function but got {drop}"
+        raise RuntimeError(msg)  # noqa: TRY004  (PyTorch's error type)
     return lambda fn: fn
 
 

@@ -62,7 +62,7 @@ def patch_attention_mT(torch):
             self.embed = nn.Linear(C * p * p, d)
 
         def forward(self, img):
-            B, C, H, W = img.shape
+            _, _, H, W = img.shape
             x = img.unflatten(2, (H // self.p, self.p)).unflatten(4, (W // self.p, self.p))
             x = self.embed(x.permute(0, 2, 4, 3, 5, 1).flatten(3).flatten(1, 2))
             q = x.unflatten(-1, (self.heads, -1)).movedim(2, 1)
@@ -73,7 +73,7 @@ def patch_attention_mT(torch):
             return y, gram, bytes_per_row, y.real.sum()
 
     m = PatchMixer()
-    return m, (_rand(torch, 2, 3, 4, 6),), lambda: []
+    return m, (_rand(torch, 2, 3, 4, 6),), list
 
 
 def module_device_property(torch):
@@ -152,7 +152,7 @@ def backbone_feature_dict(torch):
             return out, both, isinstance(out, OrderedDict)
 
     m = Backbone()
-    return m, (_rand(torch, 2, 3, 6, 6),), lambda: []
+    return m, (_rand(torch, 2, 3, 6, 6),), list
 
 
 def jit_guarded_block(torch):
@@ -185,7 +185,7 @@ def jit_guarded_block(torch):
             return outs, torch.is_tensor(self.d)
 
     m = Block()
-    return m, (_rand(torch, 2, 4, 8), torch.tensor([[1, 1, 0, 1], [0, 1, 1, 1]])), lambda: []
+    return m, (_rand(torch, 2, 4, 8), torch.tensor([[1, 1, 0, 1], [0, 1, 1, 1]])), list
 
 
 def negative_binomial_nll(torch):
@@ -211,7 +211,41 @@ def negative_binomial_nll(torch):
 
     counts = np.random.default_rng(4).poisson(1.0, (3, 6)).astype(np.float32)
     m = NBDecoder()
-    return m, (_rand(torch, 3, 4), torch.tensor(counts)), lambda: []
+    return m, (_rand(torch, 3, 4), torch.tensor(counts)), list
+
+
+def python_functional_shapes(torch):
+    """Shape and loss bookkeeping with `functools.reduce(operator.mul, ...)`,
+    `itertools.accumulate`, `operator.add` on tensors, `max`/`min` with `key=` (reduce and
+    accumulate were break sites)."""
+    import functools
+    import itertools
+    import operator
+
+    nn = torch.nn
+
+    class Stack(nn.Module):
+        def __init__(self, dims=(6, 8, 8, 4)):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(dims))
+
+        def forward(self, x):
+            flat = functools.reduce(operator.mul, x.shape[1:], 1)
+            x = x.reshape(-1, flat)
+            outs = []
+            for layer in self.layers:
+                x = torch.tanh(layer(x))
+                outs.append(x)
+            total = functools.reduce(operator.add, [o.sum(-1) for o in outs])
+            running = list(itertools.accumulate(o.mean() for o in outs))
+            scaled = list(itertools.accumulate(outs[:2], lambda a, b: a * 0.5 + b.sum(),
+                                               initial=torch.zeros(())))
+            widest = max(range(len(outs)), key=lambda i: outs[i].shape[-1])
+            narrowest = min(outs, key=lambda o: o.shape[-1])
+            return total, running, scaled, outs[widest], narrowest, operator.sub(x, 1.0)
+
+    m = Stack()
+    return m, (_rand(torch, 3, 2, 3),), list
 
 
 CASES = [
@@ -220,6 +254,7 @@ CASES = [
     (backbone_feature_dict, 1, 0, 1, 0),
     (jit_guarded_block, 1, 0, 1, 0),
     (negative_binomial_nll, 1, 0, 1, 0),
+    (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 
 IDS = [c[0].__name__ for c in CASES]
