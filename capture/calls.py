@@ -12,16 +12,16 @@ Touches `eager` (to read its functions' `__wick_op__`), `ir`, and `capture`.
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import functools
 import inspect
 import types
 
 import numpy as np
 
-from eager import grad_mode
+from eager import device
 
-from . import autocast, config, eager_rules, inference, objects, vocabulary
+from . import autocast, config, eager_rules, inference, objects, pyfunctional, vocabulary
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
     TENSOR_BREAKS,
@@ -55,7 +55,6 @@ from .variables import (
     FunctionVariable,
     GeneratorVariable,
     GradModeExitVariable,
-    GradModeVariable,
     NestedFunctionVariable,
     ObjectVariable,
     OpFunctionVariable,
@@ -114,23 +113,22 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return make_super(tx, args)
     if isinstance(fn, UserObjectVariable):
         value = fn.value
-        if value in (grad_mode.no_grad, grad_mode.enable_grad) and not args and not kwargs:
-            return GradModeVariable(value is grad_mode.enable_grad)
-        if inference.make(tx, value, args, kwargs) is not None:  # `with inference_mode():`
-            return inference.make(tx, value, args, kwargs)
-        if value is grad_mode.set_grad_enabled and len(args) == 1 and args[0].is_constant():
-            var = GradModeVariable(bool(args[0].value))
-            var.prev = tx.out.grad_enabled
-            tx.out.grad_enabled = var.mode  # takes effect at the call, as in PyTorch
-            return var
+        made = inference.make(tx, value, args, kwargs)  # no_grad(), inference_mode(), ...
+        made = made if made is not None else pyfunctional.make(tx, value, args, kwargs)
+        if made is not None:  # (or OrderedDict(), itertools.accumulate())
+            return made
         if value is functools.partial and args:
             return PartialVariable(args[0], args[1:], kwargs)
+        if value is contextlib.nullcontext and not kwargs and len(args) <= 1 and \
+                all(v.is_constant() for v in args):  # `with nullcontext():` (a no-op block)
+            return ConstantVariable(value(*[v.value for v in args]))
+        if value is device and all(v.is_constant() for v in args + list(kwargs.values())):
+            return ConstantVariable(value(*[v.value for v in args],  # `torch.device("cpu")`
+                                          **{k: v.value for k, v in kwargs.items()}))
         if isinstance(value, type) and value.__module__ == "numpy" and \
                 issubclass(value, np.generic) and not kwargs and \
                 all(v.is_constant() for v in args):
             return ConstantVariable(value(*[v.value for v in args]))  # `np.float32(0.5)`
-        if value is collections.OrderedDict and len(args) <= 1:  # `out = OrderedDict()`
-            return _make_ordered_dict(tx, args, kwargs)
         if isinstance(value, type) and vocabulary.is_internal(value):
             rule = vocabulary.rule_for(value)  # eager's classes with a rule: `finfo(dtype)`
             if rule is not None:
@@ -162,22 +160,6 @@ def _refuse_opaque(tx, value) -> None:
     if (getattr(value, "__module__", None) or "").split(".")[0] == "logging":
         raise tx.unsupported(f"call to logging's {value.__qualname__} (writes to the "
                              "log's handlers)")
-
-
-def _make_ordered_dict(tx, args: list, kwargs: dict) -> DictVariable:
-    """`OrderedDict()`, `OrderedDict(d)`, `OrderedDict([(k, v), ...])`, `OrderedDict(a=x)`:
-    a dict the code made, rebuilt as an OrderedDict when it leaves the graph."""
-    items = {}
-    if args and isinstance(args[0], DictVariable):
-        items.update(args[0].items)
-    elif args:
-        for pair in unpack(tx, args[0]):
-            k, v = unpack(tx, pair)
-            if not k.is_constant():
-                raise tx.unsupported("OrderedDict with a key that is not a constant")
-            items[k.value] = v
-    items.update(kwargs)
-    return DictVariable(items, ordered=True)
 
 
 def _make_namedtuple(cls, args, kwargs) -> TupleVariable:
