@@ -29,8 +29,9 @@ other than float32/float64 (complex; half types, whose fused kernels would round
 a grad of another shape or dtype, state missing some key, the optimizers without a form
 (ASGD, Rprop, Adafactor, LBFGS, SparseAdam, Muon), and the optimizer's groups or state
 changed earlier in the same frame. Each graph writes a parameter back once (one version bump,
-as torch.compile's functionalized copy_; eager bumps once per in-place op of its step). Touches `eager.optim`,
-`ir.REGISTRY` and `capture`.
+as torch.compile's functionalized copy_; eager bumps once per in-place op of its step). The
+step's nodes are marked `optimizer_step` (explain's counts under Dynamo's rules). Touches
+`eager.optim`, `ir.REGISTRY` and `capture`.
 """
 
 from __future__ import annotations
@@ -386,6 +387,7 @@ def step_rule(tx, fn, args, kwargs):
     ops = GraphOps(tx)
     prev = out.grad_enabled
     out.grad_enabled = False
+    before = {id(n) for n in out.graph.nodes}
     try:
         for gi, group in enumerate(opt.param_groups):
             gsrc = f"{osrc}.param_groups[{gi}]"
@@ -410,6 +412,11 @@ def step_rule(tx, fn, args, kwargs):
                     new_state.append(TupleVariable([opt_var, pv, DictVariable(created)]))
     finally:
         out.grad_enabled = prev
+    step_id = len(getattr(out, "optimizer_steps", ()))
+    out.optimizer_steps = [*getattr(out, "optimizer_steps", ()), step_id]
+    for n in out.graph.nodes:  # (explain's Dynamo-rule counts: torch.optim's step is a graph)
+        if id(n) not in before:
+            n.meta["optimizer_step"] = step_id
     if new_state:
         se = out.side_effects
         writer = UserObjectVariable(_WRITER, None)

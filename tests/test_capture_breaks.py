@@ -307,6 +307,61 @@ def test_optimizer_training_step_torch_counts(name, kw):
     assert (ex.graph_count, ex.graph_break_count) == (2, 1)
 
 
+# ---------------------------------------------------------------- 7. counts under Dynamo's rules
+
+
+def _train_step(lib, variant):
+    """A classifier's training step; `variant`: what follows `opt.step()` ("metrics": the
+    accuracy computed after the step, "item": `.item()`, "loss": the loss itself, "step": the
+    step alone)."""
+    F = lib.nn.functional
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 3))
+    opt = lib.optim.Adam(model.parameters(), lr=0.01)
+    x, y = _rand(lib, 5, 4), lib.tensor([0, 1, 2, 0, 1])
+    if variant == "step":
+        F.cross_entropy(model(x), y).backward()
+        return (lambda: opt.step()), ()
+
+    def step(x, y):
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        loss.backward()
+        opt.step()
+        if variant == "metrics":
+            return loss.detach(), (logits.argmax(-1) == y).float().mean()
+        return loss.item() if variant == "item" else loss
+
+    return step, (x, y)
+
+
+# variant, wick's (graphs, breaks), Dynamo's (torch.optim's step between two graph breaks)
+TRAIN_STEPS = [("metrics", (2, 1), (3, 2)), ("item", (2, 1), (2, 1)), ("loss", (2, 1), (2, 1)),
+               ("step", (1, 0), (1, 0))]
+
+
+@pytest.mark.parametrize("variant,wick,dynamo", TRAIN_STEPS, ids=[t[0] for t in TRAIN_STEPS])
+def test_training_step_counts_under_dynamo_rules(variant, wick, dynamo):
+    """`explain` counts wick's graphs, and beside them the graphs Dynamo would make of the same
+    code (`dynamo_graph_count`): torch.optim's step is a graph of its own under torch.compile,
+    so the metrics after the step are a third graph there."""
+    fn, args = _train_step(eager, variant)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == wick, str(ex)
+    assert (ex.dynamo_graph_count, ex.dynamo_graph_break_count) == dynamo, str(ex)
+
+
+@pytest.mark.parametrize("variant,wick,dynamo", TRAIN_STEPS, ids=[t[0] for t in TRAIN_STEPS])
+def test_training_step_torch_counts(variant, wick, dynamo):
+    torch = pytest.importorskip("torch")
+    fn, args = _train_step(torch, variant)
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == dynamo
+
+
 CASES = [
     (locked_dropout_lm, 1, 0, 2, 1),  # torch: Dynamo breaks on Tensor.random_ (wick records it)
     (manual_update_through_data, 1, 0, 1, 0),
