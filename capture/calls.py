@@ -68,6 +68,22 @@ from .variables import (
 # ---------------------------------------------------------------- calls
 
 
+def _constant_object(value, args: list, kwargs: dict):
+    """A constant made by a call of constants: `nullcontext()` (a no-op block),
+    `torch.device("cpu")`, `np.float32(0.5)`; else None."""
+    if not all(v.is_constant() for v in args + list(kwargs.values())):
+        return None
+    pos, kw = [v.value for v in args], {k: v.value for k, v in kwargs.items()}
+    if value is contextlib.nullcontext and not kw and len(pos) <= 1:
+        return ConstantVariable(value(*pos))
+    if value is device:
+        return ConstantVariable(value(*pos, **kw))
+    if isinstance(value, type) and value.__module__ == "numpy" and \
+            issubclass(value, np.generic) and not kw:
+        return ConstantVariable(value(*pos))
+    return None
+
+
 def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
     """The tracker of `fn(*args, **kwargs)`, recording ops or inlining; else a graph break."""
     from . import pycalls
@@ -119,16 +135,9 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             return made
         if value is functools.partial and args:
             return PartialVariable(args[0], args[1:], kwargs)
-        if value is contextlib.nullcontext and not kwargs and len(args) <= 1 and \
-                all(v.is_constant() for v in args):  # `with nullcontext():` (a no-op block)
-            return ConstantVariable(value(*[v.value for v in args]))
-        if value is device and all(v.is_constant() for v in args + list(kwargs.values())):
-            return ConstantVariable(value(*[v.value for v in args],  # `torch.device("cpu")`
-                                          **{k: v.value for k, v in kwargs.items()}))
-        if isinstance(value, type) and value.__module__ == "numpy" and \
-                issubclass(value, np.generic) and not kwargs and \
-                all(v.is_constant() for v in args):
-            return ConstantVariable(value(*[v.value for v in args]))  # `np.float32(0.5)`
+        made = _constant_object(value, args, kwargs)
+        if made is not None:
+            return made
         if isinstance(value, type) and vocabulary.is_internal(value):
             rule = vocabulary.rule_for(value)  # eager's classes with a rule: `finfo(dtype)`
             if rule is not None:
