@@ -10,12 +10,14 @@ CPython version range, as `symbolic.py`'s own.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import operator
 
 from . import autocast, calls, inference, vocabulary
 from .builders import PY, handler
 from .variables import (
+    ConstantMethodVariable,
     ConstantVariable,
     DictVariable,
     GradModeExitVariable,
@@ -222,6 +224,11 @@ class FlowOps:
         if region is not None:  # with eager.autocast(...): see capture/autocast.py
             self.pop()
             self.stack.extend(autocast.enter(self, region))
+            return
+        if isinstance(ctx, ConstantVariable) and type(ctx.value) is contextlib.nullcontext:
+            self.pop()  # (its __exit__ does nothing; __enter__ gives the constant it holds)
+            self.push(ConstantMethodVariable(ctx.value.__exit__))
+            self.push(ConstantVariable(ctx.value.enter_result))
             return
         if not isinstance(ctx, GradModeVariable):
             raise self.unsupported(f"`with` on {ctx.describe()}")

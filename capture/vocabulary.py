@@ -7,7 +7,9 @@ rules below:
 
 - registry functions and methods (`__wick_op__`) are recorded by `calls.call_op` (not here);
 - factories of constant arguments (`zeros`, `ones`, `empty`, `full`, `arange`, `linspace`,
-  `logspace`, `eye`, `tensor`, `as_tensor`, `tril_indices`, `triu_indices`) become graph inputs made fresh on every call by
+  `logspace`, `eye`, `tensor`, `as_tensor`, `tril_indices`, `triu_indices`, the `*_window`
+  functions; `tensor`/`as_tensor`/`from_numpy` of a numpy array read from a global or an
+  attribute) become graph inputs made fresh on every call by
   eager's own factory (the placeholder's source is the call; its values are eager's, bit for
   bit, and no guard is needed: the arguments are constants of the code);
 - `*_like` factories of a traced tensor are `new_zeros` (+ the fill value, cast back) nodes;
@@ -50,7 +52,9 @@ RANDOM = ("rand", "rand_like", "randn", "randn_like", "randint", "randint_like",
           "bernoulli", "multinomial", "normal", "dropout", "dropout1d", "dropout2d",
           "alpha_dropout", "feature_alpha_dropout")
 FACTORIES = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye",
-             "tensor", "as_tensor", "asarray", "tril_indices", "triu_indices")
+             "tensor", "as_tensor", "asarray", "tril_indices", "triu_indices",
+             "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+             "kaiser_window")
 LIKE = {"zeros_like": 0, "ones_like": 1, "empty_like": 0, "full_like": None}
 
 

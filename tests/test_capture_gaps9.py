@@ -87,7 +87,51 @@ def numpy_interop(torch):
     return project, (_rand(torch, 5, 4),), lambda: []
 
 
+def script_plumbing(torch):
+    """Script code around a model: a device from a parameter and `torch.device("cpu")`, a
+    Hann window over sliding windows (`unfold`), an AMP context picked by a flag
+    (`contextlib.nullcontext()` when off), a metrics tracker testing `hasattr(v, "detach")`:
+    `torch.device(...)`, `hann_window`, `nullcontext` and `hasattr` of a tensor were breaks."""
+    import contextlib
+
+    nn = torch.nn
+    model = nn.Linear(8, 3)
+    values = {}
+
+    def run(signal, use_amp=False):
+        device = next(model.parameters()).device
+        win = signal.unfold(-1, 8, 4).to(device, non_blocking=True)
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if use_amp \
+            else contextlib.nullcontext()
+        with ctx:
+            out = model(win).to(torch.device("cpu"))
+        w = torch.hann_window(out.size(1), periodic=False) + 1e-3
+        score = (out * w[:, None]).sum(1) / w.sum()
+        for k, v in {"mean": score.mean(), "n": out.size(1)}.items():
+            values[k] = v.detach() if hasattr(v, "detach") else v
+        return score, out.device.type == "cpu"
+
+    return run, (_rand(torch, 2, 20),), lambda: dict(values)
+
+
+def nullcontext_break_inside(torch):
+    """A break inside `with nullcontext():` (a print): the block's exit is rebuilt for the
+    resumed code."""
+    import contextlib
+
+    def f(x):
+        with contextlib.nullcontext():
+            y = x * 2
+            print("", end="")
+            y = y + 1
+        return y.sum()
+
+    return f, (_rand(torch, 3, 2),), lambda: []
+
+
 CASES = [
+    (script_plumbing, 1, 0, 1, 0),
+    (nullcontext_break_inside, 2, 1, 2, 1),
     (wgan_gradient_penalty, 5, 4, 6, 5),
     (numpy_interop, 1, 0, 1, 0),
 ]
