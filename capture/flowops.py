@@ -85,6 +85,12 @@ class FlowOps:
         elif a.is_constant() and isinstance(b, SequenceVariable) and \
                 all(v.is_constant() for v in b.items):
             found = a.value in [v.value for v in b.items]
+        elif a.is_constant() and isinstance(b, ObjectVariable) and b.source is not None and \
+                type(b.value) in (set, frozenset) and \
+                all(type(k) in (str, int, bool) for k in b.value):  # `name in self._set`
+            g = self.out.guards
+            g.add(f"{b.source} == {g.name_for(frozenset(b.value), '___set')}")
+            found = a.value in b.value
         elif a.is_constant() and vocabulary.container_entries(self, b) is not None:
             found = hasattr(type(b.value), "keys") and \
                 a.value in [k for k, _ in vocabulary.container_entries(self, b)]  # guarded

@@ -129,7 +129,25 @@ def nullcontext_break_inside(torch):
     return f, (_rand(torch, 3, 2),), lambda: []
 
 
+def best_snapshot(torch):
+    """A best-model snapshot `{k: v.detach().clone() for k, v in model.state_dict().items()}`
+    on a model with BatchNorm: state_dict's `name not in self._non_persistent_buffers_set`
+    (`in` on a set attribute) was a break."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    best = {"loss": float("inf"), "state": None}
+
+    def maybe_snapshot(val_loss):
+        if val_loss < best["loss"]:
+            best["loss"] = val_loss
+            best["state"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return best["loss"]
+
+    return maybe_snapshot, (0.5,), lambda: [best["loss"], best["state"]]
+
+
 CASES = [
+    (best_snapshot, 1, 0, 1, 0),
     (script_plumbing, 1, 0, 1, 0),
     (nullcontext_break_inside, 2, 1, 2, 1),
     (wgan_gradient_penalty, 5, 4, 6, 5),
@@ -223,3 +241,20 @@ def test_numpy_interop_aliasing_and_errors():
     assert np.shares_memory(y.numpy(), a)
     with pytest.raises(RuntimeError):
         capture.compile(lambda t: (t * 2).numpy())(x.clone().requires_grad_())
+
+
+def test_contains_on_a_set_attribute_is_guarded():
+    """`name in self._names` (a set of strings): folded and guarded on the set's contents, so
+    a changed set recompiles instead of replaying the old answer."""
+    class Holder:
+        names = {"a", "b"}
+
+    def f(x):
+        return x + 1 if "c" in Holder.names else x - 1
+
+    cf = capture.compile(f)
+    x = _rand(eager, 3)
+    _same(f(x), cf(x))
+    Holder.names.add("c")
+    _same(f(x), cf(x))
+    assert len(cf.__wick_compiled__.entries) == 2
