@@ -21,9 +21,10 @@ import linecache
 import os
 from typing import TYPE_CHECKING
 
-from . import calls, config, sideeffects
+from . import calls, config, handlers, sideeffects
 from .breaks import BreakReason, GraphBreak, Snapshot, Unsupported
 from .builders import PY, TABLE, BuildOps, handler
+from .handlers import HandlerAbort
 from .flowops import BINARY_SYMBOLS, COMPARE_SHIFT, FlowOps  # noqa: F401 (re-exported)
 from .variables import (
     NULL,
@@ -129,6 +130,8 @@ class InstructionTranslator(BuildOps, FlowOps):
                 self.loops.append((head, k))
         self.loop_heads = {t for t, _ in self.loops}
         self.loop_snaps: dict[int, Snapshot] = {}
+        self.handlers: list = []  # (index, snapshot, exception) of each handler entered
+        self.exc_info: list = []  # the exceptions PUSH_EXC_INFO made current (`handlers.py`)
 
     # ---- helpers
 
@@ -185,11 +188,22 @@ class InstructionTranslator(BuildOps, FlowOps):
                 depth = len(self.stack)
                 fn(self, inst)
             except GraphBreak as gb:
+                if self.handlers:  # (a graph cannot end inside a handler)
+                    raise self._handler_break(top) from None
                 if top and gb.frame is None:
                     gb.frame = (self, index, snap)
                 raise
+            except HandlerAbort:
+                raise self._handler_break(top) from None
             except CAUGHT as e:
-                if isinstance(e, Unsupported) or not self.caught_by_try():
+                if isinstance(e, Unsupported):
+                    raise
+                if self.handlers:
+                    raise self._handler_break(top) from None
+                if handlers.can_enter(self, e):  # `except KeyError:` of this frame: traced
+                    handlers.enter(self, e, index, snap)
+                    continue
+                if not self.caught_by_try():
                     raise  # (no try would catch it: the whole frame runs eagerly and raises)
                 gb = self.unsupported(f"{type(e).__name__} raised inside a try block ({e}): "
                                       "the handler runs eagerly")
@@ -199,6 +213,21 @@ class InstructionTranslator(BuildOps, FlowOps):
             if config.debug and self.result is None:
                 self._check_stack_effect(inst, depth)
         return self.result
+
+    def _handler_break(self, top: bool) -> GraphBreak:
+        """The break at the instruction whose exception entered the (first) handler being
+        traced, when the handler cannot be: CPython runs it (issue 13's policy)."""
+        index, snap, exc = self.handlers[0]
+        self.handlers.clear()
+        self.exc_info.clear()
+        self.inst = self.instructions[index]
+        if self.inst.positions is not None and self.inst.positions.lineno is not None:
+            self.lineno = self.inst.positions.lineno
+        gb = self.unsupported(f"{type(exc).__name__} raised inside a try block ({exc}): the "
+                              "handler runs eagerly")
+        if top:
+            gb.frame = (self, index, snap)
+        return gb
 
     def caught_by_try(self) -> bool:
         """True when an `except`/`finally` of this frame, or of a caller inlining it, would

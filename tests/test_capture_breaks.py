@@ -307,6 +307,90 @@ def test_optimizer_training_step_torch_counts(name, kw):
     assert (ex.graph_count, ex.graph_break_count) == (2, 1)
 
 
+# ---------------------------------------------------------------- 6. try/except handlers
+
+
+def alibi_attention_cache(torch):
+    """Attention with an ALiBi bias memoised per length: `try: return self.cache[n]` /
+    `except KeyError:` builds the bias with tensor ops and stores it; a per-layer scale read
+    from a list with `except IndexError:` falling back to a tensor computed from the scores.
+    The first call runs the handlers, the second the `try` bodies (the cache is filled, the
+    key's presence guarded). The handlers were run eagerly after a break."""
+    import math
+
+    nn = torch.nn
+
+    class Attention(nn.Module):
+        def __init__(self, d=8, heads=2):
+            super().__init__()
+            self.heads, self.qkv = heads, nn.Linear(d, 3 * d)
+            self.cache, self.layer_scale = {}, [0.5]
+
+        def alibi(self, n):
+            try:
+                return self.cache[n]
+            except KeyError:
+                slopes = torch.tensor([2.0 ** -(i + 1) for i in range(self.heads)])
+                pos = torch.arange(n)
+                dist = (pos[None, :] - pos[:, None]).abs().float()
+                bias = -dist[None] * slopes[:, None, None]
+                self.cache[n] = bias
+                return bias
+
+        def forward(self, x, layer: int = 1):
+            b, n, d = x.shape
+            q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            att = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads) + self.alibi(n)
+            out = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d)
+            try:
+                scale = self.layer_scale[layer]
+            except IndexError:
+                scale = att.detach().std().clamp(max=1.0)
+            return out * scale
+
+    m = Attention()
+    return m, (_rand(torch, 2, 5, 8),), lambda: sorted(m.cache)
+
+
+def test_handler_fallbacks_stay_correct():
+    """Handlers that cannot be traced fall back to the break at the raising instruction, the
+    handler run by CPython: a `print` inside the handler, an `except` that does not match (the
+    exception propagates), and an AttributeError (an absent attribute is not guarded: once
+    the attribute exists, the `try` body must run)."""
+    class Obj:
+        pass
+
+    o = Obj()
+    table = {}
+
+    def f(x):
+        try:
+            t = o.temperature
+        except AttributeError:
+            t = x.abs().max()
+        try:
+            s = table["scale"]
+        except KeyError:
+            print("no scale")
+            s = x.std()
+        try:
+            u = table["u"]
+        except IndexError:
+            u = 0.0
+        return x * s / t + u
+
+    x = _rand(eager, 3, 4)
+    capture.reset()
+    compiled = capture.compile(f)
+    with pytest.raises(KeyError):
+        compiled(x)
+    table["u"] = 1.5
+    for change in (lambda: None, lambda: setattr(o, "temperature", 3.0),
+                   lambda: table.update(scale=2.0)):
+        change()
+        np.testing.assert_allclose(compiled(x).numpy(), f(x).numpy(), rtol=1e-6)
+
+
 # ---------------------------------------------------------------- 7. counts under Dynamo's rules
 
 
@@ -367,6 +451,7 @@ CASES = [
     (manual_update_through_data, 1, 0, 1, 0),
     (byol_momentum_encoder, 1, 0, 1, 0),
     (fasttext_offsets, 1, 0, 1, 0),
+    (alibi_attention_cache, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]

@@ -546,16 +546,15 @@ def _rel_pos_model(lib):
 
 
 def test_exception_caught_by_a_try_keeps_the_graph():
-    """A KeyError met while capturing inside a `try` (here in an inlined method) is a graph
-    break at that instruction, so the caller keeps its graph; it made the whole frame run
-    eagerly (0 graphs)."""
+    """A KeyError met while capturing inside a `try` (here in an inlined method) enters its
+    `except KeyError:` handler, captured into the graph (it made the whole frame run eagerly:
+    0 graphs; then a break with the handler run eagerly)."""
     eager.manual_seed(0)
     m = _rel_pos_model(eager)
     x = _rand(eager, 2, 5, 8)
     capture.reset()
-    ex = capture.explain(m)(x)
-    assert ex.graph_count >= 1, str(ex)
-    assert any("KeyError" in b.reason for b in ex.unique_break_reasons), str(ex)
+    ex = capture.explain(m)(x)  # the handler is traced (capture/handlers.py), as Dynamo
+    assert (ex.graph_count, ex.graph_break_count, ex.unique_break_reasons) == (1, 0, []), str(ex)
     eager.manual_seed(0)
     ref = _rel_pos_model(eager)
     eager.manual_seed(0)

@@ -1,0 +1,129 @@
+"""`try`/`except` handlers traced into the graph, as Dynamo does.
+
+A Python exception the capture meets at an instruction of a frame (a missing key in
+`try: return self.cache[n]` / `except KeyError:`, a `ValueError` of a folded call), where an
+`except` clause of the same frame names a class the exception is an instance of, jumps to
+that handler as CPython would (`enter`: the stack cut to the exception table entry's depth,
+`lasti` and the exception pushed) and the handler's code is captured like any other: its
+tensor work joins the graph (the exception's cause is a function of guarded values, so every
+call the entry admits takes the same path). The handler opcodes are modelled here:
+`PUSH_EXC_INFO` (saves the previous exception), `CHECK_EXC_MATCH`, `POP_EXCEPT`.
+
+Only exceptions whose cause the guards fix are traced (`TRACED`: a missing key or index at a
+subscript, a ValueError/RuntimeError/ArithmeticError of a call). Everything else keeps issue
+13's policy (a graph break at the raising instruction, the handler run by CPython;
+`symbolic.InstructionTranslator.caught_by_try`): an AttributeError, a bare `except:` or
+`except Exception`/`BaseException` (it would catch an error of capture itself), a clause that
+does not match (`RERAISE`), an exception raised in an inlined callee and caught by a caller,
+a `with` exit, and a graph break met inside the handler (a graph cannot end where the
+handler's saved exception is on the stack). Those abort to the break at the raising
+instruction, the frame's state restored from its snapshot there. Touches `capture`.
+"""
+
+from __future__ import annotations
+
+import dis
+
+from .builders import handler
+from .variables import ConstantVariable, TupleVariable
+
+BROAD = (BaseException, Exception)
+# the instruction -> the exceptions raised there that are traced into a handler: a missing
+# key or index of a container (its keys or length are guarded), a bad value met by a folded
+# call or by a tensor op's meta (a function of guarded values and shapes). Not AttributeError
+# (an absent attribute is not guarded), TypeError (capture's own errors look the same),
+# StopIteration or AssertionError.
+_CALLS = (ValueError, RuntimeError, ArithmeticError)
+TRACED = {"BINARY_SUBSCR": (LookupError,), "CALL": _CALLS, "CALL_FUNCTION_EX": _CALLS,
+          "CALL_KW": _CALLS, "BINARY_OP": (ArithmeticError,)}
+_LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_FAST", "LOAD_DEREF", "BUILD_TUPLE",
+          "LOAD_CONST", "LOAD_FAST_LOAD_FAST", "LOAD_FAST_CHECK"}
+
+
+class HandlerAbort(Exception):
+    """The traced handler cannot go on: fall back to the break at the raising instruction."""
+
+
+def _entries(code) -> list:
+    cache = _entries.__dict__.setdefault("cache", {})
+    got = cache.get(code)
+    if got is None:
+        got = cache[code] = list(dis.Bytecode(code).exception_entries)
+    return got
+
+
+def can_enter(tx, exc) -> bool:
+    """Whether `exc`, raised at `tx`'s current instruction, lands in an `except <class>:`
+    handler of `tx`'s own frame (checked again by `CHECK_EXC_MATCH` against the class), and
+    is one whose cause the entry's guards fix (`TRACED`)."""
+    kinds = TRACED.get(tx.inst.opname, ())
+    if not isinstance(exc, kinds):
+        return False
+    offset = tx.inst.offset
+    entry = next((e for e in _entries(tx.code) if e.start <= offset < e.end), None)
+    if entry is None or entry.target not in tx.index_of:
+        return False
+    k = tx.index_of[entry.target]
+    ops = [i.opname for i in tx.instructions[k:k + 8]]
+    if ops[:1] != ["PUSH_EXC_INFO"]:
+        return False
+    for name in ops[1:]:
+        if name == "CHECK_EXC_MATCH":
+            return True
+        if name not in _LOADS:
+            return False
+    return False
+
+
+def enter(tx, exc, index: int, snap) -> None:
+    """Jump to the handler of the current instruction with `exc` (see the module)."""
+    offset = tx.inst.offset
+    entry = next(e for e in _entries(tx.code) if e.start <= offset < e.end)
+    del tx.stack[entry.depth:]
+    if entry.lasti:
+        tx.push(ConstantVariable(offset))
+    tx.push(ConstantVariable(exc))
+    tx.handlers.append((index, snap, exc))
+    tx.ip = tx.index_of[entry.target]
+
+
+@handler("PUSH_EXC_INFO")
+def PUSH_EXC_INFO(self, inst):
+    exc = self.pop()
+    prev = self.exc_info[-1] if self.exc_info else None
+    self.push(ConstantVariable(prev))
+    self.push(exc)
+    self.exc_info.append(exc.value)
+
+
+def _classes(v) -> tuple:
+    items = v.items if isinstance(v, TupleVariable) else [v]
+    out = []
+    for x in items:
+        cls = getattr(x, "value", None)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)) or cls in BROAD:
+            raise HandlerAbort("an except clause capture does not model")
+        out.append(cls)
+    return tuple(out)
+
+
+@handler("CHECK_EXC_MATCH")
+def CHECK_EXC_MATCH(self, inst):
+    classes = _classes(self.pop())
+    exc = self.stack[-1].value
+    if not isinstance(exc, classes):
+        raise HandlerAbort("the exception does not match the except clause")
+    self.push(ConstantVariable(True))
+
+
+@handler("POP_EXCEPT")
+def POP_EXCEPT(self, inst):
+    self.pop()
+    self.exc_info.pop()
+    if len(self.handlers) > len(self.exc_info):
+        self.handlers.pop()
+
+
+@handler("RERAISE")
+def RERAISE(self, inst):
+    raise HandlerAbort("the handler re-raises")
