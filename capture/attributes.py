@@ -41,7 +41,9 @@ TENSOR_BREAKS = {
     "numpy": "Tensor.numpy() leaves the graph (a numpy array aliases the tensor's memory)",
     "backward": "Tensor.backward() runs autograd (call it outside the compiled function)",
 }
-CAST_METHODS = {"float": "float32", "double": "float64", "long": "int64", "bool": "bool"}
+CAST_METHODS = {"float": "float32", "double": "float64", "long": "int64", "bool": "bool",
+                "half": "float16", "bfloat16": "bfloat16", "int": "int32", "short": "int16",
+                "char": "int8", "byte": "uint8", "cfloat": "complex64", "cdouble": "complex128"}
 DTYPE_QUERIES = {"is_floating_point": "is_floating_point", "is_complex": "is_complex"}
 
 

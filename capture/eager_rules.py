@@ -16,7 +16,7 @@ from eager import Tensor, grad_mode
 from ir import OpNamespace
 from ir.dtypes import to_dtype
 
-from . import calls, vocabulary
+from . import calls, legacy, vocabulary
 from .variables import ConstantVariable, FunctionVariable, TensorVariable, VariableTracker
 
 
@@ -222,12 +222,14 @@ def _local_rules() -> dict:
     import eager
 
     rules[eager.is_tensor] = _is_tensor_rule
+    rules[Tensor.new] = legacy.new_rule
+    rules[Tensor.zero_] = lambda tx, fn, args, kwargs: _fill_rule(  # `buf.zero_()`: fill_(0)
+        tx, fn, [*args, ConstantVariable(0)], kwargs)
     rules[eager.jit.annotate] = lambda tx, fn, args, kwargs: \
         types.SimpleNamespace(**_bind(fn, args, kwargs)).the_value  # the value itself
     import eager.backends.mps
     import eager.cpu
     import eager.cuda
-
     import eager.jit
 
     for query in (eager.cuda.is_available, eager.cuda.device_count, eager.cpu.is_available,

@@ -50,9 +50,13 @@ def call(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
 
 
 def make(tx, cls, args: list, kwargs: dict) -> VariableTracker | None:
-    """`OrderedDict(...)` and `itertools.accumulate(...)` built by the code, else None."""
-    from . import calls
+    """`OrderedDict(...)`, `itertools.accumulate(...)` and the legacy constructors
+    (`capture.legacy`) built by the code, else None."""
+    from . import calls, legacy
 
+    made = legacy.make(tx, cls, args, kwargs)  # Variable(x), torch.FloatTensor(2, 3)
+    if made is not None:
+        return made
     if cls is collections.OrderedDict and len(args) <= 1:
         return _ordered_dict(tx, args, kwargs)
     if cls is itertools.accumulate and 1 <= len(args) <= 2 and not kwargs.keys() - {"initial"}:

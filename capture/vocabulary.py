@@ -412,8 +412,11 @@ def _type_as(tx, fn, args, kwargs):
 
 
 def _type(tx, fn, args, kwargs):
+    from .legacy import dtype_of
+
     t, rest = _self_and(tx, fn, args)
-    dtype = _const(tx, fn, rest[0] if rest else kwargs.get("dtype"))
+    dtype = dtype_of(rest[0]) if rest else None  # `x.type(torch.FloatTensor)`
+    dtype = dtype or _const(tx, fn, rest[0] if rest else kwargs.get("dtype"))
     if dtype is None:
         return ConstantVariable(f"eager.{t.meta.dtype.name}")
     if not isinstance(dtype, D.DType):

@@ -248,12 +248,43 @@ def python_functional_shapes(torch):
     return m, (_rand(torch, 3, 2, 3),), list
 
 
+def legacy_tensor_api(torch):
+    """Pre-0.4 style model code: `Variable(x)`, `weight.data.new(b, h).zero_()`,
+    `torch.FloatTensor(b, 1).fill_(0.5)`, `torch.LongTensor([..])`, `x.new([..])`,
+    `.type(torch.FloatTensor)`, and the cast methods `.half()`, `.bfloat16()`, `.int()`,
+    `.byte()` (each was a break)."""
+    nn = torch.nn
+    Variable = torch.autograd.Variable
+
+    class OldRNN(nn.Module):
+        def __init__(self, d=4, h=5):
+            super().__init__()
+            self.h = h
+            self.i2h = nn.Linear(d + h, h)
+
+        def forward(self, x):
+            x = Variable(x)
+            hidden = next(self.parameters()).data.new(x.size(0), self.h).zero_()
+            for t in range(x.size(1)):
+                hidden = torch.tanh(self.i2h(torch.cat((x[:, t], hidden), 1)))
+            extra = torch.FloatTensor(x.size(0), 1).fill_(0.5)
+            idx = torch.LongTensor([1, 0])
+            out = torch.cat([hidden, extra], 1).type(torch.FloatTensor)
+            scale = out.new([2.0])
+            casts = (out.half(), out.bfloat16().float(), (out * 10).int(), (out > 0).byte())
+            return out[idx] * scale, casts
+
+    m = OldRNN()
+    return m, (_rand(torch, 2, 3, 4),), list
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
     (backbone_feature_dict, 1, 0, 1, 0),
     (jit_guarded_block, 1, 0, 1, 0),
     (negative_binomial_nll, 1, 0, 1, 0),
+    (legacy_tensor_api, 1, 0, 1, 0),
     (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 
