@@ -252,9 +252,11 @@ def register(table: dict, keep: list) -> None:
         classes.append((getattr(importlib.import_module(f"eager.optim.{module}"), name), form))
     for cls, kind in classes:
         fn = cls.__dict__["step"]
-        keep.append(fn)
-        _KINDS[id(fn)] = kind
-        table[id(fn)] = (f"eager.optim.{cls.__name__}.step", step_rule)
+        inner = getattr(fn, "__wrapped__", None)  # (reached by `compile(opt.step)`, which
+        for f in (fn, inner) if inner is not None else (fn,):  # traces the hooks' wrapper)
+            keep.append(f)
+            _KINDS[id(f)] = kind
+            table[id(f)] = (f"eager.optim.{cls.__name__}.step", step_rule)
 
 
 class _StateWriter:

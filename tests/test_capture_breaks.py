@@ -269,6 +269,29 @@ def test_optimizer_step_in_graph(name, kw):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
 
+@pytest.mark.parametrize("name", ["Adam", "RMSprop"])
+def test_compiled_bound_step(name):
+    """`compile(opt.step)` (the bound method as the target: capture traces the hooks' wrapper,
+    then reaches the undecorated step) is one graph equal to eager's step."""
+    runs = []
+    for compiled in (False, True):
+        model, opt, _, x, y = _classifier(eager, name, {"lr": 0.01})
+        capture.reset()
+        run = capture.compile(opt.step) if compiled else opt.step
+        for _ in range(3):
+            opt.zero_grad()
+            eager.nn.functional.cross_entropy(model(x), y).backward()
+            run()
+        runs.append([p.detach().numpy().copy() for p in model.parameters()])
+        assert opt._opt_called and not opt.__dict__.get("_in_step")
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    model, opt, _, x, y = _classifier(eager, name, {"lr": 0.01})
+    eager.nn.functional.cross_entropy(model(x), y).backward()
+    ex = capture.explain(opt.step)()
+    assert (ex.graph_count, ex.graph_break_count, ex.unique_break_reasons) == (1, 0, []), str(ex)
+
+
 @pytest.mark.parametrize("name,kw", OPTIMIZERS[:1] + OPTIMIZERS[3:7:2] + OPTIMIZERS[8:9],
                          ids=OPT_IDS[:1] + OPT_IDS[3:7:2] + OPT_IDS[8:9])
 def test_optimizer_training_step_counts(name, kw):
