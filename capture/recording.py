@@ -111,6 +111,9 @@ def as_constant(tx, v):
         return v.value
     if isinstance(v, SequenceVariable):
         return v.kind(as_constant(tx, x) for x in v.items)
+    made = getattr(v, "constant_value", None)  # `torch.tensor([0.25, 0.75])` of the code's
+    if made is not None and v.node.op == "placeholder":  # constants, not written since:
+        return made  # its value, as eagerly (`quantile(x, q_tensor)`)
     raise tx.unsupported(f"{v.describe()} passed where a Python constant is expected")
 
 

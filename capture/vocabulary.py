@@ -285,6 +285,7 @@ def _constant_factory(tx, fn, args, kwargs):
     out.input_sources.append(source)
     out.tensor_shapes[source] = tuple(value.meta.shape)
     var = TensorVariable(node, value.meta, value.requires_grad, source)
+    var.constant_value = value  # (its values are constants of the code: `recording`)
     out.by_source[source] = var
     return var
 

@@ -278,6 +278,22 @@ def legacy_tensor_api(torch):
     return m, (_rand(torch, 2, 3, 4),), list
 
 
+def robust_stats_quantile(torch):
+    """Robust feature scaling: median/MAD, `torch.quantile(x, torch.tensor([0.25, 0.75]),
+    dim=0)` (a q tensor of the code's constants was a break: the op takes q as a constant),
+    kthvalue, nanmean/nansum."""
+
+    def robust_scale(x):
+        med = x.median(dim=0, keepdim=True).values
+        mad = (x - med).abs().median(dim=0, keepdim=True).values
+        q = torch.quantile(x, torch.tensor([0.25, 0.75]), dim=0)
+        filled = torch.where(x > 1.5, torch.full_like(x, float("nan")), x)
+        return ((x - med) / (1.4826 * mad + 1e-6), q[1] - q[0], x.kthvalue(2, dim=0).values,
+                torch.nanmean(filled, 0), torch.nansum(filled))
+
+    return robust_scale, (_rand(torch, 7, 3),), list
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
@@ -285,6 +301,7 @@ CASES = [
     (jit_guarded_block, 1, 0, 1, 0),
     (negative_binomial_nll, 1, 0, 1, 0),
     (legacy_tensor_api, 1, 0, 1, 0),
+    (robust_stats_quantile, 1, 0, 1, 0),
     (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 
@@ -438,3 +455,17 @@ def test_inference_mode_block_in_graph():
         assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
     with pytest.raises(RuntimeError, match="[Ii]nference"):
         got[0].add_(1)
+
+
+def test_quantile_of_a_written_constant_tensor_breaks_correctly():
+    """A q tensor written in place after it was made is no longer the code's constant: the
+    quantile is a break and the result is eager's."""
+
+    def f(x):
+        q = eager.tensor([0.2, 0.8])
+        q.mul_(0.5)
+        return eager.quantile(x, q, dim=0)
+
+    x = _rand(eager, 7, 3)
+    capture.reset()
+    _same(f(x), capture.compile(f)(x))
