@@ -19,8 +19,10 @@ shapes do the same with SymInts (`torch._dynamo.config.automatic_dynamic_shapes`
 
 Dynamic Python numbers (`SymNumberVariable`): an int/float parameter whose value guard failed
 is wrapped with its type guarded but not its value; arithmetic with tensors and `+ - * /` with
-constants make it a 0-d graph input, any other read of its value raises `Specialize` for it
-(the compiled function then keeps it static). Touches `ir.Graph`, `capture`.
+constants make it a 0-d graph input, `math.cos/sin/exp/log/sqrt/...` of it a graph op
+(`number_math`), a comparison of the argument with a constant a bool guarded on that comparison
+(`number_compare`: `if step < warmup`, one entry per side as Dynamo's SymInt guards); any other
+read of its value raises `Specialize` for it (the compiled function then keeps it static). Touches `ir.Graph`, `capture`.
 """
 
 from __future__ import annotations
@@ -363,3 +365,59 @@ def number_binary(tx, name: str, a, b):
                           for x in v.roots})
     roots = set().union(*(v.roots for v in (a, b) if isinstance(v, SymNumberVariable)))
     return SymNumberVariable(tx.out, number, None, roots, r)
+
+
+_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+            ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def number_compare(tx, symbol: str, a, b):
+    """`step < warmup`, `pos == 0`: a dynamic number argument (read directly from its source)
+    compared with an int/float constant or another such argument: a constant bool, guarded on
+    the comparison (not the value), as Dynamo guards a SymInt branch. None: does not apply."""
+    def side(v):
+        if isinstance(v, SymNumberVariable):
+            return (v.number, v.source) if v.source is not None else None
+        if type(v) is ConstantVariable and type(v.value) in (int, float) and \
+                abs(v.value) != float("inf") and v.value == v.value:
+            return v.value, repr(v.value)
+        return None
+
+    if symbol not in _COMPARE or not any(isinstance(v, SymNumberVariable) for v in (a, b)):
+        return None
+    sa, sb = side(a), side(b)
+    if sa is None or sb is None:
+        return None
+    result = _COMPARE[symbol](sa[0], sb[0])
+    term = f"({sa[1]} {symbol} {sb[1]})"
+    tx.out.guards.add(term if result else f"not {term}")
+    return ConstantVariable(result)
+
+
+MATH_OPS = {"cos": "cos", "sin": "sin", "tan": "tan", "exp": "exp", "log": "log",
+            "sqrt": "sqrt", "tanh": "tanh", "log1p": "log1p", "expm1": "expm1"}
+
+
+def number_math(tx, fn, args, kwargs):
+    """`math.cos(math.pi * progress)` of a dynamic float/int: a new dynamic float computed in
+    the graph (the registry op on its 0-d float64 input; the float64 rounding equals the math
+    module's for these functions up to one ulp). None: does not apply (a domain error, say,
+    leaves the call to Python by specialising)."""
+    import math
+
+    name = getattr(fn, "__name__", "")
+    if kwargs or len(args) != 1 or not isinstance(args[0], SymNumberVariable) or \
+            getattr(math, name, None) is not fn or name not in MATH_OPS:
+        return None
+    num = args[0]
+    try:
+        number = fn(num.number)
+    except (ValueError, OverflowError):
+        raise Specialize({(r, "num") for r in num.roots}) from None
+    from ir import dtypes as D
+
+    from . import calls, vocabulary
+
+    t = calls._cast(tx, num.placeholder(), D.float64)
+    r = vocabulary._record(tx, MATH_OPS[name], [t], {})
+    return SymNumberVariable(tx.out, number, None, set(num.roots), r)

@@ -110,6 +110,9 @@ def _dunder(tx, fwd: str, rev: str, a, b, symbol: str) -> VariableTracker:
 
 
 def compare_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    num = dynamic.number_compare(tx, symbol, a, b)
+    if num is not None:
+        return num
     if a.is_constant() and b.is_constant():
         fn = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
               "==": operator.eq, "!=": operator.ne}[symbol]

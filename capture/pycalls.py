@@ -15,7 +15,7 @@ import builtins
 
 from eager import Tensor
 
-from . import calls, eager_rules, pyfunctional, subscripts, vocabulary
+from . import calls, dynamic, eager_rules, pyfunctional, subscripts, vocabulary
 from .variables import (
     ConstantVariable,
     DictVariable,
@@ -108,6 +108,8 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
     `getattr`...), a container built from trackers (`tuple`, `zip`, `enumerate`, `sum`...), a
     fold on constants, else a graph break naming it."""
     result = pyfunctional.call(tx, f, args, kwargs)  # operator.add(a, b), functools.reduce
+    if result is None:
+        result = dynamic.number_math(tx, f, args, kwargs)  # math.cos of a dynamic number
     if result is None:
         result = _introspect(tx, f, args, kwargs)
     if result is None:

@@ -98,7 +98,6 @@ def test_float_with_an_int_tensor_stays_static():
 @pytest.mark.parametrize("name,fn", [
     ("slice", lambda x, n: x[:n] * 2),
     ("reshape", lambda x, n: x.reshape(n, -1).sum(0)),
-    ("branch", lambda x, n: x * 2 if n > 3 else x - 1),
     ("range", lambda x, n: sum(x * i for i in range(n))),
     ("attribute", lambda x, n: x.reshape(2, 4).sum(dim=n % 2)),
     ("python_division", lambda x, n: x * (1 / (n - 3) if n != 3 else 0.0)),
@@ -109,6 +108,15 @@ def test_values_that_decide_shapes_or_branches_stay_specialised(name, fn):
     cf = run(fn, [(x, n) for n in (1, 2, 4, 8, 4, 2, 1)])
     assert cf.dynamic_numbers == set() and "n" in cf.static_numbers
     assert len(cf.entries) == 4  # one per distinct value, each guarded by value
+
+
+def test_branch_on_a_dynamic_number_is_guarded_by_the_comparison():
+    """`x * 2 if n > 3 else x - 1`: the branch guards `n > 3` (as Dynamo guards a SymInt
+    branch), not n's value: one dynamic entry per side, besides the first static one."""
+    x = eager.randn(8)
+    cf = run(lambda x, n: x * 2 if n > 3 else x - 1, [(x, n) for n in (1, 2, 4, 8, 4, 2, 1)])
+    assert cf.dynamic_numbers == {"n"}
+    assert len(cf.entries) == 3
 
 
 def test_zero_division_still_raises():

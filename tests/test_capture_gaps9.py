@@ -258,3 +258,59 @@ def test_contains_on_a_set_attribute_is_guarded():
     Holder.names.add("c")
     _same(f(x), cf(x))
     assert len(cf.__wick_compiled__.entries) == 2
+
+
+def cosine_schedule(torch):
+    """A warmup + cosine factor computed from a Python step that changes every call."""
+    import math
+
+    model = torch.nn.Linear(3, 3)
+
+    def scaled(x, step, total=20, warmup=2):
+        if step < warmup:
+            factor = (step + 1) / warmup
+        else:
+            progress = (step - warmup) / max(1, total - warmup)
+            factor = 0.5 * (1.0 + math.cos(math.pi * progress))
+        return model(x) * factor
+
+    return scaled
+
+
+def test_dynamic_step_branches_and_math():
+    """A step argument seen with a second value becomes dynamic; `step < warmup` is guarded as
+    a comparison and `math.cos` of it is computed in the graph: 3 entries over steps 0..6
+    (torch.compile: 3 graphs), not one per step (was 7)."""
+    eager.manual_seed(0)
+    f = cosine_schedule(eager)
+    cf = capture.compile(f)
+    x = _rand(eager, 2, 3)
+    for step in range(7):
+        _same(f(x, step), cf(x, step))
+    assert len(cf.__wick_compiled__.entries) == 3
+
+
+def test_dynamic_step_counts_like_torch():
+    torch = pytest.importorskip("torch")
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    f = torch.compile(cosine_schedule(torch), backend="eager")
+    x = torch.ones(2, 3)
+    for step in range(7):
+        f(x, step)
+    assert counters["stats"]["unique_graphs"] == 3
+
+
+def test_dynamic_number_compare_guards():
+    """The comparison guard holds for later values: crossing the threshold recompiles, a
+    value on the same side reuses the entry; `x < inf` is not guarded by a bad literal."""
+    def f(x, n):
+        y = x * 2 if n < 3 else x - 1
+        return y * n if n < float("inf") else y
+
+    cf = capture.compile(f)
+    x = _rand(eager, 2)
+    for n in (0, 1, 2, 5, 7, 1):
+        _same(f(x, n), cf(x, n))
