@@ -66,6 +66,8 @@ class OutputGraph:
         self.mutated: dict = {}  # placeholder node of a mutated input -> its tracker
         self.alias_writes: dict = {}  # source -> "data"/"detach": written through such aliases
         self.aliases: dict = {}  # source -> the `.data` / `detach()` trackers of that input
+        self.alias_leaf: dict = {}  # source -> the input's tracker before those writes
+        self.alias_grad_nodes: set = set()  # their straight-through nodes (`writeback`)
         self.side_effects = SideEffects(self)  # Python mutations replayed after the graph
         self.containers_by_id: dict = {}  # id(list/dict read) -> (it, its one tracker)
 

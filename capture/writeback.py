@@ -25,8 +25,9 @@ In-place ops on a `.data` or `detach()` alias of an input (`p.data.mul_(0.9)`, a
 update `tp.detach().mul_(1 - tau)`, `p.data = p.data.clamp(...)`) write the input outside
 autograd (`inplace_alias`): it stays a leaf that requires grad; through `.data` only, its
 version counter stays as eager's `.data` leaves it (the pair's grad item is None). A returned
-alias is rebuilt as eager's `.data`/`detach()` of the input. A read of such an input with
-grad later in the same graph is a break (its gradient would not reach the leaf).
+alias is rebuilt as eager's `.data`/`detach()` of the input. A read of such a leaf with grad
+later in the same graph reads the written value through a straight-through node whose
+derivative reaches the leaf (`check_alias_grad`).
 
 Sound only when exact; otherwise a graph break:
 - a leaf that requires grad, mutated while grad mode is on (eager raises);
@@ -100,7 +101,7 @@ def inplace_alias(tx, alias, compute):
     back after the graph without grad (it stays a leaf that requires grad, as eagerly). Through
     `.data` only, the write-back leaves `p`'s version counter as eager's `.data` does (its own
     counter); through `detach()` it bumps it (a shared counter). A later read of `p` with
-    grad in the same graph is a break (`check_alias_grad`)."""
+    grad in the same graph: `check_alias_grad`."""
     _write_alias(tx, alias.alias_of, alias.alias_kind, compute)
     return alias
 
@@ -152,6 +153,10 @@ def _write_alias(tx, src: str, kind: str, compute) -> None:
         out.grad_enabled = prev
     if result.meta.shape != base.meta.shape or result.meta.dtype is not base.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
+    if base.node.op == "placeholder":  # the leaf's own value, for `check_alias_grad`
+        from .variables import TensorVariable
+
+        out.alias_leaf[src] = TensorVariable(base.node, base.meta, base.requires_grad)
     se = out.side_effects
     se.rebind(base, result, base.requires_grad, src)
     for a in out.aliases.get(src, ()):
@@ -161,15 +166,48 @@ def _write_alias(tx, src: str, kind: str, compute) -> None:
 
 
 def check_alias_grad(tx, inputs) -> None:
-    """A graph read, with grad, of an input that requires grad after an in-place update
-    through its `.data`/`detach()`: its gradient would not reach the leaf: a break."""
-    wb = tx.out.writebacks
-    for src in tx.out.alias_writes:
-        var = wb.get(src)
-        if var is not None and any(getattr(x, "requires_grad", False) and
-                                   getattr(x, "node", None) is var.node for x in inputs):
+    """A graph read, with grad, of a leaf input after an in-place update through its
+    `.data`/`detach()` (WGAN's `p.data.clamp_(-c, c)` before the critic's forward): the leaf's
+    tracker becomes `where(isfinite(p), r - (p.detach() - p), r)` for the written value `r`:
+    `r` exactly (`x - 0.0` is `x`, -0.0 included; non-finite `p` keep `r`), with the
+    derivative 1 to the leaf, as eager's later ops differentiate the leaf holding `r`."""
+    out = tx.out
+    for src in out.alias_writes:
+        var = out.writebacks.get(src)
+        if var is None or var.node in out.alias_grad_nodes or not any(
+                getattr(x, "requires_grad", False) and getattr(x, "node", None) is var.node
+                for x in inputs):
+            continue
+        leaf = out.alias_leaf.get(src)
+        if leaf is None or not leaf.requires_grad:
             raise tx.unsupported("a tensor read with grad after an in-place update through its "
                                  ".data or detach() in the same graph")
+        st = _straight_through(tx, var, leaf)
+        out.side_effects.rebind(var, st, True, src)
+        out.alias_grad_nodes.add(st.node)
+
+
+def _straight_through(tx, var, leaf):
+    from ir import OpNamespace
+
+    from .recording import record
+    from .variables import TensorVariable
+
+    out = tx.out
+    ops = OpNamespace(lambda o, i, a: record(tx, o, i, a, False))
+    r = TensorVariable(var.node, var.meta, False)
+    held = out.mutated.pop(leaf.node, None)  # (reading the old value here is the point)
+    prev, out.grad_enabled = out.grad_enabled, False
+    try:
+        d = ops.reshape(leaf, shape=tuple(leaf.meta.shape))  # (p.detach(): a no-grad node)
+        d.requires_grad = False
+        out.grad_enabled = True
+        st = ops.where(ops.isfinite(d), ops.sub(r, ops.sub(d, leaf)), r)
+    finally:
+        out.grad_enabled = prev
+        if held is not None:
+            out.mutated[leaf.node] = held
+    return st
 
 
 def _live_views(tx, node) -> bool:

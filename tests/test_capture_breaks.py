@@ -119,6 +119,29 @@ def manual_update_through_data(torch):
     return step, (_rand(torch, 5, 4),), lambda: _param_state(critic, ema)
 
 
+def wgan_critic_clipping(torch):
+    """A WGAN critic step: the weights clipped in place through `.data` before the forward
+    (`p.data.clamp_(-c, c)`), the Wasserstein loss, `backward()` (a break), a manual update
+    `p.data -= lr * p.grad` and `p.grad = None`. The forward reads the clipped leaves with
+    grad in the graph that clipped them: their gradients must reach the leaves."""
+    nn = torch.nn
+    critic = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1))
+
+    def step(real, fake, lr: float = 0.05, clip: float = 0.1):
+        for p in critic.parameters():
+            p.data.clamp_(-clip, clip)
+        loss = critic(fake).mean() - critic(real).mean()
+        loss.backward()
+        with torch.no_grad():
+            for p in critic.parameters():
+                p.data -= lr * p.grad
+                p.grad = None
+        return loss.detach()
+
+    return step, (_rand(torch, 6, 4), _rand(torch, 6, 4, seed=5)), \
+        lambda: _param_state(critic)
+
+
 def byol_momentum_encoder(torch):
     """A BYOL/MoCo momentum encoder: the target network follows the online one through
     in-place ops on `detach()`ed parameters (`pt.detach().mul_(m).add_(po.detach(), alpha=1 -
@@ -472,6 +495,7 @@ def test_training_step_torch_counts(variant, wick, dynamo):
 CASES = [
     (locked_dropout_lm, 1, 0, 2, 1),  # torch: Dynamo breaks on Tensor.random_ (wick records it)
     (manual_update_through_data, 1, 0, 1, 0),
+    (wgan_critic_clipping, 2, 1, 2, 1),
     (byol_momentum_encoder, 1, 0, 1, 0),
     (fasttext_offsets, 1, 0, 1, 0),
     (alibi_attention_cache, 1, 0, 1, 0),
