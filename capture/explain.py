@@ -24,8 +24,9 @@ compiles the ops before a step, the step, and the ops after it as separate graph
 records an `opt.step()` (`optim_forms`) in the graph around it. A training step `logits =
 model(x); loss = ...; loss.backward(); opt.step(); return (logits.argmax(-1) == y).float().mean()`
 is 2 graphs / 1 break in wick and 3 / 2 under torch.compile (the metrics a graph of their own).
-Not modelled: an output that is only a view of an input (`return loss.detach()` after the
-step) is rebuilt eagerly by wick (`aliases`), no graph op, where Dynamo compiles it as a graph.
+Views of inputs that wick rebuilds after the graph (`aliases`: `return x.t()`, a
+`loss.detach()` after the step) are ops of a graph for Dynamo: a frame that only returns one
+is 0 graphs in wick and 1 under torch.compile.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class ExplainOutput:
         self.graph_count = len(self.graphs)
         self.break_reasons = [r for cf in functions for r in cf.break_reasons]
         self.graph_break_count = max(self.graph_count - 1, 0)
-        self.dynamo_graph_count = sum(_dynamo_graphs(g) for g in self.graphs)
+        self.dynamo_graph_count = sum(_dynamo_graphs(e.graph, e.template) for _, e in entries
+                                      if e.graph is not None)
         self.dynamo_graph_break_count = max(self.dynamo_graph_count - 1, 0)
         seen: dict = {}
         for r in self.break_reasons:
@@ -81,9 +83,11 @@ class ExplainOutput:
     __repr__ = __str__
 
 
-def _dynamo_graphs(graph) -> int:
-    """How many graphs Dynamo would make of `graph`: its ops split at the bounds of each
-    optimizer step recorded in it (nodes marked `optimizer_step`), non-empty runs counted."""
+def _dynamo_graphs(graph, template) -> int:
+    """How many graphs Dynamo would make of an entry's `graph`: its ops split at the bounds of
+    each optimizer step recorded in it (nodes marked `optimizer_step`), non-empty runs
+    counted; views wick rebuilds after the graph (`aliases`) are graph ops for Dynamo, so they
+    count as a run of their own when no run of ordinary ops ends the graph."""
     runs, last = 0, object()
     for n in graph.nodes:
         if n.op != "call_function":
@@ -91,4 +95,16 @@ def _dynamo_graphs(graph) -> int:
         key = n.meta.get("optimizer_step")
         if key != last:
             runs, last = runs + 1, key
+    if last is not None and _has_view(template):  # (no ops, or a step last)
+        runs += 1
     return runs
+
+
+def _has_view(t) -> bool:
+    if isinstance(t, tuple) and t[:1] == ("view",):
+        return True
+    if isinstance(t, (tuple, list)):
+        return any(_has_view(x) for x in t)
+    if isinstance(t, dict):
+        return any(_has_view(x) for x in t.values())
+    return False

@@ -442,8 +442,8 @@ def test_handler_fallbacks_stay_correct():
 
 def _train_step(lib, variant):
     """A classifier's training step; `variant`: what follows `opt.step()` ("metrics": the
-    accuracy computed after the step, "item": `.item()`, "loss": the loss itself, "step": the
-    step alone)."""
+    accuracy computed after the step, "detach": `loss.detach()` (a view wick rebuilds after
+    the graph), "item": `.item()`, "loss": the loss itself, "step": the step alone)."""
     F = lib.nn.functional
     lib.manual_seed(0)
     model = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 3))
@@ -461,13 +461,15 @@ def _train_step(lib, variant):
         opt.step()
         if variant == "metrics":
             return loss.detach(), (logits.argmax(-1) == y).float().mean()
+        if variant == "detach":
+            return loss.detach()
         return loss.item() if variant == "item" else loss
 
     return step, (x, y)
 
 
 # variant, wick's (graphs, breaks), Dynamo's (torch.optim's step between two graph breaks)
-TRAIN_STEPS = [("metrics", (2, 1), (3, 2)), ("item", (2, 1), (2, 1)), ("loss", (2, 1), (2, 1)),
+TRAIN_STEPS = [("metrics", (2, 1), (3, 2)), ("detach", (2, 1), (3, 2)), ("item", (2, 1), (2, 1)), ("loss", (2, 1), (2, 1)),
                ("step", (1, 0), (1, 0))]
 
 
@@ -481,6 +483,28 @@ def test_training_step_counts_under_dynamo_rules(variant, wick, dynamo):
     ex = capture.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == wick, str(ex)
     assert (ex.dynamo_graph_count, ex.dynamo_graph_break_count) == dynamo, str(ex)
+
+
+VIEW_FRAMES = [(lambda x: x.detach(), 0, 1), (lambda x: x.t(), 0, 1), (lambda x: x[0], 0, 1),
+               (lambda x: (x.t(), x + 1), 1, 1)]
+
+
+@pytest.mark.parametrize("k", range(len(VIEW_FRAMES)))
+def test_view_only_frames_under_dynamo_rules(k):
+    """A frame that only returns a view of its input: wick rebuilds the view (no graph op),
+    Dynamo compiles a graph of it."""
+    fn, wick, dynamo = VIEW_FRAMES[k]
+    capture.reset()
+    ex = capture.explain(fn)(_rand(eager, 3, 4))
+    assert (ex.graph_count, ex.dynamo_graph_count) == (wick, dynamo), str(ex)
+
+
+@pytest.mark.parametrize("k", range(len(VIEW_FRAMES)))
+def test_view_only_frames_torch_counts(k):
+    torch = pytest.importorskip("torch")
+    fn, _, dynamo = VIEW_FRAMES[k]
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(fn)(_rand(torch, 3, 4)).graph_count == dynamo
 
 
 @pytest.mark.parametrize("variant,wick,dynamo", TRAIN_STEPS, ids=[t[0] for t in TRAIN_STEPS])
