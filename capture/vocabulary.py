@@ -31,7 +31,7 @@ Random samplers (`rand*`, `randn*`, `randint*`, `randperm`, `normal`, `bernoulli
 `multinomial`; and so `F.dropout`) are registry ops drawing from the generator's state as a
 graph input and output (`capture/randomness.py`: compiled draws equal eager's bit for bit), and
 so are the in-place samplers `uniform_`, `normal_`, `exponential_`, `bernoulli_`, `random_`,
-`cauchy_`, `geometric_`, `log_normal_`; alpha dropout is one named break. Touches `eager`
+`cauchy_`, `geometric_`, `log_normal_` (alpha dropout and `rrelu` draw with `rand`). Touches `eager`
 (reads its namespaces), `ir` and `capture`.
 """
 
