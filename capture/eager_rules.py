@@ -223,6 +223,9 @@ def _local_rules() -> dict:
 
     rules[eager.is_tensor] = _is_tensor_rule
     rules[Tensor.new] = legacy.new_rule
+    from . import subscripts
+
+    rules[Tensor.index_put_] = rules[Tensor.index_put] = subscripts.index_put_rule
     rules[Tensor.zero_] = lambda tx, fn, args, kwargs: _fill_rule(  # `buf.zero_()`: fill_(0)
         tx, fn, [*args, ConstantVariable(0)], kwargs)
     rules[eager.jit.annotate] = lambda tx, fn, args, kwargs: \

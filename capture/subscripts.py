@@ -20,6 +20,8 @@ Touches `eager.indexing`, `capture`.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from eager.indexing import index_ops, parse_key, put_ops
@@ -108,8 +110,35 @@ def getitem(tx, obj: TensorVariable, index: VariableTracker) -> TensorVariable:
     return index_ops(_namespace(tx), obj, *_split(tx, obj, index))
 
 
-def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTracker) -> None:
-    """`obj[index] = value` on a fresh graph tensor: the functional `_index_put`, rebinding."""
+def index_put_rule(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """`x.index_put_(indices, values, accumulate=False)` (a store as `x[indices] = values`,
+    summing repeated indices with `accumulate=True`) and the out-of-place `x.index_put(...)` /
+    `torch.index_put(...)` (a new tensor): the same `put_ops` as eager's."""
+    from eager.indexing import index_put_
+
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    obj, indices, values = (bound.arguments[k] for k in ("self", "indices", "values"))
+    acc = bound.arguments["accumulate"]
+    acc = acc.value if isinstance(acc, VariableTracker) and acc.is_constant() else acc
+    if not isinstance(obj, TensorVariable) or not isinstance(acc, bool) or \
+            not isinstance(indices, (TupleVariable, ListVariable)):
+        raise tx.unsupported(f"{fn.__name__} with arguments capture does not model")
+    key = TupleVariable(list(indices.items))
+    if fn is index_put_:
+        setitem(tx, obj, key, values, accumulate=acc)
+        return obj
+    val = values.value if values.is_constant() else values
+    F = _namespace(tx)
+    if isinstance(val, TensorVariable) and val.dtype is not obj.dtype:
+        val = F.cast(val, obj.dtype)
+    return put_ops(F, obj, *_split(tx, obj, key), val, acc)
+
+
+def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTracker,
+            accumulate: bool = False) -> None:
+    """`obj[index] = value` on a fresh graph tensor: the functional `_index_put`, rebinding
+    (`accumulate`: `index_put_(..., accumulate=True)`)."""
     if isinstance(value, ConstantVariable) and is_number(value.value):
         v = value.value
     elif isinstance(value, TensorVariable):
@@ -124,7 +153,7 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
         raise tx.unsupported("item assignment to a view, or to a tensor whose views are still "
                              "referenced (mutation the views must see)")
 
-    mask = _mask_key(obj, index, v)
+    mask = None if accumulate else _mask_key(obj, index, v)
 
     def compute():
         if mask is not None:  # x[mask] = scalar: masked_fill, as torch's index_put_ of a mask
@@ -139,7 +168,7 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
         val = v
         if isinstance(val, TensorVariable) and val.dtype is not obj.dtype:
             val = F.cast(val, obj.dtype)
-        return put_ops(F, obj, *split, val)
+        return put_ops(F, obj, *split, val, accumulate)
 
     if not views or node.op != "call_function":
         calls.inplace(tx, obj, compute)  # graph inputs: its rule (a write-back)

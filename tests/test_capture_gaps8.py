@@ -294,6 +294,25 @@ def robust_stats_quantile(torch):
     return robust_scale, (_rand(torch, 7, 3),), list
 
 
+def index_put_accumulate(torch):
+    """A 2-D histogram by `grid.index_put_((rows, cols), w, accumulate=True)`, the out-of-place
+    `index_put` and `torch.index_put`, and an accumulating store into an input (each explicit
+    index_put call was a break; `x[idx] = v` already was in the graph)."""
+
+    def scatter_counts(coords, weights, acc):
+        grid = torch.zeros(4, 4)
+        grid.index_put_((coords[:, 0], coords[:, 1]), weights, accumulate=True)
+        hist = torch.zeros(4).index_put((coords[:, 0],), torch.ones(coords.size(0)),
+                                        accumulate=True)
+        marks = torch.index_put(grid, [coords[:, 1]], torch.tensor(1.0))
+        acc.index_put_((coords[:, 1],), weights, accumulate=True)
+        return grid, hist, marks, acc * 2
+
+    coords = torch.tensor(np.random.default_rng(4).integers(0, 4, (9, 2)))
+    acc = torch.zeros(4)
+    return scatter_counts, (coords, _rand(torch, 9), acc), lambda: [acc]
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
@@ -302,6 +321,7 @@ CASES = [
     (negative_binomial_nll, 1, 0, 1, 0),
     (legacy_tensor_api, 1, 0, 1, 0),
     (robust_stats_quantile, 1, 0, 1, 0),
+    (index_put_accumulate, 1, 0, 1, 0),
     (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 
