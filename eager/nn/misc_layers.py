@@ -256,6 +256,8 @@ def _offset_bags(input, weight, offsets, mode, psw, include_last_offset):
     (empty bags 0), as ATen's CPU kernel."""
     n, dim = input.shape[0], weight.shape[1]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if bags <= 0:  # (no bag: every index lies outside)
+        return zeros(0, dim, dtype=weight.dtype, device=weight.device)
     starts = offsets[:bags].to(D.int64)
     seg = FUNCTIONS["searchsorted"](starts, arange(n, device=input.device), right=True) - 1
     rows = FUNCTIONS["index_select"](weight, 0, input)
