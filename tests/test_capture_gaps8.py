@@ -313,6 +313,28 @@ def index_put_accumulate(torch):
     return scatter_counts, (coords, _rand(torch, 9), acc), lambda: [acc]
 
 
+def embedding_max_norm(torch):
+    """`nn.Embedding(10, 4, max_norm=1.0)`: the looked-up rows renormalised in place first
+    (eager read the indices on the host to dedupe them: a break inside the lookup); the
+    weight's new values are compared too."""
+    nn = torch.nn
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4, max_norm=1.0)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, ids):
+            return self.fc(self.emb(ids)).mean(1)
+
+    m = Tagger()
+    with torch.no_grad():
+        m.emb.weight.mul_(3.0)
+    ids = torch.tensor([[1, 2, 2, 5], [5, 5, 0, 9]])
+    return m, (ids,), lambda: [m.emb.weight]
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
@@ -322,6 +344,7 @@ CASES = [
     (legacy_tensor_api, 1, 0, 1, 0),
     (robust_stats_quantile, 1, 0, 1, 0),
     (index_put_accumulate, 1, 0, 1, 0),
+    (embedding_max_norm, 1, 0, 1, 0),
     (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 

@@ -192,11 +192,13 @@ def one_hot(tensor, num_classes=-1):
     return as_tensor(out, device=tensor.device)
 
 
-def _embedding_renorm(weight, rows, max_norm, norm_type) -> None:
-    """`torch.embedding_renorm_`: rows of `weight` used by the lookup whose `norm_type`-norm
-    exceeds `max_norm` are scaled in place to norm max_norm (no gradient recorded)."""
+def _embedding_renorm(weight, idx, max_norm, norm_type) -> None:
+    """`torch.embedding_renorm_`: rows of `weight` used by the lookup (int tensor `idx`) whose
+    `norm_type`-norm exceeds `max_norm` are scaled in place to norm max_norm (no gradient
+    recorded). A repeated index copies the same new row again (no host read of the indices,
+    so capture keeps it in the graph)."""
     with no_grad():
-        idx = as_tensor(np.unique(rows), device=weight.device)
+        idx = idx.reshape(-1)
         sel = FUNCTIONS["index_select"](weight, 0, idx)
         norms = FUNCTIONS["linalg_vector_norm"](sel, norm_type, 1, True)
         scale = FUNCTIONS["where"](norms > max_norm, max_norm / (norms + 1e-7), 1.0)
@@ -227,7 +229,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx = padding_idx % num
     check_embedding_indices(input, num)
     if max_norm is not None:
-        _embedding_renorm(weight, input._host(), max_norm, norm_type)
+        _embedding_renorm(weight, input, max_norm, norm_type)
     idx = input.reshape(-1)
     rows = FUNCTIONS["index_select"](weight, 0, idx)
     if padding_idx is not None and weight.requires_grad:

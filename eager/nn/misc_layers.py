@@ -220,7 +220,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     starts, ends = _bag_bounds(input, offsets, include_last_offset)
     a = idx._host().astype(np.int64)
     if max_norm is not None:
-        _embedding_renorm(weight, a, max_norm, norm_type)
+        _embedding_renorm(weight, idx, max_norm, norm_type)
     keep = np.ones(a.shape, dtype=bool) if padding_idx is None else a != padding_idx
     counts = np.array([int(keep[s:e].sum()) for s, e in zip(starts, ends)], dtype=np.int64)
     bags, width = len(starts), max(int(counts.max(initial=0)), 1)
