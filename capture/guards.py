@@ -42,8 +42,9 @@ def is_literal(value) -> bool:
 
 
 def signature_text(code) -> str:
-    """The parameter list of a code object, without defaults: `x, y, /, *args, k, **kw`."""
-    names = code.co_varnames
+    """The parameter list of a code object, without defaults: `x, y, /, *args, k, **kw` (a
+    3.11 comprehension's `.0` as `implicit0`, inspect's name for it)."""
+    names = tuple("implicit0" if v == ".0" else v for v in code.co_varnames)
     n, k = code.co_argcount, code.co_kwonlyargcount
     parts = list(names[:n])
     if code.co_posonlyargcount:

@@ -314,3 +314,23 @@ def test_dynamic_number_compare_guards():
     x = _rand(eager, 2)
     for n in (0, 1, 2, 5, 7, 1):
         _same(f(x, n), cf(x, n))
+
+
+def test_comprehension_resumed_after_a_break():
+    """A 3.11 dict comprehension (a function whose parameter is `.0`) compiled as its own
+    frame after a break in its caller (a defaultdict): its guard was generated as
+    `def guard(.0)`, a SyntaxError that crashed the call."""
+    import collections
+
+    def per_class(loss, y):
+        per = collections.defaultdict(list)
+        for c in range(3):
+            m = (y == c).float()
+            per[f"c{c}"].append((loss * m).sum() / m.sum().clamp(min=1))
+        return {k: eager.stack(v) for k, v in per.items()}
+
+    loss = _rand(eager, 7)
+    y = eager.tensor(np.array([0, 1, 2, 0, 1, 1, 0]))
+    cf = capture.compile(per_class)
+    for _ in range(2):
+        _same(per_class(loss, y), cf(loss, y))
