@@ -7,6 +7,7 @@ computed by user code (a property, `__getattr__`) is a graph break. Re-exported 
 
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 import types
@@ -237,6 +238,10 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
 
             tx.out.guards.identity(f"type({obj.source}).{name}.fget", fget, fget.__name__)
             return call_function(tx, FunctionVariable(fget, None), [obj], {})
+        if isinstance(obj.value, enum.Enum) and name in ("value", "name") and \
+                obj.source is not None:  # `cfg.pool.value`: the member's (guarded) constant
+            tx.out.guards.identity(obj.source, obj.value, type(obj.value).__name__)
+            return tx.out.wrap(getattr(obj.value, name), f"{obj.source}.{name}")
         if _getter_runs_user_code(obj.value, name):  # a descriptor, __getattr__: eagerly
             raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "
                                  "code (a property or __getattr__)")

@@ -207,6 +207,10 @@ def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
         return DictVariable(kwargs)
     if f is dict and len(args) == 1 and isinstance(args[0], DictVariable):
         return DictVariable({**args[0].items, **kwargs})
+    if f is dict and len(args) == 1 and not args[0].is_constant():  # `dict(zip(names, parts))`
+        pairs = [unpack(tx, p) for p in unpack(tx, args[0])]
+        if all(len(p) == 2 and p[0].is_constant() for p in pairs):
+            return DictVariable({**{k.value: v for k, v in pairs}, **kwargs})
     if f is enumerate and args and not kwargs.keys() - {"start"}:
         start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).value
         return ListVariable([TupleVariable([ConstantVariable(start + i), v])

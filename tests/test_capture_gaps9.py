@@ -146,7 +146,37 @@ def best_snapshot(torch):
     return maybe_snapshot, (0.5,), lambda: [best["loss"], best["state"]]
 
 
+def enum_config_and_named_parts(torch):
+    """A head configured by an Enum member (`cfg.pool.value` returned, `is`/`==` branches) and
+    features named by `dict(zip(names, torch.split(...)))`: the Enum's `value` (a descriptor)
+    and `dict()` of pairs were breaks (torch.compile: 1 graph)."""
+    import enum
+
+    class Pool(enum.Enum):
+        MEAN = "mean"
+        MAX = "max"
+
+    class Cfg:
+        pool = Pool.MAX
+        names = ["xy", "rgb", "alpha"]
+
+    lin = torch.nn.Linear(6, 2)
+
+    def head(points):
+        feats = dict(zip(Cfg.names, torch.split(points, [2, 3, 1], dim=-1)))
+        h = points.mean(0) if Cfg.pool is Pool.MEAN else points.amax(0)
+        xs, ys = feats["xy"].unbind(-1)
+        return lin(h), Cfg.pool.value, Cfg.pool.name, torch.hypot(xs, ys) * feats["alpha"][:, 0]
+
+    def switch():
+        Cfg.pool = Pool.MEAN  # (the next call takes the other branch: the member is guarded)
+        return []
+
+    return head, (_rand(torch, 4, 6),), switch
+
+
 CASES = [
+    (enum_config_and_named_parts, 1, 0, 1, 0),
     (best_snapshot, 1, 0, 1, 0),
     (script_plumbing, 1, 0, 1, 0),
     (nullcontext_break_inside, 2, 1, 2, 1),
