@@ -280,9 +280,11 @@ def unpack(tx, v: VariableTracker) -> list:
 
 
 def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
+    from .optim_user import state_entry
     from .pycalls import subscript as _subscript
 
-    return _subscript(tx, obj, index)
+    entry = state_entry(tx, obj, index)  # `self.state[p]` in a user's optimizer step
+    return entry if entry is not None else _subscript(tx, obj, index)
 
 
 def store_subscript(tx, obj, index, value) -> None:

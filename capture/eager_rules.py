@@ -256,6 +256,10 @@ def rule_for(value):
     None."""
     if not _RULES:
         _RULES.update(_local_rules())
+    from .optim_user import hooked_step, hooked_step_rule
+
+    if hooked_step(value):  # a user Optimizer subclass's `step` (eager's hook wrapper)
+        return hooked_step_rule
     try:
         return _RULES.get(value)
     except TypeError:  # an unhashable callable

@@ -335,6 +335,50 @@ def embedding_max_norm(torch):
     return m, (ids,), lambda: [m.emb.weight]
 
 
+def user_optimizer_subclass(torch):
+    """A user's Optimizer subclass (Lion-style, with a Python step count) compiled as a step:
+    `self.state[p]` made on the first step (`len(state) == 0`), in-place updates of the
+    parameters (`p.data.mul_`, `p.add_`) and of the state, `@torch.no_grad()` on step (the
+    subclass's step was a break: 0 graphs). The state dicts are compared after each call."""
+    nn = torch.nn
+
+    class Lion(torch.optim.Optimizer):
+        def __init__(self, params, lr=1e-2, betas=(0.9, 0.99), weight_decay=0.1):
+            super().__init__(params, {"lr": lr, "betas": betas, "weight_decay": weight_decay})
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.data.mul_(1 - group["lr"] * group["weight_decay"])
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["exp_avg"] = torch.zeros_like(p)
+                        state["step"] = 0
+                    state["step"] += 1
+                    exp_avg = state["exp_avg"]
+                    beta1, beta2 = group["betas"]
+                    update = exp_avg * beta1 + p.grad * (1 - beta1)
+                    p.add_(torch.sign(update), alpha=-group["lr"])
+                    exp_avg.mul_(beta2).add_(p.grad, alpha=1 - beta2)
+
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    opt = Lion(model.parameters())
+    for i, p in enumerate(model.parameters()):
+        p.grad = _rand(torch, *p.shape, seed=20 + i)
+
+    def step():
+        opt.step()
+
+    def state():
+        return list(model.parameters()) + [
+            {k: v for k, v in opt.state[p].items()} for p in model.parameters()]
+
+    return step, (), state
+
+
 CASES = [
     (patch_attention_mT, 1, 0, 1, 0),
     (module_device_property, 1, 0, 1, 0),
@@ -345,6 +389,7 @@ CASES = [
     (robust_stats_quantile, 1, 0, 1, 0),
     (index_put_accumulate, 1, 0, 1, 0),
     (embedding_max_norm, 1, 0, 1, 0),
+    (user_optimizer_subclass, 1, 0, 1, 0),
     (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 
