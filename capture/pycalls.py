@@ -389,6 +389,10 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
         if isinstance(i, int):
             return obj.items[i]  # an IndexError here is the user's, as eagerly
     if isinstance(obj, DictVariable) and index.is_constant():
+        factory = getattr(obj, "default_factory", None)
+        if factory is not None and index.value not in obj.items:  # a defaultdict's miss
+            tx.out.side_effects.mutate(tx, obj)
+            obj.items[index.value] = calls.call_function(tx, factory, [], {})
         return obj.items[index.value]  # a KeyError here is the user's
     if isinstance(obj, UserObjectVariable) and index.is_constant():
         entries = vocabulary.container_entries(tx, obj)

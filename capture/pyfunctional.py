@@ -50,7 +50,8 @@ def call(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
 
 
 def make(tx, cls, args: list, kwargs: dict) -> VariableTracker | None:
-    """`OrderedDict(...)`, `itertools.accumulate(...)` and the legacy constructors
+    """`OrderedDict(...)`, `defaultdict(factory[, items])`, `itertools.accumulate(...)` and
+    the legacy constructors
     (`capture.legacy`) built by the code, else None."""
     from . import calls, legacy
 
@@ -59,6 +60,11 @@ def make(tx, cls, args: list, kwargs: dict) -> VariableTracker | None:
         return made
     if cls is collections.OrderedDict and len(args) <= 1:
         return _ordered_dict(tx, args, kwargs)
+    if cls is collections.defaultdict and 1 <= len(args) <= 2:  # `defaultdict(list)`
+        var = _ordered_dict(tx, args[1:], kwargs)
+        var.ordered = False
+        var.default_factory = args[0]  # (called on a missing key: `pycalls.subscript`)
+        return var
     if cls is itertools.accumulate and 1 <= len(args) <= 2 and not kwargs.keys() - {"initial"}:
         fn = args[1] if len(args) == 2 else BuiltinVariable(operator.add)
         items = calls.unpack(tx, args[0])

@@ -93,6 +93,8 @@ class Templater:
                 if isinstance(v, DictVariable) else [self.t(x) for x in v.items]
             kind = ("odict" if v.ordered else "dict") if isinstance(v, DictVariable) \
                 else v.kind.__name__
+            if getattr(v, "default_factory", None) is not None:
+                return ("ddict", items, id(v), self.t(v.default_factory))
             return (kind, items, id(v))
         if isinstance(v, SequenceVariable):
             return (v.kind.__name__, [self.t(x) for x in v.items])
@@ -200,6 +202,10 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return inference.rebuild(r(t[1]))
     if len(t) > 2 and kind in ("list", "set", "dict", "odict") and t[2] in cells:
         return cells[t[2]]  # the same list/dict the code referenced from several places
+    if kind == "ddict":  # a defaultdict the code made
+        if t[2] not in cells:
+            cells[t[2]] = collections.defaultdict(r(t[3]), {k: r(x) for k, x in t[1].items()})
+        return cells[t[2]]
     if kind in ("tuple", "list", "set"):
         items = [r(x) for x in t[1]]
         out = tuple(items) if kind == "tuple" else set(items) if kind == "set" else items

@@ -207,10 +207,13 @@ class DictVariable(VariableTracker):
         self.items = dict(items)
         self.source = source
         self.ordered = ordered  # an `OrderedDict()` the code made (rebuilt as one)
+        self.default_factory = None  # a `defaultdict(factory)` the code made (rebuilt as one)
 
     def python_type(self) -> type:
-        from collections import OrderedDict
+        from collections import OrderedDict, defaultdict
 
+        if self.default_factory is not None:
+            return defaultdict
         return OrderedDict if self.ordered else dict
 
     def describe(self) -> str:

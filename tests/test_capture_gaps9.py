@@ -364,3 +364,40 @@ def test_comprehension_resumed_after_a_break():
     cf = capture.compile(per_class)
     for _ in range(2):
         _same(per_class(loss, y), cf(loss, y))
+
+
+def test_defaultdict_made_by_the_code():
+    """`collections.defaultdict(list)` / `(int)` made by the code: misses call the factory,
+    the dict leaves the graph (returned, or live across a break) as a defaultdict with its
+    factory; was a break at the constructor, every subscript and `.items()`."""
+    import collections
+
+    def f(loss, y):
+        per, counts = collections.defaultdict(list), collections.defaultdict(int)
+        for c in range(3):
+            m = (y == c).float()
+            per[f"c{c}"].append((loss * m).sum())
+            counts["seen"] += 1
+        return {k: eager.stack(v) for k, v in per.items()}, counts, per
+
+    def g(x):
+        d = collections.defaultdict(list)
+        d["a"].append(x * 2)
+        print("", end="")  # a break with `d` live
+        d["b"].append(x + 1)
+        return d
+
+    loss = _rand(eager, 7)
+    y = eager.tensor(np.array([0, 1, 2, 0, 1, 1, 0]))
+    capture.reset()
+    ex = capture.explain(f)(loss, y)
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0) and not ex.unique_break_reasons
+    cf, cg = capture.compile(f), capture.compile(g)
+    for _ in range(2):
+        want, got = f(loss, y), cf(loss, y)
+        _same(want, got)
+        assert type(got[1]) is collections.defaultdict and got[1].default_factory is int
+        assert got[2].default_factory is list and got[2]["new"] == []
+        dg = cg(loss)
+        assert type(dg) is collections.defaultdict and dg.default_factory is list
+        _same(dict(g(loss)), dict(dg))
