@@ -15,7 +15,7 @@ import types
 from eager import Tensor, device
 from ir.dtypes import DType, to_dtype
 
-from . import dynamic, objects
+from . import dynamic, made_modules, objects
 from .recording import call_op
 from .variables import (
     ConstantMethodVariable,
@@ -226,6 +226,8 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         from .supers import super_attr
 
         return super_attr(tx, obj, name)
+    if isinstance(obj, made_modules.MadeModuleVariable):
+        return made_modules.get_attr(tx, obj, name)
     if isinstance(obj, UserObjectVariable) and obj.source is not None:
         stored = tx.out.side_effects.load_attr(obj.value, name)  # `self.n = ...` before
         if stored is not None:

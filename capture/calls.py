@@ -21,7 +21,8 @@ import numpy as np
 
 from eager import device
 
-from . import autocast, config, eager_rules, inference, objects, pyfunctional, vocabulary
+from . import (autocast, config, eager_rules, inference, made_modules, objects, pyfunctional,
+               vocabulary)
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
     TENSOR_BREAKS,
@@ -127,9 +128,12 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
 
         if not kwargs:
             return make_super(tx, args)
+    if isinstance(fn, made_modules.MadeModuleVariable):  # `loss_fct(logits, labels)`
+        return made_modules.call(tx, fn, args, kwargs)
     if isinstance(fn, UserObjectVariable):
         value = fn.value
-        made = inference.make(tx, value, args, kwargs)  # no_grad(), inference_mode(), ...
+        made = made_modules.make(tx, value, args, kwargs)  # `nn.CrossEntropyLoss()`
+        made = made if made is not None else inference.make(tx, value, args, kwargs)  # no_grad(), inference_mode(), ...
         made = made if made is not None else pyfunctional.make(tx, value, args, kwargs)
         if made is not None:  # (or OrderedDict(), itertools.accumulate())
             return made

@@ -56,7 +56,8 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
     if base == "+" and (isinstance(a, SequenceVariable) or isinstance(b, SequenceVariable)):
         sa, sb = _as_sequence(a), _as_sequence(b)  # `() + (t,)`: a constant side as items
         if sa is not None and sb is not None and sa.kind is sb.kind and \
-                (isinstance(a, SequenceVariable) or not inplace):
+                (isinstance(a, SequenceVariable) or not inplace or type(a.value) is tuple):
+            # (`cache = ()` then `cache += (kv,)`: a tuple's `+=` makes a new tuple)
             a, b = sa, sb
     if isinstance(a, SequenceVariable) and isinstance(b, SequenceVariable) and base == "+":
         items = a.items + b.items

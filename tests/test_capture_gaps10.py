@@ -1,0 +1,157 @@
+"""Library-style model code that capture broke on (issue 14's bar, held-out set O: code written
+as users copy it from timm, torchvision, HuggingFace transformers, diffusers, lightning). Each
+case is built by `build(lib)` for `lib` = wick's `eager` or the real torch; it runs eagerly and
+compiled (twice: capture, then the cache hit) from the same seed, comparing outputs (values and
+dtypes) and the state it names; its graph and break counts from `capture.explain` are checked,
+and when torch is installed torch._dynamo.explain's counts on the same code are too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Optional
+
+import numpy as np
+import pytest
+
+import capture
+import eager
+
+
+def _rand(lib, *shape, seed=1):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def _ints(lib, hi, *shape, seed=2):
+    return lib.tensor(np.random.default_rng(seed).integers(0, hi, shape).astype(np.int64))
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [type(v).__qualname__] + [x for k in v for x in [k] + _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [type(v).__qualname__] + [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    if hasattr(v, "__dict__") and not isinstance(v, type):  # an object the case made
+        return [type(v).__qualname__] + _flat(vars(v))
+    return [v]
+
+
+def _same(a, b):
+    fa, fb = _flat(a), _flat(b)
+    assert len(fa) == len(fb), (fa, fb)
+    for x, y in zip(fa, fb):
+        if isinstance(x, eager.Tensor):
+            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
+            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            assert x == y
+
+
+def llama_cache_tuple(torch):
+    """`next_cache = () if use_cache else None` then `next_cache += (present,)` per layer, as
+    HF's decoder stacks build their cache (the tuple `+=` on a constant `()` was a break)."""
+    nn = torch.nn
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = nn.Linear(8, 8, bias=False)
+            self.v = nn.Linear(8, 8, bias=False)
+
+        def forward(self, h):
+            return h + self.k(h).tanh(), (self.k(h), self.v(h))
+
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Layer() for _ in range(3)])
+
+        def forward(self, h, use_cache=True):
+            next_cache = () if use_cache else None
+            for layer in self.layers:
+                h, present = layer(h)
+                if use_cache:
+                    next_cache += (present,)
+            return h, next_cache
+
+    m = Stack()
+    return m, (_rand(torch, 2, 4, 8),), lambda: []
+
+
+def loss_module_in_forward(torch):
+    """HF's sequence-classification heads: `loss_fct = CrossEntropyLoss()` (or MSELoss /
+    BCEWithLogitsLoss by `config.problem_type`, set on the first call) made inside forward and
+    called at once (a module made in the frame was a break at its call)."""
+    nn = torch.nn
+
+    class Config:
+        def __init__(self):
+            self.problem_type = None
+            self.num_labels = 3
+
+    class Head(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.classifier = nn.Linear(6, config.num_labels)
+
+        def forward(self, x, labels):
+            logits = self.classifier(torch.relu(x))
+            if self.config.problem_type is None:
+                if labels.dtype == torch.long or labels.dtype == torch.int:
+                    self.config.problem_type = "single_label_classification"
+                else:
+                    self.config.problem_type = "multi_label_classification"
+            if self.config.problem_type == "single_label_classification":
+                loss_fct = nn.CrossEntropyLoss(label_smoothing=0.1)
+                loss = loss_fct(logits.view(-1, self.config.num_labels), labels.view(-1))
+            else:
+                loss = nn.BCEWithLogitsLoss(reduction="sum")(logits, labels)
+            return loss, nn.Softmax(dim=-1)(logits)
+
+    m = Head(Config())
+    return m, (_rand(torch, 4, 6), _ints(torch, 3, 4)), lambda: [m.config.problem_type]
+
+
+CASES = [
+    (llama_cache_tuple, 1, 0, 1, 0),
+    (loss_module_in_forward, 1, 0, 1, 0),
+]
+
+IDS = [c[0].__name__ for c in CASES]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    eager.manual_seed(0)
+    fn, args, _ = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
+    if breaks == 0:
+        assert not ex.unique_break_reasons, str(ex)
+    eager.manual_seed(0)
+    fe, ae, se = case(eager)
+    eager.manual_seed(0)
+    fc, ac, sc = case(eager)
+    capture.reset()
+    compiled = capture.compile(fc)
+    for _ in range(2):
+        eager.manual_seed(1)
+        want = (fe(*ae), se())
+        eager.manual_seed(1)
+        got = (compiled(*ac), sc())
+        _same(want, got)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    fn, args, _ = case(torch)
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
