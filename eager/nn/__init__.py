@@ -44,7 +44,8 @@ from .layers import (
     Softmax,
     Tanh,
 )
-from .module import GELU, Linear, Module, Parameter, ReLU
+from .activation import GELU, ReLU
+from .module import Linear, Module, Parameter
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # recurrent
 from .transformer import Transformer, TransformerDecoder, TransformerDecoderLayer
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402

@@ -16,6 +16,34 @@ def _inplace_str(inplace: bool) -> str:
     return ", inplace=True" if inplace else ""
 
 
+class ReLU(Module):
+    """max(x, 0) (`torch.nn.ReLU`); `inplace=True` writes into the input."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class GELU(Module):
+    """x * Phi(x) (`torch.nn.GELU`), exact or `approximate="tanh"`."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
 class _Inplace(Module):
     """An activation whose only argument is `inplace`."""
 

@@ -25,7 +25,6 @@ from ..dispatch import FUNCTIONS, PLAIN_SUBCLASSES
 from ..grad_mode import no_grad
 from ..random import rand
 from ..tensor import Tensor
-from . import functional as F  # (F.relu at call time: functional -> attention -> module)
 from .module_hooks import ModuleHooks
 
 
@@ -564,31 +563,3 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, " \
                f"bias={self.bias is not None}"
-
-
-class ReLU(Module):
-    """max(x, 0) (`torch.nn.ReLU`); `inplace=True` writes into the input."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
-
-
-class GELU(Module):
-    """x * Phi(x) (`torch.nn.GELU`), exact or `approximate="tanh"`."""
-
-    def __init__(self, approximate: str = "none"):
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, input):
-        return F.gelu(input, approximate=self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate={self.approximate!r}"
