@@ -21,8 +21,8 @@ import numpy as np
 
 from eager import device
 
-from . import (autocast, config, eager_rules, inference, made_modules, objects, pyfunctional,
-               vocabulary)
+from . import (autocast, config, dict_objects, eager_rules, inference, made_modules, objects,
+               pyfunctional, vocabulary)
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
     TENSOR_BREAKS,
@@ -103,7 +103,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
                 return eager_rules.call_in_grad_mode(tx, *decorated, args, kwargs)
             return call_eager(tx, fn, args, kwargs)
         _refuse_opaque(tx, value)
-        return inline(tx, fn, args, kwargs)
+        folded = dict_objects.fields_rule(tx, value, args, kwargs)  # dataclasses.fields(self)
+        return folded if folded is not None else inline(tx, fn, args, kwargs)
     if isinstance(fn, NestedFunctionVariable):
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, PartialVariable):
@@ -115,9 +116,11 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
     if isinstance(fn, ContainerMethodVariable):
         return pycalls.call_container_method(tx, fn, args, kwargs)
     if isinstance(fn, ConstantMethodVariable):
-        if all(v.is_constant() for v in args + list(kwargs.values())):
-            return ConstantVariable(fn.bound(*[v.value for v in args],
-                                             **{k: v.value for k, v in kwargs.items()}))
+        from .pycalls import _const_data, _is_const_data
+
+        if all(_is_const_data(v) for v in args + list(kwargs.values())):  # "-".join(names)
+            return ConstantVariable(fn.bound(*[_const_data(v) for v in args],
+                                             **{k: _const_data(v) for k, v in kwargs.items()}))
         raise tx.unsupported(f"call to {fn.describe()} with non-constant arguments")
     if isinstance(fn, GradModeExitVariable):  # restores the mode, closes an inference block
         return inference.leave(tx, fn)
@@ -128,8 +131,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
 
         if not kwargs:
             return make_super(tx, args)
-    if isinstance(fn, made_modules.MadeModuleVariable):  # `loss_fct(logits, labels)`
-        return made_modules.call(tx, fn, args, kwargs)
+    if isinstance(fn, (dict_objects.RawMethodVariable, made_modules.MadeModuleVariable)):
+        return fn.call(tx, args, kwargs)  # `super().__setitem__(k, v)`, `loss_fct(x, y)`
     if isinstance(fn, UserObjectVariable):
         value = fn.value
         made = made_modules.make(tx, value, args, kwargs)  # `nn.CrossEntropyLoss()`
@@ -287,6 +290,8 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
     from .optim_user import state_entry
     from .pycalls import subscript as _subscript
 
+    if getattr(obj, "mapping", None) is not None:  # `out["logits"]` of a ModelOutput
+        return dict_objects.subscript(tx, obj, index)
     entry = state_entry(tx, obj, index)  # `self.state[p]` in a user's optimizer step
     return entry if entry is not None else _subscript(tx, obj, index)
 
@@ -294,4 +299,7 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
 def store_subscript(tx, obj, index, value) -> None:
     from .pycalls import store_subscript as _store
 
+    if getattr(obj, "mapping", None) is not None:  # `self[name] = v` in a ModelOutput
+        dict_objects.store_subscript(tx, obj, index, value)
+        return
     _store(tx, obj, index, value)

@@ -28,6 +28,9 @@ class MadeModuleVariable(UserObjectVariable):
     def describe(self) -> str:
         return f"{type(self.value).__name__} module made by the code"
 
+    def call(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return call(tx, self, args, kwargs)
+
 
 def _global_hooks() -> bool:
     from eager.nn import module_hooks as h

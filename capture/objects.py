@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import types
 
+from . import dict_objects
 from .variables import (
     ConstantMethodVariable,
     ConstantVariable,
@@ -44,6 +45,7 @@ class NewObjectVariable(VariableTracker):
         self.cls = cls
         self.attrs: dict = {}
         self.source = None
+        self.mapping = None  # a dict subclass's items (`dict_objects`)
 
     def python_type(self) -> type:
         return self.cls
@@ -62,6 +64,8 @@ def constructible(cls) -> bool:
                 "dataclasses", "functools", "enum", "abc") and \
             not module.startswith(DISTRIBUTIONS):
         return False
+    if dict_objects.dict_base(cls) is not None:  # a ModelOutput-style dataclass dict
+        return isinstance(inspect.getattr_static(cls, "__init__"), types.FunctionType)
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ or \
             cls.__getattribute__ is not object.__getattribute__:
         return False
@@ -77,6 +81,7 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> NewObjectVariable:
     from .calls import inline
 
     obj = NewObjectVariable(cls)
+    obj.mapping = dict_objects.new_mapping(cls)
     if cls.__module__.startswith(DISTRIBUTIONS):
         # as torch.compile (`Distribution.set_default_validate_args(False)`): compiled code
         # validates a distribution's arguments only when it passes `validate_args=True`
@@ -101,6 +106,9 @@ def get_attr(tx, obj: NewObjectVariable, name: str) -> VariableTracker:
         return value
     if name == "__class__":
         return ConstantVariable(obj.cls)
+    method = dict_objects.get_attr(tx, obj, name)  # `self.keys()` of a dict subclass
+    if method is not None:
+        return method
     try:
         attr = inspect.getattr_static(obj.cls, name)
     except AttributeError:
@@ -160,6 +168,9 @@ def super_attr(tx, cls: type, obj: NewObjectVariable, name: str) -> VariableTrac
     for c in mro[mro.index(cls) + 1:]:
         if name in c.__dict__:
             attr = c.__dict__[name]
+            based = dict_objects.super_attr(tx, obj, c, name)  # `super().__setitem__(k, v)`
+            if based is not None:
+                return based
             break
     else:
         raise AttributeError(f"'super' object has no attribute '{name}'")
@@ -176,8 +187,11 @@ def _object_init():
     """`super().__init__()` reaching `object.__init__`: nothing to do."""
 
 
-def store_attr(tx, obj: NewObjectVariable, name: str, value) -> None:
-    """`obj.name = value` on an object made by the code: its instance dict (logged)."""
+def store_attr(tx, obj: NewObjectVariable, name: str, value, raw: bool = False) -> None:
+    """`obj.name = value` on an object made by the code: its instance dict (logged); a dict
+    subclass's own `__setattr__` inlined unless `raw` (`dict_objects`)."""
+    if not raw and dict_objects.setattr_hook(tx, obj, name, value):
+        return
     attr = inspect.getattr_static(obj.cls, name, None)
     if attr is not None and hasattr(type(attr), "__set__"):
         raise tx.unsupported(f"{obj.cls.__name__}.{name} is a descriptor (a property setter "
@@ -206,17 +220,21 @@ def template(templater, obj: NewObjectVariable) -> tuple:
             raise CannotResume(f"cannot rebuild {obj.describe()} that refers to itself")
         return memo[key]
     memo[key] = None
-    t = ("newobj", obj.cls, {k: templater.t(v) for k, v in obj.attrs.items()}, key)
+    items = None if obj.mapping is None else \
+        {k: templater.t(v) for k, v in obj.mapping.items.items()}
+    t = ("newobj", obj.cls, {k: templater.t(v) for k, v in obj.attrs.items()}, key, items)
     memo[key] = t
     return t
 
 
 def rebuild(t: tuple, r, cells: dict):
     """The object of template `t` for one call (`r` rebuilds a sub-template)."""
-    _, cls, attrs, key = t
+    _, cls, attrs, key, items = t
     if key in cells:
         return cells[key]
-    obj = object.__new__(cls)
+    obj = object.__new__(cls) if items is None else dict_objects.rebuild(cls, {})
     cells[key] = obj
+    if items is not None:
+        dict_objects.fill(obj, {k: r(v) for k, v in items.items()})
     obj.__dict__.update({k: r(v) for k, v in attrs.items()})
     return obj

@@ -29,7 +29,8 @@ def _ints(lib, hi, *shape, seed=2):
 
 def _flat(v):
     if isinstance(v, dict):
-        return [type(v).__qualname__] + [x for k in v for x in [k] + _flat(v[k])]
+        attrs = _flat(vars(v)) if type(v) not in (dict, OrderedDict) else []
+        return [type(v).__qualname__] + [x for k in v for x in [k] + _flat(v[k])] + attrs
     if isinstance(v, (list, tuple)):
         return [type(v).__qualname__] + [x for item in v for x in _flat(item)]
     if isinstance(v, eager.Tensor):
@@ -116,9 +117,73 @@ def loss_module_in_forward(torch):
     return m, (_rand(torch, 4, 6), _ints(torch, 3, 4)), lambda: [m.config.problem_type]
 
 
+class _ModelOutput(OrderedDict):
+    """HF's ModelOutput pattern: a dataclass that is also an OrderedDict of its non-None
+    fields; a field set later becomes an item only if it already is one."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            return dict(self.items())[k]
+        return self.to_tuple()[k]
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class _Output(_ModelOutput):
+    loss: Optional[object] = None
+    logits: Optional[object] = None
+    hidden_states: Optional[tuple] = None
+
+
+def model_output_dataclass_dict(torch):
+    """A HF-style model returning `_Output(logits=..., hidden_states=(...))`: its dataclass
+    `__init__` stores through the class's `__setattr__`, `__post_init__` fills the dict by
+    `dataclasses.fields(self)`; the caller reads `out.logits`, `out["hidden_states"]`, `out[0]`
+    and the object itself leaves the graph (rebuilt with its items and attributes). Making it
+    was a break (the object was not modelled)."""
+    nn = torch.nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(6, 8)
+            self.fc2 = nn.Linear(8, 3)
+
+        def forward(self, x, return_dict=True):
+            h = torch.tanh(self.fc1(x))
+            logits = self.fc2(h)
+            if not return_dict:
+                return (logits, (x, h))
+            out = _Output(logits=logits, hidden_states=(x, h))
+            out.logits = logits * 2.0  # an existing key: item and attribute change
+            return out
+
+    m = Model()
+
+    def run(x):
+        out = m(x)
+        return out, out.logits + out["hidden_states"][1].sum(), out[0], len(out.to_tuple())
+
+    return run, (_rand(torch, 4, 6),), lambda: []
+
+
 CASES = [
     (llama_cache_tuple, 1, 0, 1, 0),
     (loss_module_in_forward, 1, 0, 1, 0),
+    (model_output_dataclass_dict, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]

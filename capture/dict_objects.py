@@ -1,0 +1,181 @@
+"""Objects of user dict subclasses made inside a captured frame: HuggingFace's `ModelOutput`
+pattern, a `@dataclass` that is also an `OrderedDict` of its non-None fields
+(`BaseModelOutput(last_hidden_state=h, ...)`, then `out.last_hidden_state`, `out["logits"]`,
+`out[0]`, `out.to_tuple()`), as Dynamo's `UserDefinedDictVariable` for a class made in the frame.
+
+Such an object is a `NewObjectVariable` (`objects`) with a `mapping`: a `DictVariable` of its
+items, next to its instance dict. The class's own Python methods run inlined on it: a
+`__setattr__` (dataclass `__init__`'s stores go through it), `__getitem__`, `__setitem__`,
+`__post_init__`; what reaches the builtin base (`super().__setitem__(k, v)`,
+`super().__setattr__(n, v)`, `self.keys()`, `self.items()`, `self[k]` with no override) acts on
+the mapping or the instance dict. `dataclasses.fields(obj)` is the class's (constant) fields.
+Leaving the graph, the object is rebuilt as `base.__new__(cls)`, its items set through the
+base's `__setitem__` (no user code runs) and its instance dict updated.
+
+Only classes whose bases beyond user classes are exactly `dict` or `OrderedDict` (then `object`)
+and whose Python-level overrides are plain functions are modelled; anything else stays a break.
+Touches `capture` only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections import OrderedDict
+
+from .variables import ConstantVariable, DictVariable, FunctionVariable, VariableTracker
+
+_BASES = (OrderedDict, dict)
+_MAPPING_METHODS = ("keys", "items", "values", "get", "pop", "setdefault", "update", "copy",
+                    "clear")
+
+
+def dict_base(cls) -> type | None:
+    """`OrderedDict`/`dict` for a user class built on it (module doc), else None."""
+    if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, dict):
+        return None
+    mro = cls.__mro__
+    builtin = [c for c in mro if c.__module__ in ("builtins", "collections")]
+    if builtin not in ([OrderedDict, dict, object], [dict, object]):
+        return None
+    for c in mro[:mro.index(builtin[0])]:
+        if any(n in c.__dict__ for n in ("__slots__", "__getattr__", "__del__", "__new__",
+                                          "__getattribute__")):
+            return None
+    return builtin[0]
+
+
+class RawMethodVariable(VariableTracker):
+    """A builtin base's method bound to a made dict object (`super().__setitem__`): `fn(tx,
+    args, kwargs)` acts on its mapping or instance dict."""
+
+    def __init__(self, fn, what: str):
+        self.fn = fn
+        self.what = what
+        self.source = None
+
+    def describe(self) -> str:
+        return self.what
+
+    def call(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        return self.fn(tx, args, kwargs)
+
+
+def _user_override(cls, name: str):
+    """The plain function `name` a user class in `cls`'s MRO defines before the builtin base."""
+    for c in cls.__mro__:
+        if c in _BASES or c is object:
+            return None
+        f = c.__dict__.get(name)
+        if f is not None:
+            return f if isinstance(f, types.FunctionType) else False
+    return None
+
+
+def setattr_hook(tx, obj, name: str, value) -> bool:
+    """`obj.name = value` on a made dict object whose class defines `__setattr__`: inlined
+    (True); False to store it in the instance dict."""
+    from .calls import call_function
+
+    fn = _user_override(obj.cls, "__setattr__") if obj.mapping is not None else None
+    if not fn:
+        return False
+    call_function(tx, FunctionVariable(fn, None, self_var=obj), [ConstantVariable(name), value],
+                  {})
+    return True
+
+
+def get_attr(tx, obj, name: str) -> VariableTracker | None:
+    """A mapping method of the builtin base (`self.keys()`), else None."""
+    from .variables import ContainerMethodVariable
+
+    if obj.mapping is None or name not in _MAPPING_METHODS or _user_override(obj.cls, name):
+        return None
+    return ContainerMethodVariable(obj.mapping, name)
+
+
+def super_attr(tx, obj, owner: type, name: str) -> VariableTracker | None:
+    """`super().name` reaching the builtin base (`owner`) of a made dict object, else None."""
+    from . import pycalls
+    from .variables import ContainerMethodVariable
+
+    if obj.mapping is None or owner not in _BASES + (object,):
+        return None
+    m = obj.mapping
+    if name == "__setattr__":
+        return RawMethodVariable(lambda tx, a, kw: _raw_setattr(tx, obj, *a), "__setattr__")
+    if name == "__setitem__":
+        return RawMethodVariable(
+            lambda tx, a, kw: _none(pycalls.store_subscript(tx, m, *a)), "__setitem__")
+    if name == "__getitem__":
+        return RawMethodVariable(lambda tx, a, kw: pycalls.subscript(tx, m, *a), "__getitem__")
+    if name in _MAPPING_METHODS:
+        return ContainerMethodVariable(m, name)
+    return None
+
+
+def _none(_):
+    return ConstantVariable(None)
+
+
+def _raw_setattr(tx, obj, name, value):
+    from .objects import store_attr
+
+    store_attr(tx, obj, name.value, value, raw=True)
+    return ConstantVariable(None)
+
+
+def subscript(tx, obj, index) -> VariableTracker | None:
+    """`obj[k]` on a made dict object: its `__getitem__` inlined, or the mapping's item."""
+    from . import pycalls
+    from .calls import call_function
+
+    fn = _user_override(obj.cls, "__getitem__")
+    if fn:
+        return call_function(tx, FunctionVariable(fn, None, self_var=obj), [index], {})
+    return pycalls.subscript(tx, obj.mapping, index)
+
+
+def store_subscript(tx, obj, index, value) -> None:
+    """`obj[k] = v` on a made dict object: its `__setitem__` inlined, or the mapping's."""
+    from . import pycalls
+    from .calls import call_function
+
+    fn = _user_override(obj.cls, "__setitem__")
+    if fn:
+        call_function(tx, FunctionVariable(fn, None, self_var=obj), [index, value], {})
+        return
+    pycalls.store_subscript(tx, obj.mapping, index, value)
+
+
+def fields_rule(tx, fn, args: list, kwargs: dict) -> VariableTracker | None:
+    """`dataclasses.fields(obj)` / `is_dataclass(obj)` of an object made by the code: its
+    class's constants (None: another call)."""
+    from .objects import NewObjectVariable
+
+    if fn not in (dataclasses.fields, dataclasses.is_dataclass) or len(args) != 1 or kwargs \
+            or not isinstance(args[0], NewObjectVariable):
+        return None
+    return ConstantVariable(fn(args[0].cls))
+
+
+def new_mapping(cls) -> DictVariable | None:
+    base = dict_base(cls)
+    return None if base is None else DictVariable({}, ordered=base is OrderedDict)
+
+
+def rebuild(cls, items: dict):
+    """The object (module doc): `base.__new__(cls)` with `items` set through the base."""
+    base = dict_base(cls)
+    obj = base.__new__(cls)
+    if base is OrderedDict:
+        OrderedDict.__init__(obj)
+    fill(obj, items)
+    return obj
+
+
+def fill(obj, items: dict) -> None:
+    """Set `items` on a rebuilt object through its builtin base (no user `__setitem__`)."""
+    base = dict_base(type(obj))
+    for k, v in items.items():
+        base.__setitem__(obj, k, v)
