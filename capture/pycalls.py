@@ -211,6 +211,16 @@ def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
         pairs = [unpack(tx, p) for p in unpack(tx, args[0])]
         if all(len(p) == 2 and p[0].is_constant() for p in pairs):
             return DictVariable({**{k.value: v for k, v in pairs}, **kwargs})
+    if f is sorted and len(args) == 1 and not kwargs.keys() - {"key", "reverse"} and \
+            not args[0].is_constant():  # `sorted(n.split(".")[0] for n, _ in named_params)`
+        items = unpack(tx, args[0])
+        key = kwargs.get("key")
+        keys = items if key is None or key.is_constant() and key.value is None else \
+            [calls.call_function(tx, key, [v], {}) for v in items]
+        rev = kwargs.get("reverse", ConstantVariable(False))
+        if _const(keys) and rev.is_constant():
+            order = sorted(range(len(items)), key=lambda i: keys[i].value, reverse=rev.value)
+            return ListVariable([items[i] for i in order])
     if f is enumerate and args and not kwargs.keys() - {"start"}:
         start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).value
         return ListVariable([TupleVariable([ConstantVariable(start + i), v])

@@ -175,7 +175,27 @@ def enum_config_and_named_parts(torch):
     return head, (_rand(torch, 4, 6),), switch
 
 
+def named_param_decay(torch):
+    """Weight decay over parameters picked by name tests, with a sorted report of the module
+    names joined into a string: `sorted(<genexpr of str>)` and `"-".join(<list the code
+    made>)` were breaks (torch.compile: 1 graph)."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.Linear(6, 2))
+    no_decay = ("bias", "1.weight")
+
+    def l2_penalty(wd=0.01):
+        decay = [p for n, p in model.named_parameters()
+                 if not any(nd in n for nd in no_decay) and not n.endswith(".bias")]
+        names = sorted((n.split(".")[0] for n, _ in model.named_parameters()), reverse=True)
+        by_len = sorted(["ccc", "a", "bb"], key=len)
+        return (wd * sum((p ** 2).sum() for p in decay), len(decay), "-".join(names).upper(),
+                by_len)
+
+    return l2_penalty, (0.01,), lambda: []
+
+
 CASES = [
+    (named_param_decay, 1, 0, 1, 0),
     (enum_config_and_named_parts, 1, 0, 1, 0),
     (best_snapshot, 1, 0, 1, 0),
     (script_plumbing, 1, 0, 1, 0),
