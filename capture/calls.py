@@ -102,9 +102,7 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
                     args = [fn.self_var] + args
                 return eager_rules.call_in_grad_mode(tx, *decorated, args, kwargs)
             return call_eager(tx, fn, args, kwargs)
-        _refuse_opaque(tx, value)
-        folded = dict_objects.fields_rule(tx, value, args, kwargs)  # dataclasses.fields(self)
-        return folded if folded is not None else inline(tx, fn, args, kwargs)
+        return _inline_user(tx, fn, args, kwargs)
     if isinstance(fn, NestedFunctionVariable):
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, PartialVariable):
@@ -166,6 +164,14 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def _inline_user(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """A user function's call: inlined, unless refused (`_refuse_opaque`) or folded
+    (`dataclasses.fields(obj)` of an object made by the code)."""
+    _refuse_opaque(tx, fn.value)
+    folded = dict_objects.fields_rule(tx, fn.value, args, kwargs)
+    return folded if folded is not None else inline(tx, fn, args, kwargs)
 
 
 def _refuse_opaque(tx, value) -> None:
@@ -283,7 +289,24 @@ def inline(tx, fn, args: list, kwargs: dict) -> VariableTracker:
 def unpack(tx, v: VariableTracker) -> list:
     from .pycalls import unpack as _unpack
 
-    return _unpack(tx, v)
+    items = _sequence_subclass_items(tx, v)
+    return items if items is not None else _unpack(tx, v)
+
+
+def _sequence_subclass_items(tx, v) -> list | None:
+    """`for processor in self:` in a method of a list/tuple subclass read from the frame
+    (HF's `LogitsProcessorList(list)`): its items read as `src[i]`, its type and length
+    guarded; None for anything else."""
+    value = getattr(v, "value", None)
+    if not isinstance(v, UserObjectVariable) or v.source is None or \
+            not isinstance(value, (list, tuple)) or type(value) in (list, tuple):
+        return None
+    base = list if isinstance(value, list) else tuple
+    if type(value).__iter__ is not base.__iter__ or type(value).__getitem__ is not \
+            base.__getitem__ or type(value).__len__ is not base.__len__:
+        return None
+    tx.out.guards.length(v.source, value)
+    return [tx.out.wrap(x, f"{v.source}[{i}]") for i, x in enumerate(value)]
 
 
 def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTracker:

@@ -198,6 +198,18 @@ def _is_tensor_rule(tx, fn, args, kwargs):
                             isinstance(getattr(v, "value", None), Tensor))
 
 
+def _assert_rule(tx, fn, args, kwargs):
+    """`torch._assert(cond, msg)` on a condition known at capture (sizes, constants, all
+    guarded where they were read): checked now, as Dynamo; a tensor's is a named break."""
+    bound = _bind(fn, args, kwargs)
+    cond, msg = bound["condition"], bound["message"]
+    if not cond.is_constant():
+        raise tx.unsupported("torch._assert on a value known only when the graph runs")
+    if not cond.value:
+        raise AssertionError(msg.value if msg.is_constant() else "torch._assert failed")
+    return ConstantVariable(None)
+
+
 def _inference_query(tx, fn, args, kwargs):
     """`torch.is_inference_mode_enabled()`: the mode the call runs in, guarded."""
     if args or kwargs:
@@ -222,6 +234,7 @@ def _local_rules() -> dict:
     import eager
 
     rules[eager.is_tensor] = _is_tensor_rule
+    rules[eager._assert] = _assert_rule
     rules[Tensor.new] = legacy.new_rule
     from . import subscripts
 

@@ -5,7 +5,9 @@ sequences concatenate or repeat, symbolic sizes go through `dynamic`. Re-exporte
 
 from __future__ import annotations
 
+import enum
 import operator
+import types
 
 from eager import Tensor
 from ir.opdef import is_number
@@ -138,14 +140,22 @@ def _identity_equality(tx, symbol: str, a, b) -> ConstantVariable | None:
         return None
     for v in (a, b):
         if isinstance(v, ObjectVariable):
-            if v.source is None or type(v.value).__eq__ is not object.__eq__:
+            if v.source is None or not _folds_equality(v.value):
                 return None
         elif not (v.is_constant() and type(v.value) in _PLAIN):
             return None
     for v in (a, b):
         if isinstance(v, ObjectVariable):
             tx.out.guards.identity(v.source, v.value, type(v.value).__name__)
-    return ConstantVariable((a.value is b.value) == (symbol == "=="))
+    return ConstantVariable((a.value == b.value) == (symbol == "=="))
+
+
+def _folds_equality(value) -> bool:
+    """An object whose `==` is its identity, or an enum member with a builtin mixin's
+    `__eq__` (timm's `class Format(str, Enum)`): guarded by identity, `==` folds."""
+    eq = type(value).__eq__
+    return eq is object.__eq__ or isinstance(value, enum.Enum) and \
+        not isinstance(eq, types.FunctionType)
 
 
 def _sequence_equality(tx, symbol: str, a, b) -> ConstantVariable | None:

@@ -211,6 +211,12 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def _assert(condition, message):
+    """`torch._assert`: a symbolically traceable `assert condition, message` (timm's
+    `_assert(H == self.img_size[0], ...)`); AssertionError with `message` when falsy."""
+    assert condition, message
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> builtins_bool:
     """`torch.allclose`: whether `isclose` holds everywhere (broadcast operands, same dtype;
     RuntimeError otherwise, as `isclose`)."""

@@ -180,10 +180,93 @@ def model_output_dataclass_dict(torch):
     return run, (_rand(torch, 4, 6),), lambda: []
 
 
+def timm_patch_embed_format(torch):
+    """timm's PatchEmbed: `_assert(H == self.img_size[0], msg)` (torch._assert; a missing
+    name in eager) and an output format `class Format(str, Enum)` compared by `==`/`!=` (a
+    str-mixin enum's `__eq__` is str's, not identity: was a break per comparison)."""
+    import enum
+
+    nn = torch.nn
+
+    class Format(str, enum.Enum):
+        NCHW = "NCHW"
+        NHWC = "NHWC"
+
+    class PatchEmbed(nn.Module):
+        def __init__(self, img_size=8, patch=4, output_fmt=None):
+            super().__init__()
+            self.img_size = (img_size, img_size)
+            self.output_fmt = Format(output_fmt) if output_fmt is not None else Format.NCHW
+            self.proj = nn.Conv2d(3, 6, patch, patch)
+
+        def forward(self, x):
+            B, C, H, W = x.shape
+            torch._assert(H == self.img_size[0], f"Input height ({H}) doesn't match model.")
+            x = self.proj(x)
+            if self.output_fmt == Format.NHWC:
+                x = x.permute(0, 2, 3, 1)
+            elif self.output_fmt != "NCHW":
+                x = x * 0.0
+            return x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = PatchEmbed(), PatchEmbed(output_fmt="NHWC")
+
+        def forward(self, x):
+            return self.a(x).sum((2, 3)) + self.b(x).sum((1, 2))
+
+    m = Net()
+    return m, (_rand(torch, 2, 3, 8, 8),), lambda: []
+
+
+def logits_processor_list(torch):
+    """HF's `LogitsProcessorList(list)` whose `__call__` loops `for processor in self:` over
+    callable warpers (temperature, top-k by `topk(...)[0][..., -1, None]`, repetition penalty
+    by gather/where/scatter): iterating a list subclass was a break."""
+    class Temperature:
+        def __init__(self, t):
+            self.temperature = t
+
+        def __call__(self, input_ids, scores):
+            return scores / self.temperature
+
+    class TopK:
+        def __init__(self, k):
+            self.top_k = k
+
+        def __call__(self, input_ids, scores):
+            remove = scores < torch.topk(scores, self.top_k)[0][..., -1, None]
+            return scores.masked_fill(remove, -float("inf"))
+
+    class Repetition:
+        def __call__(self, input_ids, scores):
+            score = torch.gather(scores, 1, input_ids)
+            score = torch.where(score < 0, score * 1.3, score / 1.3)
+            return scores.scatter(1, input_ids, score)
+
+    class LogitsProcessorList(list):
+        def __call__(self, input_ids, scores, **kwargs):
+            for processor in self:
+                scores = processor(input_ids, scores)
+            return scores
+
+    procs = LogitsProcessorList([Repetition(), Temperature(0.7)])
+    procs.append(TopK(3))
+
+    def step(input_ids, logits):
+        return torch.softmax(procs(input_ids, logits), dim=-1)
+
+    return step, (_ints(torch, 8, 2, 3), _rand(torch, 2, 8)), lambda: []
+
+
 CASES = [
     (llama_cache_tuple, 1, 0, 1, 0),
     (loss_module_in_forward, 1, 0, 1, 0),
     (model_output_dataclass_dict, 1, 0, 1, 0),
+    (timm_patch_embed_format, 1, 0, 1, 0),
+    (logits_processor_list, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -220,3 +303,18 @@ def test_torch_compile_counts(case, graphs, breaks, tg, tb):
     torch._dynamo.reset()
     ex = torch._dynamo.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+
+
+def test_assert_checked_at_capture_and_on_a_new_shape():
+    """`torch._assert` on a size: true passes, false raises AssertionError with the message,
+    compiled as eagerly (the new shape misses the guards and is captured again)."""
+    def f(x):
+        eager._assert(x.shape[0] == 3, "need 3 rows")
+        return x * 2
+
+    c = capture.compile(f)
+    np.testing.assert_allclose(c(eager.ones(3, 2)).numpy(), np.full((3, 2), 2.0))
+    with pytest.raises(AssertionError, match="need 3 rows"):
+        f(eager.ones(2, 2))
+    with pytest.raises(AssertionError, match="need 3 rows"):
+        c(eager.ones(2, 2))
