@@ -215,8 +215,9 @@ def inplace(tx, target, compute) -> VariableTracker:
         from .writeback import inplace_input
 
         return inplace_input(tx, target, compute)  # a graph input: written back after
-    if node.op == "call_function" and node.target.kind == "view" or \
-            any(u.target.kind == "view" for u in node.users if u.op == "call_function"):
+    if (node.op == "call_function" and node.target.kind == "view" or
+            any(u.target.kind == "view" for u in node.users if u.op == "call_function")) and \
+            not _private_view(tx, node):
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
     if node.op not in ("call_function", "placeholder"):
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
@@ -225,3 +226,22 @@ def inplace(tx, target, compute) -> VariableTracker:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
     tx.out.side_effects.rebind(target, result, result.requires_grad or target.requires_grad)
     return target
+
+
+def _private_view(tx, node) -> bool:
+    """Whether `node` (a view, or viewed) belongs to a family of views of an intermediate that
+    no tracker other than the one written can still reach (timm's `act(inplace=True)` on
+    `flatten(pool(x))`): nothing can observe the base, so rebinding the written tracker is
+    eager's result. False for a family rooted at a graph input or with another live member."""
+    from .subscripts import _reachable_nodes, _views_of
+
+    root = node
+    while root.op == "call_function" and root.target.kind == "view":
+        base = root.args[0] if root.args else None
+        if not hasattr(base, "users"):
+            return False
+        root = base
+    if root.op != "call_function":
+        return False
+    family = ({root} | _views_of(root)) - {node}
+    return not (family & _reachable_nodes(tx, 0))
