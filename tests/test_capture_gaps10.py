@@ -305,6 +305,45 @@ def inplace_on_view_with_live_base(torch):
     return m, (_rand(torch, 2, 3, 2, 2),), lambda: []
 
 
+def bart_learned_positions(torch):
+    """HF BART's `BartLearnedPositionalEmbedding(nn.Embedding)`: `self.offset = 2` set before
+    `super().__init__` (eager raised AttributeError there; torch allows plain values), its
+    forward calling `super().forward(positions + self.offset)`, with `shift_tokens_right`
+    (setitem on new_zeros, masked_fill_) and RoBERTa's position ids from a cumsum."""
+    nn = torch.nn
+
+    class LearnedPositions(nn.Embedding):
+        def __init__(self, num, dim):
+            self.offset = 2
+            super().__init__(num + self.offset, dim)
+
+        def forward(self, input_ids, past_key_values_length: int = 0):
+            bsz, seq_len = input_ids.shape[:2]
+            positions = torch.arange(past_key_values_length, past_key_values_length + seq_len,
+                                     dtype=torch.long).expand(bsz, -1)
+            return super().forward(positions + self.offset)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(12, 8, padding_idx=1)
+            self.pos = LearnedPositions(16, 8)
+
+        def forward(self, input_ids, labels):
+            mask = input_ids.ne(1).int()
+            roberta_pos = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1
+            shifted = labels.new_zeros(labels.shape)
+            shifted[:, 1:] = labels[:, :-1].clone()
+            shifted[:, 0] = 2
+            shifted.masked_fill_(shifted == -100, 1)
+            return self.tok(input_ids) + self.pos(input_ids), roberta_pos, shifted
+
+    m = Model()
+    labels = _ints(torch, 12, 2, 5, seed=7)
+    labels[0, 3:] = -100
+    return m, (_ints(torch, 12, 2, 6), labels), lambda: []
+
+
 CASES = [
     (llama_cache_tuple, 1, 0, 1, 0),
     (loss_module_in_forward, 1, 0, 1, 0),
@@ -312,6 +351,7 @@ CASES = [
     (timm_patch_embed_format, 1, 0, 1, 0),
     (logits_processor_list, 1, 0, 1, 0),
     (inplace_act_on_flattened_pool, 1, 0, 1, 0),
+    (bart_learned_positions, 1, 0, 1, 0),
     (inplace_on_view_with_live_base, 2, 1, 1, 0),  # (a known gap: see its docstring)
 ]
 
@@ -381,3 +421,24 @@ def test_inplace_on_private_view_gradients_as_eager():
         grads.append((x.grad.numpy(), w.grad.numpy()))
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("lib", ["eager", "torch"])
+def test_module_plain_attribute_before_init(lib):
+    """As torch: a plain value may be set before `Module.__init__`; a parameter or a module
+    there is an AttributeError naming what cannot be assigned."""
+    mod = eager if lib == "eager" else pytest.importorskip("torch")
+    nn = mod.nn
+
+    class A(nn.Module):
+        def __init__(self, early):
+            self.offset = 2
+            if early is not None:
+                setattr(self, "early", early)
+            super().__init__()
+
+    assert A(None).offset == 2 and A(None).training
+    with pytest.raises(AttributeError, match="cannot assign parameters before"):
+        A(nn.Parameter(mod.ones(1)))
+    with pytest.raises(AttributeError, match="cannot assign module before"):
+        A(nn.Linear(1, 1))

@@ -122,8 +122,14 @@ class Module(ModuleHooks):
 
     def __setattr__(self, name, value):
         d = self.__dict__
-        if "_parameters" not in d:
-            raise AttributeError("cannot assign before Module.__init__() call")
+        if "_parameters" not in d:  # plain values may come first (HF's `self.offset = 2`)
+            kind = "parameters" if isinstance(value, Parameter) else "module" if \
+                isinstance(value, Module) else "buffers" if getattr(value, "_is_buffer", False) \
+                else None
+            if kind is not None:
+                raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+            object.__setattr__(self, name, value)
+            return
         if isinstance(value, Parameter):
             self._forget(name, keep=self._parameters)  # a replaced one keeps its place
             self.register_parameter(name, value)
