@@ -20,6 +20,7 @@ from .variables import (
     DictVariable,
     FunctionVariable,
     ListVariable,
+    ObjectVariable,
     TensorVariable,
     TupleVariable,
     UserObjectVariable,
@@ -68,7 +69,9 @@ def hooked_step_rule(tx, fn, args: list, kwargs: dict) -> VariableTracker:
 
 def state_entry(tx, obj, key) -> VariableTracker | None:
     """`opt.state[p]` for a parameter `p` (see the module), else None."""
-    state = getattr(obj, "value", None)
+    if not isinstance(key, TensorVariable) or not isinstance(obj, ObjectVariable):
+        return None  # (reading `.value` of a dynamic size specialises it: `x.shape[1]`)
+    state = obj.value
     if not (type(state) is defaultdict and
             state.default_factory is dict and obj.source is not None and
             isinstance(key, TensorVariable) and key.source is not None):
