@@ -107,8 +107,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, PartialVariable):
         return call_function(tx, fn.fn, fn.args + args, {**fn.kwargs, **kwargs})
-    if isinstance(fn, BuiltinVariable):
-        return pycalls.call_builtin(tx, fn.value, args, kwargs)
+    if isinstance(fn, BuiltinVariable):  # (`len(out)` of a ModelOutput: dict_objects)
+        return dict_objects.call_builtin(tx, fn.value, args, kwargs)
     if isinstance(fn, TensorMethodVariable):
         return call_tensor_method(tx, fn.tensor, fn.name, args, kwargs)
     if isinstance(fn, ContainerMethodVariable):
@@ -290,6 +290,7 @@ def unpack(tx, v: VariableTracker) -> list:
     from .pycalls import unpack as _unpack
 
     items = _sequence_subclass_items(tx, v)
+    items = items if items is not None else dict_objects.iterate(v)
     return items if items is not None else _unpack(tx, v)
 
 

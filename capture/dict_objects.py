@@ -179,3 +179,22 @@ def fill(obj, items: dict) -> None:
     base = dict_base(type(obj))
     for k, v in items.items():
         base.__setitem__(obj, k, v)
+
+
+def call_builtin(tx, fn, args: list, kwargs: dict) -> VariableTracker:
+    """`len(out)` of a made dict object (its items' count, no `__len__` override); any other
+    builtin call as `pycalls.call_builtin`."""
+    from . import pycalls
+
+    obj = args[0] if len(args) == 1 and not kwargs else None
+    if fn is len and getattr(obj, "mapping", None) is not None and \
+            not _user_override(obj.cls, "__len__"):
+        return ConstantVariable(len(obj.mapping.items))
+    return pycalls.call_builtin(tx, fn, args, kwargs)
+
+
+def iterate(obj) -> list | None:
+    """`for k in out:` over a made dict object: its keys (no `__iter__` override), else None."""
+    if getattr(obj, "mapping", None) is None or _user_override(obj.cls, "__iter__"):
+        return None
+    return [ConstantVariable(k) for k in obj.mapping.items]

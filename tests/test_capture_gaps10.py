@@ -137,6 +137,10 @@ class _ModelOutput(OrderedDict):
             super().__setitem__(name, value)
         super().__setattr__(name, value)
 
+    def __setitem__(self, key, value):  # (transformers': the item and the attribute)
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
     def to_tuple(self):
         return tuple(self[k] for k in self.keys())
 
@@ -152,8 +156,8 @@ def model_output_dataclass_dict(torch):
     """A HF-style model returning `_Output(logits=..., hidden_states=(...))`: its dataclass
     `__init__` stores through the class's `__setattr__`, `__post_init__` fills the dict by
     `dataclasses.fields(self)`; the caller reads `out.logits`, `out["hidden_states"]`, `out[0]`
-    and the object itself leaves the graph (rebuilt with its items and attributes). Making it
-    was a break (the object was not modelled)."""
+    and the object itself leaves the graph (rebuilt with its items and attributes); `len(out)`
+    and `for k in out` see its items. Making it was a break (the object was not modelled)."""
     nn = torch.nn
 
     class Model(nn.Module):
@@ -175,7 +179,8 @@ def model_output_dataclass_dict(torch):
 
     def run(x):
         out = m(x)
-        return out, out.logits + out["hidden_states"][1].sum(), out[0], len(out.to_tuple())
+        keys = [k for k in out]
+        return out, out.logits + out["hidden_states"][1].sum(), out[0], len(out), keys
 
     return run, (_rand(torch, 4, 6),), lambda: []
 
