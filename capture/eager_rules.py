@@ -39,9 +39,11 @@ def fold_constant_helper(tx, value, args, kwargs):
     (`interpolate`'s numpy index and weight matrices from the sizes, `np.arange(n)`,
     `np.dtype(t.dtype.np)`) runs at capture time: its result is a constant of the graph, as
     the shapes it came from are (guarded). Only private `eager.nn` helpers and numpy (never
-    numpy.random) fold; a helper returning a tensor is inlined instead. None: not folded."""
+    numpy.random) fold; a helper returning a tensor is inlined instead. In user code, a numpy
+    ufunc of plain numbers (`np.log(2.0 * np.pi)` in diffusers' `nll`) folds too. None: not
+    folded."""
     if not vocabulary.is_internal_frame(tx):
-        return None
+        return _fold_scalar_ufunc(value, args, kwargs)
     module = vocabulary._module_of(value)
     helper = isinstance(value, types.FunctionType) and module.startswith("eager.nn") and \
         value.__name__.startswith("_") and rule_for(value) is None
@@ -61,6 +63,16 @@ def fold_constant_helper(tx, value, args, kwargs):
                                       any(isinstance(r, Tensor) for r in result)):
         return None
     return ConstantVariable(result)
+
+
+def _fold_scalar_ufunc(value, args, kwargs):
+    """`np.log(c)`, `np.sqrt(c)` of constant numbers (not bools) in user code: the numpy
+    scalar it computes, a constant of the graph; None for anything else."""
+    if not isinstance(value, np.ufunc) or kwargs or not args or not all(
+            a.is_constant() and isinstance(a.value, (int, float, np.number)) and
+            not isinstance(a.value, (bool, np.bool_)) for a in args):
+        return None
+    return ConstantVariable(value(*[a.value for a in args]))
 
 
 _GRAD_WRAPPER = []

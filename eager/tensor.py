@@ -50,6 +50,9 @@ class Tensor(TensorCopyMixin):
                  # autograd extras (eager/autograd): hooks, retain_grad, forward-mode tangent
                  "_backward_hooks", "_retains_grad", "_fw_grad")
     __hash__ = object.__hash__
+    # as torch.Tensor: numpy defers binary operators to the Tensor's reflected ones, so
+    # `np.log(2 * np.pi) + t` (a numpy scalar on the left) is a Tensor, not an ndarray
+    __array_priority__ = 1000
 
     def __init__(self, data=None, *, dtype=None, requires_grad=False):
         arr = _to_array(data if data is not None else [], dtype)

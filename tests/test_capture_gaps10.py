@@ -349,6 +349,51 @@ def bart_learned_positions(torch):
     return m, (_ints(torch, 12, 2, 6), labels), lambda: []
 
 
+def diagonal_gaussian_posterior(torch):
+    """diffusers' `DiagonalGaussianDistribution` made in the VAE's forward: chunk/clamp/exp
+    in `__init__`, `mode()`, `kl()` / `kl(other)`, and `nll` adding `np.log(2.0 * np.pi)` (a
+    numpy scalar) to a tensor: the numpy call was a break, and `np.float64 + Tensor` was an
+    ndarray in wick eager (numpy did not defer to the Tensor; torch's has
+    `__array_priority__`)."""
+    nn = torch.nn
+
+    class DiagonalGaussian:
+        def __init__(self, parameters):
+            self.mean, self.logvar = torch.chunk(parameters, 2, dim=1)
+            self.logvar = torch.clamp(self.logvar, -30.0, 20.0)
+            self.var = torch.exp(self.logvar)
+
+        def kl(self, other=None):
+            if other is None:
+                return 0.5 * torch.sum(self.mean ** 2 + self.var - 1.0 - self.logvar,
+                                       dim=[1, 2, 3])
+            return 0.5 * torch.sum((self.mean - other.mean) ** 2 / other.var +
+                                   self.var / other.var - 1.0 - self.logvar + other.logvar,
+                                   dim=[1, 2, 3])
+
+        def nll(self, sample, dims=(1, 2, 3)):
+            logtwopi = np.log(2.0 * np.pi)
+            return 0.5 * torch.sum(logtwopi + self.logvar +
+                                   torch.pow(sample - self.mean, 2) / self.var, dim=dims)
+
+        def mode(self):
+            return self.mean
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+        def forward(self, x):
+            posterior = DiagonalGaussian(self.conv(x))
+            z = posterior.mode()
+            prior = DiagonalGaussian(torch.zeros(x.shape[0], 8, x.shape[2], x.shape[3]))
+            return z, posterior.kl(), posterior.kl(prior), posterior.nll(z)
+
+    m = Encoder()
+    return m, (_rand(torch, 2, 3, 4, 4),), lambda: []
+
+
 CASES = [
     (llama_cache_tuple, 1, 0, 1, 0),
     (loss_module_in_forward, 1, 0, 1, 0),
@@ -357,6 +402,7 @@ CASES = [
     (logits_processor_list, 1, 0, 1, 0),
     (inplace_act_on_flattened_pool, 1, 0, 1, 0),
     (bart_learned_positions, 1, 0, 1, 0),
+    (diagonal_gaussian_posterior, 1, 0, 1, 0),
     (inplace_on_view_with_live_base, 2, 1, 1, 0),  # (a known gap: see its docstring)
 ]
 
@@ -447,3 +493,17 @@ def test_module_plain_attribute_before_init(lib):
         A(nn.Parameter(mod.ones(1)))
     with pytest.raises(AttributeError, match="cannot assign module before"):
         A(nn.Linear(1, 1))
+
+
+def test_numpy_scalar_on_the_left_gives_a_tensor():
+    """`np.float64(c) <op> t` is a Tensor of t's dtype (numpy defers to the Tensor's
+    reflected operator), as torch's `__array_priority__` makes it there."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    for lib in (eager, torch) if torch is not None else (eager,):
+        t = lib.ones(2)
+        for r in (np.float64(1.5) + t, np.float32(2) * t, np.float64(3) - t, np.float64(1) / t):
+            assert isinstance(r, lib.Tensor) and r.dtype == lib.float32
+    np.testing.assert_allclose((np.float64(3) - eager.ones(2)).numpy(), [2.0, 2.0])
