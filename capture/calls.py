@@ -290,7 +290,6 @@ def unpack(tx, v: VariableTracker) -> list:
     from .pycalls import unpack as _unpack
 
     items = _sequence_subclass_items(tx, v)
-    items = items if items is not None else dict_objects.iterate(v)
     return items if items is not None else _unpack(tx, v)
 
 

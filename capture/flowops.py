@@ -82,6 +82,9 @@ class FlowOps:
             found = a.value in b.value
         elif a.is_constant() and isinstance(b, DictVariable):
             found = a.value in b.items
+        elif a.is_constant() and getattr(b, "mapping", None) is not None and \
+                "__contains__" not in vars(b.cls):  # `"loss" in out` of a ModelOutput
+            found = a.value in b.mapping.items
         elif a.is_constant() and isinstance(b, SequenceVariable) and \
                 all(v.is_constant() for v in b.items):
             found = a.value in [v.value for v in b.items]

@@ -74,6 +74,12 @@ def run_generator(tx, gen: GeneratorVariable) -> list:
 
 def unpack(tx, v: VariableTracker) -> list:
     """The items of a tuple/list/dict/constant sequence/generator (UNPACK_SEQUENCE, GET_ITER)."""
+    if getattr(v, "mapping", None) is not None:  # a ModelOutput made in the frame: its keys
+        from .dict_objects import iterate
+
+        items = iterate(v)
+        if items is not None:
+            return items
     if isinstance(v, SequenceVariable):
         return list(v.items)
     if isinstance(v, IteratorVariable):

@@ -156,8 +156,8 @@ def model_output_dataclass_dict(torch):
     """A HF-style model returning `_Output(logits=..., hidden_states=(...))`: its dataclass
     `__init__` stores through the class's `__setattr__`, `__post_init__` fills the dict by
     `dataclasses.fields(self)`; the caller reads `out.logits`, `out["hidden_states"]`, `out[0]`
-    and the object itself leaves the graph (rebuilt with its items and attributes); `len(out)`
-    and `for k in out` see its items. Making it was a break (the object was not modelled)."""
+    and the object itself leaves the graph (rebuilt with its items and attributes); `len(out)`,
+    `for k in out`, `.items()`, `"logits" in out` see its items. Making it was a break (the object was not modelled)."""
     nn = torch.nn
 
     class Model(nn.Module):
@@ -179,8 +179,9 @@ def model_output_dataclass_dict(torch):
 
     def run(x):
         out = m(x)
-        keys = [k for k in out]
-        return out, out.logits + out["hidden_states"][1].sum(), out[0], len(out), keys
+        keys = [k for k in out] + [k for k, _ in out.items()] + list(out.keys())
+        has = ("logits" in out, "loss" in out, out.get("loss"))
+        return out, out.logits + out["hidden_states"][1].sum(), out[0], len(out), keys, has
 
     return run, (_rand(torch, 4, 6),), lambda: []
 
