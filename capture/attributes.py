@@ -15,7 +15,7 @@ import types
 from eager import Tensor, device
 from ir.dtypes import DType, to_dtype
 
-from . import dynamic, made_modules, objects
+from . import dict_objects, dynamic, made_modules, objects
 from .recording import call_op
 from .variables import (
     ConstantMethodVariable,
@@ -271,8 +271,8 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         if isinstance(value, types.FunctionType):  # `type(self)._fn(x)`: a class's function
             return FunctionVariable(value, None)
         return ConstantVariable(value)
-    method = _numpy_method(tx, obj, name)
-    if method is not None:
+    method = _numpy_method(tx, obj, name) or dict_objects.unbound(obj, name)
+    if method is not None:  # (`dict.get(self, k, 0)` in a dict subclass: dict_objects)
         return method
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()}")
 

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from .variables import ConstantVariable, DictVariable, FunctionVariable, VariableTracker
 
 _BASES = (OrderedDict, dict)
+BASE_INITS = (dict.__init__, OrderedDict.__init__)
 _MAPPING_METHODS = ("keys", "items", "values", "get", "pop", "setdefault", "update", "copy",
                     "clear")
 
@@ -190,7 +191,20 @@ def call_builtin(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     if fn is len and getattr(obj, "mapping", None) is not None and \
             not _user_override(obj.cls, "__len__"):
         return ConstantVariable(len(obj.mapping.items))
+    if fn is dict and getattr(obj, "mapping", None) is not None and \
+            not _user_override(obj.cls, "keys"):
+        return _as_dict(tx, obj)
     return pycalls.call_builtin(tx, fn, args, kwargs)
+
+
+def _as_dict(tx, obj) -> DictVariable:
+    """`dict(out)`: as CPython merges a mapping: a plain dict subclass keeping dict's
+    iteration copies its items; an OrderedDict subclass goes through `keys()` and its
+    `__getitem__` (inlined when the class overrides it)."""
+    items = obj.mapping.items
+    if dict_base(obj.cls) is dict and not _user_override(obj.cls, "__iter__"):
+        return DictVariable(dict(items))
+    return DictVariable({k: subscript(tx, obj, ConstantVariable(k)) for k in list(items)})
 
 
 def iterate(obj) -> list | None:
@@ -198,3 +212,36 @@ def iterate(obj) -> list | None:
     if getattr(obj, "mapping", None) is None or _user_override(obj.cls, "__iter__"):
         return None
     return [ConstantVariable(k) for k in obj.mapping.items]
+
+
+def unbound(cls_var, name: str) -> RawMethodVariable | None:
+    """`dict.get` / `dict.__getitem__` / `OrderedDict.__setitem__` read off the builtin class
+    (called with the object first, in a dict subclass's methods): the base's method on the
+    object's mapping (or on a dict the code built); None for another attribute."""
+    base = getattr(cls_var, "value", None)
+    if base not in _BASES or not (name in _MAPPING_METHODS or name in (
+            "__getitem__", "__setitem__", "__contains__", "__len__")):
+        return None
+    return RawMethodVariable(lambda tx, a, kw: _unbound_call(tx, name, a, kw),
+                             f"{base.__name__}.{name}")
+
+
+def _unbound_call(tx, name: str, args: list, kwargs: dict) -> VariableTracker:
+    from . import pycalls
+    from .calls import call_function
+    from .variables import ContainerMethodVariable
+
+    m = getattr(args[0], "mapping", None) if args else None
+    m = args[0] if args and isinstance(args[0], DictVariable) else m
+    if m is None:
+        raise tx.unsupported(f"dict.{name} on {args[0].describe() if args else 'nothing'}")
+    rest = args[1:]
+    if name == "__getitem__":
+        return pycalls.subscript(tx, m, *rest)
+    if name == "__setitem__":
+        return _none(pycalls.store_subscript(tx, m, *rest))
+    if name == "__contains__" and rest and rest[0].is_constant():
+        return ConstantVariable(rest[0].value in m.items)
+    if name == "__len__":
+        return ConstantVariable(len(m.items))
+    return call_function(tx, ContainerMethodVariable(m, name), rest, kwargs)

@@ -65,7 +65,8 @@ def constructible(cls) -> bool:
             not module.startswith(DISTRIBUTIONS):
         return False
     if dict_objects.dict_base(cls) is not None:  # a ModelOutput-style dataclass dict
-        return isinstance(inspect.getattr_static(cls, "__init__"), types.FunctionType)
+        init = inspect.getattr_static(cls, "__init__")
+        return isinstance(init, types.FunctionType) or init in dict_objects.BASE_INITS
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ or \
             cls.__getattribute__ is not object.__getattribute__:
         return False
@@ -87,6 +88,11 @@ def construct(tx, cls: type, args: list, kwargs: dict) -> NewObjectVariable:
         # validates a distribution's arguments only when it passes `validate_args=True`
         obj.attrs["_validate_args"] = ConstantVariable(False)
     init = inspect.getattr_static(cls, "__init__")
+    if init in dict_objects.BASE_INITS:  # `class Cache(dict): ...` made empty
+        if args or kwargs:
+            raise tx.unsupported(f"{cls.__name__}(...) with items (a dict subclass's "
+                                 "builtin __init__)")
+        return obj
     if init is object.__init__:
         if args or kwargs:
             raise TypeError(f"{cls.__name__}() takes no arguments")

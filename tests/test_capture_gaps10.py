@@ -508,3 +508,30 @@ def test_numpy_scalar_on_the_left_gives_a_tensor():
         for r in (np.float64(1.5) + t, np.float32(2) * t, np.float64(3) - t, np.float64(1) / t):
             assert isinstance(r, lib.Tensor) and r.dtype == lib.float32
     np.testing.assert_allclose((np.float64(3) - eager.ones(2)).numpy(), [2.0, 2.0])
+
+
+class _Cache(dict):
+    """A plain dict subclass with dict's own __init__ and a __getitem__ override."""
+
+    def __getitem__(self, k):
+        return dict.get(self, k, 0)
+
+
+def test_dict_subclass_objects_made_in_the_frame():
+    """`dict(out)` of a ModelOutput (through its keys() and __getitem__, as CPython merges an
+    OrderedDict subclass) and a `dict` subclass made empty, filled, read through its own
+    __getitem__, returned: one graph, no break, the same objects as eagerly."""
+    def f(x):
+        o = _Output(logits=x * 2, hidden_states=(x,))
+        c = _Cache()
+        c["a"] = x + 1
+        return dict(o), c, c["a"], c["missing"], len(c), "a" in c
+
+    capture.reset()
+    ex = capture.explain(f)(_rand(eager, 2))
+    assert (ex.graph_count, ex.graph_break_count) == (1, 0) and not ex.unique_break_reasons
+    compiled = capture.compile(f)
+    for _ in range(2):
+        want, got = f(_rand(eager, 2)), compiled(_rand(eager, 2))
+        assert type(got[1]) is _Cache and type(got[0]) is dict
+        _same(want, got)
