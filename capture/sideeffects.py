@@ -65,6 +65,9 @@ class SideEffects:
         self.containers: dict = {}  # id(tracker) -> sourced list/dict tracker mutated
         self.undo: list = []  # callables restoring the log to an earlier point
         self.read_names: dict = {}  # id(obj) -> (obj, source, {attribute names read})
+        # (id(obj), name) -> the tracker a read of obj.name gives while a call runs with it in
+        # place of the object's own (`functional_call`): no store, nothing replayed
+        self.overrides: dict = {}
 
     # ---- checkpoints (a graph break drops what its instruction recorded)
 
@@ -122,7 +125,11 @@ class SideEffects:
         self.undo.append(undo)
 
     def load_attr(self, obj, name):
-        """The tracker stored into `obj.name` in this frame, or None."""
+        """The tracker stored into `obj.name` in this frame (or standing in for it), or None."""
+        if self.overrides:
+            over = self.overrides.get((id(obj), name))
+            if over is not None:
+                return over
         rec = self.stores.get(("attr", id(obj), name))
         return None if rec is None else rec[3]
 

@@ -146,6 +146,9 @@ def _table() -> dict:
     from .optim_forms import register
 
     register(table, _KEEP)  # SGD/Adam/AdamW `step`: the update as graph nodes
+    from . import functional_call
+
+    functional_call.register(table, _KEEP)  # torch.func.functional_call: the call inlined
     _TABLE = table
     return table
 
