@@ -14,13 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import rand as _rand
 
 import capture
 import eager
-
-
-def _rand(lib, *shape, seed=1):
-    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
 
 
 def _flat(v):
@@ -36,14 +34,7 @@ def _flat(v):
 
 
 def _same(a, b):
-    fa, fb = _flat(a), _flat(b)
-    assert len(fa) == len(fb)
-    for x, y in zip(fa, fb):
-        if isinstance(x, eager.Tensor):
-            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
-            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
-        else:
-            assert x == y
+    same(a, b, _flat)
 
 
 # ---------------------------------------------------------------- cases
@@ -457,35 +448,12 @@ IDS = [c[0].__name__ for c in CASES]
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_compiled_like_eager(case, graphs, breaks, tg, tb):
-    eager.manual_seed(0)
-    fn, args, state = case(eager)
-    capture.reset()
-    ex = capture.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
-    if breaks == 0:
-        assert not ex.unique_break_reasons, str(ex)
-    eager.manual_seed(0)
-    fe, ae, se = case(eager)
-    eager.manual_seed(0)
-    fc, ac, sc = case(eager)
-    capture.reset()
-    compiled = capture.compile(fc)
-    for _ in range(2):
-        eager.manual_seed(1)
-        want = (fe(*ae), se())
-        eager.manual_seed(1)
-        got = (compiled(*ac), sc())
-        _same(want, got)
+    check_like_eager(case, graphs, breaks, _same)
 
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_torch_compile_counts(case, graphs, breaks, tg, tb):
-    torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
-    fn, args, _ = case(torch)
-    torch._dynamo.reset()
-    ex = torch._dynamo.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+    check_torch_counts(case, tg, tb)
 
 
 def test_list_builtin_makes_a_new_list_each_call():

@@ -12,13 +12,10 @@ import math
 
 import numpy as np
 import pytest
+from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import rand as _rand
 
-import capture
 import eager
-
-
-def _rand(lib, *shape, seed=1):
-    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
 
 
 def _flat(v):
@@ -34,14 +31,7 @@ def _flat(v):
 
 
 def _same(a, b):
-    fa, fb = _flat(a), _flat(b)
-    assert len(fa) == len(fb)
-    for x, y in zip(fa, fb):
-        if isinstance(x, eager.Tensor):
-            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
-            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
-        else:
-            assert x == y
+    same(a, b, _flat)
 
 
 def yolo_grid_decode(torch):
@@ -401,37 +391,17 @@ IDS = [c[0].__name__ for c in CASES]
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_compiled_like_eager(case, graphs, breaks, tg, tb):
-    eager.manual_seed(0)
-    fn, args, _ = case(eager)
-    capture.reset()
-    ex = capture.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
-    if breaks == 0:
-        assert not ex.unique_break_reasons, str(ex)
-    eager.manual_seed(0)
-    fe, ae, se = case(eager)
-    eager.manual_seed(0)
-    fc, ac, sc = case(eager)
-    capture.reset()
-    compiled = capture.compile(fc)
-    for _ in range(2):
-        eager.manual_seed(1)
-        want = (fe(*ae), se())
-        eager.manual_seed(1)
-        got = (compiled(*ac), sc())
-        _same(want, got)
+    check_like_eager(case, graphs, breaks, _same)
+
+
+def _clear_kl_memo(torch):
+    import torch.distributions.kl as torch_kl
+
+    getattr(torch_kl, "_KL_MEMOIZE", {}).clear()
 
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_torch_compile_counts(case, graphs, breaks, tg, tb):
-    torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
-    fn, args, _ = case(torch)
-    torch._dynamo.reset()
     # torch's kl_divergence breaks on its first lookup of a pair of classes only: clear its
     # memo so that its counts do not depend on which tests ran before (test_distributions)
-    import torch.distributions.kl as torch_kl
-
-    getattr(torch_kl, "_KL_MEMOIZE", {}).clear()
-    ex = torch._dynamo.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+    check_torch_counts(case, tg, tb, before=_clear_kl_memo)

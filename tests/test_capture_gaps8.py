@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import rand as _rand
 
 import capture
 import eager
-
-
-def _rand(lib, *shape, seed=1):
-    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
 
 
 def _flat(v):
@@ -39,14 +37,12 @@ def _types(v):
 
 
 def _same(a, b):
-    fa, fb = _flat(a), _flat(b)
-    assert len(fa) == len(fb)
-    for x, y in zip(fa, fb):
-        if isinstance(x, eager.Tensor):
-            assert isinstance(y, eager.Tensor) and x.dtype is y.dtype and x.shape == y.shape
-            np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6)
-        else:
-            assert x == y
+    same(a, b, _flat)
+
+
+def _same_types(a, b):
+    _same(a, b)
+    assert _types(a) == _types(b)
 
 
 def patch_attention_mT(torch):
@@ -398,36 +394,12 @@ IDS = [c[0].__name__ for c in CASES]
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_compiled_like_eager(case, graphs, breaks, tg, tb):
-    eager.manual_seed(0)
-    fn, args, _ = case(eager)
-    capture.reset()
-    ex = capture.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
-    if breaks == 0:
-        assert not ex.unique_break_reasons, str(ex)
-    eager.manual_seed(0)
-    fe, ae, se = case(eager)
-    eager.manual_seed(0)
-    fc, ac, sc = case(eager)
-    capture.reset()
-    compiled = capture.compile(fc)
-    for _ in range(2):
-        eager.manual_seed(1)
-        want = (fe(*ae), se())
-        eager.manual_seed(1)
-        got = (compiled(*ac), sc())
-        _same(want, got)
-        assert _types(want) == _types(got)
+    check_like_eager(case, graphs, breaks, _same_types)
 
 
 @pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
 def test_torch_compile_counts(case, graphs, breaks, tg, tb):
-    torch = pytest.importorskip("torch")
-    torch.manual_seed(0)
-    fn, args, _ = case(torch)
-    torch._dynamo.reset()
-    ex = torch._dynamo.explain(fn)(*args)
-    assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+    check_torch_counts(case, tg, tb)
 
 
 def test_factory_rule_when_functional_imports_it(monkeypatch):
