@@ -69,7 +69,7 @@ def _key_entries(x, key, as_index, tensor_type):
             entries.append(("bool", k))
         elif isinstance(k, (int, np.integer)):
             entries.append(int(k))
-        elif isinstance(k, (tensor_type, np.ndarray, list, tuple)):
+        elif isinstance(k, (tensor_type, np.ndarray, list, tuple, range)):
             entries.append(as_index(k))
         else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "

@@ -1,0 +1,81 @@
+"""Scientific, graph, RL, probabilistic, recommender, detection and audio code that capture (or
+eager under it) got wrong or broke on (issue 14's bar, held-out set P: programs written as users
+write them, /work/notes/capture_bar/programs_p*.py). Each case is built by `case(lib)` for `lib`
+= wick's `eager` or the real torch; it runs eagerly and compiled (twice: capture, then the cache
+hit) from the same seed, comparing outputs (values and dtypes) and the state it names; its graph
+and break counts from `capture.explain` are checked, and when torch is installed
+torch._dynamo.explain's counts on the same code are too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import rand as _rand
+
+import capture
+import eager
+
+
+def _ints(lib, hi, *shape, seed=2):
+    return lib.tensor(np.random.default_rng(seed).integers(0, hi, shape).astype(np.int64))
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [x for k in sorted(v) for x in [k] + _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [type(v).__qualname__] + [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    return [v]
+
+
+def _same(a, b):
+    same(a, b, _flat)
+
+
+def fcos_range_index(torch):
+    """FCOS regression targets: `reg[range(len(points)), gt_idx]` picks each point's box (a
+    `range` is a valid index sequence in torch; wick eager raised IndexError)."""
+    def targets(points, boxes):
+        xs, ys = points[:, 0], points[:, 1]
+        reg = torch.stack([xs[:, None] - boxes[:, 0][None], ys[:, None] - boxes[:, 1][None],
+                           boxes[:, 2][None] - xs[:, None], boxes[:, 3][None] - ys[:, None]], 2)
+        areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        areas = areas[None].repeat(len(points), 1)
+        areas[reg.min(dim=2).values <= 0] = float("inf")
+        _, gt_idx = areas.min(dim=1)
+        return reg[range(len(points)), gt_idx], reg[:, range(1, 3)]
+
+    g = np.random.default_rng(4)
+    points = torch.tensor(g.uniform(0, 60, (6, 2)).astype(np.float32))
+    xy = g.uniform(0, 40, (3, 2))
+    boxes = torch.tensor(np.concatenate([xy, xy + 25], 1).astype(np.float32))
+    return targets, (points, boxes), lambda: []
+
+
+CASES = [
+    (fcos_range_index, 1, 0, 1, 0),
+]
+
+IDS = [c[0].__name__ for c in CASES]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    check_like_eager(case, graphs, breaks, _same)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    check_torch_counts(case, tg, tb)
+
+
+def test_range_index_in_eager_as_torch():
+    """`x[range(...)]` and `x[range(...), t]` index as the list of the range's items."""
+    x = eager.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(x[range(1, 4, 2)].numpy(), x.numpy()[[1, 3]])
+    idx = eager.tensor([2, 0, 1, 1])
+    np.testing.assert_array_equal(x[range(4), idx].numpy(), x.numpy()[range(4), [2, 0, 1, 1]])
