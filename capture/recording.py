@@ -218,7 +218,12 @@ def inplace(tx, target, compute) -> VariableTracker:
     if (node.op == "call_function" and node.target.kind == "view" or
             any(u.target.kind == "view" for u in node.users if u.op == "call_function")) and \
             not _private_view(tx, node):
-        raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
+        from .viewwrites import inplace_view  # lazy: viewwrites imports this module
+
+        if inplace_view(tx, target, compute) is None:
+            raise tx.unsupported("in-place op on a tensor that may alias a graph input or a "
+                                 "view")
+        return target
     if node.op not in ("call_function", "placeholder"):
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
     result = compute()

@@ -52,15 +52,17 @@ def _is_view(n) -> bool:
     return n.op == "call_function" and n.target.kind == "view"
 
 
-def inplace_input(tx, target, compute):
-    """The in-place op `compute()` on graph input `target` (a placeholder's tracker)."""
+def inplace_input(tx, target, compute, views_ok: bool = False):
+    """The in-place op `compute()` on graph input `target` (a placeholder's tracker).
+    `views_ok`: the caller rebinds the input's live views (`viewwrites.inplace_view`)."""
     out = tx.out
     src = target.source
     if src is None or src not in out.input_sources or out.by_source.get(src) is not target:
         raise tx.unsupported("in-place op on a tensor that may alias a graph input or a view")
     if target.requires_grad and out.grad_enabled and _leaf(out.values.get(src)):
         raise tx.unsupported("in-place op on a leaf graph input that requires grad")
-    if any(_is_view(u) for u in target.node.users) and _live_views(tx, target.node):
+    if not views_ok and any(_is_view(u) for u in target.node.users) and \
+            _live_views(tx, target.node):
         raise tx.unsupported("in-place op on a graph input that a graph view aliases")
     value = out.values.get(src)
     if value is None or shares_memory(out, src):

@@ -283,8 +283,8 @@ def inplace_act_on_flattened_pool(torch):
 
 
 def inplace_on_view_with_live_base(torch):
-    """The base of the written view is still held (`p` returned): it must see the write, so
-    the op stays a break (torch.compile functionalizes it: 1 graph); values as eagerly."""
+    """The base of the written view is still held (`p` returned): it must see the write
+    (functionalized as torch.compile: `capture/viewwrites.py`); values as eagerly."""
     nn = torch.nn
 
     class M(nn.Module):
@@ -395,7 +395,7 @@ CASES = [
     (inplace_act_on_flattened_pool, 1, 0, 1, 0),
     (bart_learned_positions, 1, 0, 1, 0),
     (diagonal_gaussian_posterior, 1, 0, 1, 0),
-    (inplace_on_view_with_live_base, 2, 1, 1, 0),  # (a known gap: see its docstring)
+    (inplace_on_view_with_live_base, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]

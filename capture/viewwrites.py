@@ -1,0 +1,164 @@
+"""In-place ops on a view family of a tensor the graph computed (AOT functionalization's view
+replay): `h = x.clone(); h[:, 0].mul_(2); return h + y`, `v = b.view(-1); v.add_(1); b.sum()`.
+
+Eagerly the write goes through shared memory: the base and every other view of it see it. Here
+the written view's new value is scattered back up its chain of views into the family's root
+(a `getitem` view by the functional `_index_put`, a bijective view -- view, reshape, transpose,
+permute, squeeze, unsqueeze -- by its adjoint, which is its inverse), and every tracker that
+the frame can still reach whose value is the root or a view of it is rebound: the root to the
+new root, a view to its own chain of views replayed on the new root. Values and gradients are
+eager's (the scatter's backward routes the gradient to the written value and to the untouched
+part of the root). The root must be an intermediate or a tensor the code makes fresh on each
+call (a graph input is `writeback.py`'s rule); a chain through any other view (expand,
+unfold, as_strided, diagonal, real/imag: overlapping or complex memory) is left to the caller,
+which breaks. Touches `capture` only.
+"""
+
+from __future__ import annotations
+
+from ir import OpNamespace
+
+from . import dynamic, eager_rules
+from .variables import TensorVariable
+
+_BIJECTIVE = frozenset({"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze"})
+
+
+def _is_view(n) -> bool:
+    return n.op == "call_function" and n.target.kind == "view"
+
+
+def _chain(node):
+    """(root, [views from the root down to `node`])."""
+    chain = []
+    while _is_view(node):
+        base = node.args[0] if node.args else None
+        if not hasattr(base, "users"):
+            return None, []
+        chain.append(node)
+        node = base
+    return node, chain[::-1]
+
+
+def _family(root) -> set:
+    found, todo = {root}, [root]
+    while todo:
+        for u in todo.pop().users:
+            if _is_view(u) and u not in found:
+                found.add(u)
+                todo.append(u)
+    return found
+
+
+def _trackers(tx, nodes: set) -> list:
+    """Every tensor tracker the frame `tx` (and its callers, through `parent`) can reach whose
+    node is in `nodes`: stack, locals, cells, containers, trackers' attributes, capture state
+    (the walk of `subscripts._reachable_nodes`)."""
+    found, seen = [], set()
+
+    def walk(v):
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, TensorVariable):
+            if v.node in nodes:
+                found.append(v)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif type(v).__module__.startswith("capture.") and hasattr(v, "__dict__"):
+            for x in vars(v).values():
+                walk(x)
+
+    walk(tx.stack)
+    walk(tx)
+    return found
+
+
+def _fresh_root(tx, root, trackers) -> bool:
+    if root.op == "call_function":
+        return True
+    return root.op == "placeholder" and any(
+        t.node is root and eager_rules.made_by_the_code(tx, t) for t in trackers)
+
+
+def _input_root(tx, root, trackers):
+    """The tracker of graph input `root` (a placeholder the graph reads for its source), or
+    None."""
+    out = tx.out
+    for t in trackers:
+        if t.node is root and t.source in out.input_sources and out.by_source.get(t.source) is t:
+            return t
+    return None
+
+
+def inplace_view(tx, target: TensorVariable, compute):
+    """`compute()` (the in-place op's functional result) written into `target`, a view of a
+    fresh tensor or a fresh tensor with views: the family rebound as eagerly (module doc).
+    Returns `target`, or None when the family is not one this models (the caller breaks)."""
+    from .recording import record
+
+    root, chain = _chain(target.node)
+    if root is None or any(v.target.name not in _BIJECTIVE and v.target.name != "getitem"
+                           for v in chain):
+        return None
+    family = _family(root)
+    trackers = _trackers(tx, family)
+    if target not in trackers:
+        trackers.append(target)
+    base = None if _fresh_root(tx, root, trackers) else _input_root(tx, root, trackers)
+    if base is None and not _fresh_root(tx, root, trackers):
+        return None
+    if any(t.shadow is not None for t in trackers):  # attributes below are for these sizes
+        raise dynamic.Specialize(None)
+    result = compute()
+    if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
+        raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
+    F = OpNamespace(lambda o, i, a: record(tx, o, i, a))
+    new = result
+    grad = result.requires_grad or target.requires_grad
+    for view in reversed(chain):  # scatter the new value up to the root
+        new = _scatter(F, _tracker_of(view.args[0], trackers, target), view, new)
+    if base is not None:  # a graph input: written back after the graph
+        from .writeback import inplace_input
+
+        inplace_input(tx, base, lambda: new, views_ok=True)
+        trackers = [t for t in trackers if t is not base]
+        new = base
+    done = {root: new}
+
+    def replay(node):
+        if node not in done:
+            parent = replay(node.args[0])
+            done[node] = record(tx, node.target, (parent,) + tuple(node.args[1:]),
+                                dict(node.kwargs))
+        return done[node]
+
+    se = tx.out.side_effects
+    for t in {id(t): t for t in trackers}.values():
+        value = replay(t.node)
+        se.rebind(t, value, grad or value.requires_grad)
+    return target
+
+
+def _tracker_of(node, trackers, target) -> TensorVariable:
+    """A tracker of `node` (a member of `target`'s family: views share requires_grad)."""
+    for t in trackers:
+        if t.node is node:
+            return t
+    return TensorVariable(node, node.meta["val"], target.requires_grad)
+
+
+def _scatter(F, parent: TensorVariable, view, new: TensorVariable) -> TensorVariable:
+    """`parent` with the elements that `view` (a view node of it) selects replaced by `new`."""
+    op, attrs = view.target, dict(view.kwargs)
+    if op.name == "getitem":
+        return F._index_put([parent, new], attrs["index"], (), accumulate=False)
+    if op.name in ("view", "reshape"):  # (reshape: the gradient may not be contiguous)
+        return F.reshape(new, tuple(parent.meta.shape))
+    return F._adjoint(new, tuple(parent.meta.shape), op.name, tuple(sorted(attrs.items())))
+
+

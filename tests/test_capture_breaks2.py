@@ -1,0 +1,152 @@
+"""Named capture breaks that torch.compile has fewer of (issue 14's "Left" list, second part):
+each case is a realistic piece of model code built by `case(lib)` for `lib` = wick's `eager` or
+the real torch. It runs eagerly and compiled (capture, then the cache hit) from the same seed,
+comparing outputs (values, dtypes) and the state it names (buffers, version counters, the
+generator's next draw); its graph and break counts from `capture.explain` are checked, and when
+torch is installed torch._dynamo.explain's counts on the same code are too. Cases whose inputs
+require grad are also checked for eager's gradients (`GRAD_CASES`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import rand as _rand
+
+import capture
+import eager
+
+
+def _flat(v):
+    if isinstance(v, dict):
+        return [type(v).__qualname__] + [x for k in v for x in [k] + _flat(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach(), v.requires_grad]
+    return [v]
+
+
+def _same(a, b):
+    same(a, b, _flat)
+
+
+# ---------------------------------------------------------------- 1. writes through views
+
+
+def half_rotary_gain(torch):
+    """A projection whose first half of features is scaled in place through a slice view
+    (`h[..., :d].mul_(g)`), the base `h` used afterwards (residual add): eagerly the base sees
+    the write; parameters require grad."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.gain = nn.Parameter(torch.linspace(0.5, 2.0, 2))
+
+        def forward(self, x):
+            h = self.proj(x)
+            h[..., :2].mul_(self.gain)
+            h[:, 0].add_(1.0)
+            return h + x
+
+    m = Block()
+    return m, (_rand(torch, 3, 4),), lambda: []
+
+
+def flat_view_bias(torch):
+    """`v = b.view(-1); v.add_(1); return b.sum()` (the brief's shape), then a transposed view
+    zeroed in place (`t[0].zero_()`) with both the base and the view returned."""
+    def f(x, y):
+        b = x * y
+        v = b.view(-1)
+        v.add_(1)
+        t = b.transpose(0, 1)
+        t[0].zero_()
+        return b.sum(), t, v
+
+    return f, (_rand(torch, 3, 4), _rand(torch, 3, 4, seed=2)), lambda: []
+
+
+def made_histogram_columns(torch):
+    """A buffer made in the frame (`torch.zeros`) filled column by column through views
+    (`buf[:, 0].add_(...)`, `buf[1:].mul_(2)`), then read whole."""
+    def f(x):
+        buf = torch.zeros(4, 3)
+        buf[:, 0].add_(x.sum(0))
+        buf[1:].mul_(2)
+        buf[:, 1:].sub_(x[:2].t())
+        return buf.softmax(-1)
+
+    return f, (_rand(torch, 3, 4),), lambda: []
+
+
+def buffer_flat_counter(torch):
+    """A module buffer written through `self.hist.view(-1).add_(...)`, the buffer read after
+    (its sum) and left written as eager leaves it, version counter included."""
+    nn = torch.nn
+
+    class Stats(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("hist", torch.zeros(2, 3))
+
+        def forward(self, x):
+            flat = self.hist.view(-1)
+            flat.add_(x.abs().mean())
+            return self.hist.sum() + x
+
+    m = Stats()
+    return m, (_rand(torch, 2, 3),), lambda: [m.hist, m.hist._version]
+
+
+CASES = [
+    (half_rotary_gain, 1, 0, 1, 0),
+    (flat_view_bias, 1, 0, 1, 0),
+    (made_histogram_columns, 1, 0, 1, 0),
+    (buffer_flat_counter, 1, 0, 1, 0),
+]
+
+IDS = [c[0].__name__ for c in CASES]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+    check_like_eager(case, graphs, breaks, _same)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
+def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+    check_torch_counts(case, tg, tb)
+
+
+def _grads(case, compiled: bool):
+    eager.manual_seed(0)
+    fn, args, *_ = case(eager)
+    args = [a.detach().requires_grad_() if isinstance(a, eager.Tensor) and
+            a.dtype.is_floating_point else a for a in args]
+    run = capture.compile(fn) if compiled else fn
+    capture.reset()
+    out = run(*args)
+    outs = out if isinstance(out, tuple) else (out,)
+    loss = sum(((o * o).sum() for o in outs if isinstance(o, eager.Tensor)
+                and o.requires_grad), eager.zeros(()))
+    loss.backward()
+    params = list(fn.parameters()) if isinstance(fn, eager.nn.Module) else []
+    return [t.grad for t in list(args) + params if isinstance(t, eager.Tensor)]
+
+
+GRAD_CASES = [half_rotary_gain, flat_view_bias, made_histogram_columns]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.__name__ for c in GRAD_CASES])
+def test_gradients_like_eager(case):
+    want, got = _grads(case, False), _grads(case, True)
+    assert len(want) == len(got)
+    for a, b in zip(want, got):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
