@@ -1,12 +1,12 @@
-"""Graph forms of `opt.step()` for eager's SGD, Adam and AdamW, and through
-`optim_updates.FORMS` RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam (Dynamo traces
-torch.optim's `_single_tensor_*`; wick records the same algorithm as graph nodes).
+"""Graph forms of `opt.step()` for eager's SGD, Adam/AdamW, RMSprop, Adagrad, Adadelta, Adamax,
+NAdam and RAdam (Dynamo traces torch.optim's `_single_tensor_*`; wick records the same
+algorithm as graph nodes).
 
-Each supported optimizer has one functional update written once (`sgd_update`,
-`adam_update`) on an `ops` namespace: `GraphOps` records registry ops into the capture, and
-`EagerOps` runs the same steps on eager tensors and Python numbers (tests check it against
-eager's own `step`). The updates follow eager's `SGD.step` / `Adam.step` op for op (the same
-ops in the same order on the same dtypes: compiled steps equal eager's bit for bit).
+The algorithms are not written here: each optimizer's update rule is written once, in
+`eager/optim/update_rules.py` (`sgd_update`, and the `FORMS` table of state-carrying
+optimizers), on an `ops` namespace; eager's `step` runs it on Tensors or numpy arrays, and
+`GraphOps` here records it as registry ops (its in-place ops functional: their results are
+written back after the graph). So compiled steps equal eager's bit for bit.
 
 `step_rule` is the vocabulary rule of `SGD.step` and of each form's `step`: for each
 parameter group and parameter with a gradient it reads the parameter, its `.grad` and its
@@ -33,9 +33,9 @@ as torch.compile's functionalized copy_; eager bumps once per in-place op of its
 step's nodes are marked `optimizer_step` (explain's counts under Dynamo's rules). Touches
 `eager.optim`, `ir.REGISTRY` and `capture`.
 """
-
 from __future__ import annotations
 
+from eager.optim.update_rules import FORMS, sgd_update
 from ir import dtypes as D
 
 from .variables import (
@@ -47,106 +47,21 @@ from .variables import (
     UserObjectVariable,
 )
 
-__all__ = ["EagerOps", "GraphOps", "adam_update", "register", "sgd_update", "step_rule"]
+__all__ = ["GraphOps", "register", "step_rule"]
 
 
-# ---------------------------------------------------------------- the functional updates
-
-
-def sgd_update(ops, p, g, buf, lr, momentum, dampening, wd, nesterov, maximize):
-    """One SGD step of parameter `p` with gradient `g` (`SGD.step`'s ops): returns (new p,
-    new momentum buffer, or None with momentum 0). `buf` None with momentum != 0 is the first
-    step (the buffer starts as a copy of the gradient). `lr` a number or 0-d tensor."""
-    if maximize:
-        g = ops.neg(g)
-    if wd != 0:
-        g = ops.add(g, ops.mul(p, wd))  # grad.add(p, alpha=wd)
-    if momentum != 0:
-        if buf is None:
-            buf = ops.clone(g)
-        else:
-            buf = ops.mul(buf, momentum)
-            a = 1 - dampening
-            buf = ops.add(buf, g if a == 1 else ops.mul(g, a))
-        g = ops.add(g, ops.mul(buf, momentum)) if nesterov else buf
-    p = ops.add(p, ops.mul(g, ops.like(ops.neg(lr), p)))
-    return p, (buf if momentum != 0 else None)
-
-
-def adam_update(ops, p, g, m, v, vmax, step, lr, beta1, beta2, eps, wd, decoupled, maximize,
-                amsgrad):
-    """One Adam/AdamW step (`Adam.step`'s ops): returns (new p, exp_avg, exp_avg_sq,
-    max_exp_avg_sq or None, step). `step` is the 0-d step counter before the step."""
-    step = ops.add(step, 1)
-    if maximize:
-        g = ops.neg(g)
-    if wd != 0:
-        if decoupled:
-            p = ops.mul(p, ops.like(ops.sub(1, ops.mul(lr, wd)), p))
-        else:
-            g = ops.add(g, ops.mul(p, wd))
-    w = 1 - beta1
-    if abs(w) < 0.5:  # optimizer.lerp_'s two-operand form
-        m = ops.add(m, ops.mul(ops.sub(g, m), w))
-    else:
-        m = ops.lerp(m, g, w)
-    v = ops.mul(v, beta2)
-    t = ops.mul(g, g)
-    if 1 - beta2 != 1:
-        t = ops.mul(t, 1 - beta2)
-    v = ops.add(v, t)
-    s = ops.f64(step)
-    step_size = ops.div(lr, ops.sub(1, ops.pow(beta1, s)))
-    bc2_sqrt = ops.pow(ops.sub(1, ops.pow(beta2, s)), 0.5)
-    if amsgrad:
-        vmax = ops.maximum(vmax, v)
-    denom = ops.add(ops.div(ops.sqrt(vmax if amsgrad else v), ops.like(bc2_sqrt, p)), eps)
-    p = ops.add(p, ops.mul(ops.div(m, denom), ops.like(ops.neg(step_size), p)))
-    return p, m, v, (vmax if amsgrad else None), step
-
-
-# ---------------------------------------------------------------- the two namespaces
+# ---------------------------------------------------------------- the graph namespace
 
 
 def _number(x) -> bool:
     return type(x) in (int, float)
 
 
-class EagerOps:
-    """The updates on eager tensors; numbers (lr, bias corrections) as Python floats, as
-    eager's `step` computes them."""
-
-    neg = staticmethod(lambda x: -x)
-    add = staticmethod(lambda a, b: a + b)
-    sub = staticmethod(lambda a, b: a - b)
-    mul = staticmethod(lambda a, b: a * b)
-    div = staticmethod(lambda a, b: a / b)
-    pow = staticmethod(lambda a, b: a ** b)
-    sqrt = staticmethod(lambda x: x.sqrt())
-    clone = staticmethod(lambda x: x.detach().clone())
-    lerp = staticmethod(lambda a, b, w: a.lerp(b, w))
-    f64 = staticmethod(lambda t: float(t.item()))
-
-    abs = staticmethod(lambda x: x.abs())
-    gt = staticmethod(lambda a, b: a > b)
-    addcmul = staticmethod(lambda x, t1, t2, value: x.addcmul(t1, t2, value=value))
-    select = staticmethod(lambda cond, a, b: a() if cond else b())  # (a Python bool)
-
-    @staticmethod
-    def maximum(a, b):
-        from eager.dispatch import FUNCTIONS
-
-        return max(a, b) if _number(a) and _number(b) else FUNCTIONS["maximum"](a, b)
-
-    @staticmethod
-    def like(x, p):
-        return x  # (a Python number meets a tensor as eager's weak scalar)
-
-
 class GraphOps:
-    """The updates recorded into capture `tx`: registry ops on trackers; numbers fold. A 0-d
-    float64 tracker (lr, bias corrections) is cast to the parameter's dtype by `like`
-    before it meets a tensor: the rounding eager's weak Python scalars get."""
+    """The update rules recorded into capture `tx`: registry ops on trackers; numbers fold. A
+    0-d float64 tracker (lr, bias corrections) is cast to the parameter's dtype by `like`
+    before it meets a tensor: the rounding eager's weak Python scalars get. An in-place op
+    (`add_`, `lerp_`, ...) records its functional form and returns the new value."""
 
     def __init__(self, tx):
         self.tx = tx
@@ -193,6 +108,8 @@ class GraphOps:
     def sqrt(self, x):
         return self._op("sqrt", x)
 
+    sqrt_ = sqrt
+
     def maximum(self, a, b):
         if _number(b) and isinstance(a, TensorVariable):
             return self._op("clamp", a, min=b)  # (max with a number: clamp's min)
@@ -214,11 +131,29 @@ class GraphOps:
     def clone(self, x):
         return self._op("clone", x)
 
-    def lerp(self, a, b, w):
-        return self._op("lerp", a, b, w)
-
-    def f64(self, t):
+    def item(self, t):
         return self.cast(t, D.float64)
+
+    def copy_(self, x, y):
+        return y
+
+    def lerp_(self, x, end, w):
+        """`TensorOps.lerp_`: its two-operand form for |w| < 0.5, else the registry's lerp."""
+        if abs(w) >= 0.5:
+            return self._op("lerp", x, end, w)
+        return self.add(x, self.mul(self.sub(end, x), w))
+
+    def _scaled(self, t, value, like):
+        """`t.mul_(value)` unless value is the number 1 (TensorOps.addcmul_/addcdiv_)."""
+        return t if _number(value) and value == 1 else self.mul(t, self.like(value, like))
+
+    def addcmul_(self, x, t1, t2, value=1):
+        return self.add(x, self._scaled(self.mul(t1, t2), value, x))
+
+    def addcdiv_(self, x, t1, t2, value=1):
+        return self.add(x, self._scaled(self.div(t1, t2), value, x))
+
+    add_, mul_, div_ = add, mul, div
 
     def cast(self, t, dtype):
         return t if t.meta.dtype is dtype else self._op("cast", t, dtype=dtype)
@@ -233,18 +168,16 @@ class GraphOps:
 # ---------------------------------------------------------------- the capture rule
 
 _SGD_HYPER = ("momentum", "dampening", "weight_decay", "nesterov", "maximize")
-_KINDS: dict = {}  # id(step function) -> "sgd" or its `optim_updates.Form`
+_KINDS: dict = {}  # id(step function) -> "sgd" or its `update_rules.Form`
 
 
 def register(table: dict, keep: list) -> None:
     """Add the rules of the supported optimizers' `step` to vocabulary's table: SGD, and each
-    optimizer of `optim_updates.FORMS` (Adam/AdamW, RMSprop, Adagrad, Adadelta, Adamax,
+    optimizer of `update_rules.FORMS` (Adam/AdamW, RMSprop, Adagrad, Adadelta, Adamax,
     NAdam, RAdam)."""
     import importlib
 
     from eager.optim.sgd import SGD
-
-    from .optim_updates import FORMS
 
     classes = [(SGD, "sgd")]
     for where, form in FORMS.items():
@@ -373,7 +306,7 @@ def _grad_of(tx, fn, pv):
 
 
 def step_rule(tx, fn, args, kwargs):
-    """`opt.step()` of SGD or an optimizer of `optim_updates.FORMS`: the update as graph
+    """`opt.step()` of SGD or an optimizer of `update_rules.FORMS`: the update as graph
     nodes (see the module)."""
     from .sideeffects import store_attr
 
@@ -470,7 +403,7 @@ def _sgd_param(tx, fn, ops, opt, osrc, pv, grad, hp):
 
 
 def _form_param(tx, fn, form, ops, opt, osrc, pv, grad, hp):
-    """One parameter's step by `form` (`optim_updates.Form`): its state read as graph inputs
+    """One parameter's step by `form` (`update_rules.Form`): its state read as graph inputs
     and written back in place, or, on the first step, made in the graph and returned as the
     {key: tensor} that `_StateWriter` stores."""
     psrc, g, out = pv.source, tx.out.guards, tx.out

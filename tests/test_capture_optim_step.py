@@ -18,7 +18,6 @@ import pytest
 import capture
 import eager as torch
 import eager.nn.functional as F
-from capture.optim_forms import EagerOps, adam_update, sgd_update
 from eager import nn
 
 
@@ -326,33 +325,6 @@ def test_two_steps_then_forward_in_one_function(make_opt):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6,
                                    atol=1e-6)
         _assert_same_state(me, oe, mc, oc)
-
-
-def test_eager_ops_form_equals_eager_step():
-    """The functional forms run on eager tensors (`EagerOps`) give eager's step bit for bit
-    (the one written form behind the graph)."""
-    (me, oe), (mc, _) = _stepped_pair(lambda p: torch.optim.SGD(
-        p, lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01))
-    oe.step()
-    with torch.no_grad():
-        for p in mc.parameters():
-            new_p, _ = sgd_update(EagerOps, p, p.grad, None, 0.1, 0.9, 0.1, 0.01, False, False)
-            p.copy_(new_p)
-    for a, b in zip(me.parameters(), mc.parameters()):
-        assert _bits(a) == _bits(b)
-    (me, oe), (mc, _) = _stepped_pair(lambda p: torch.optim.Adam(p, lr=0.01, amsgrad=True))
-    oe.step()
-    with torch.no_grad():
-        for p, q in zip(mc.parameters(), me.parameters()):
-            z = torch.zeros_like(p)
-            new = adam_update(EagerOps, p, p.grad, z, z, z, torch.tensor(0.0), 0.01, 0.9,
-                              0.999, 1e-8, 0, False, False, True)
-            p.copy_(new[0])
-            st = oe.state[q]
-            for key, t in zip(("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"), new[1:]):
-                assert _bits(t) == _bits(st[key]), key
-    for a, b in zip(me.parameters(), mc.parameters()):
-        assert _bits(a) == _bits(b)
 
 
 @pytest.mark.parametrize("name,kw", [

@@ -9,15 +9,17 @@ import numpy as np
 import pytest
 
 import eager
-from eager.optim import arrays
+from eager.optim import arrays, update_rules
+from eager.optim import sgd as sgd_module
 
 SGD_OPTIONS = [dict(momentum=m, dampening=d, weight_decay=wd, nesterov=n, maximize=mx)
                for m, d, wd, n, mx in itertools.product((0, 0.9), (0, 0.3), (0, 0.01),
                                                         (False, True), (False, True))
                if not (n and (m == 0 or d != 0))]
-ADAM_OPTIONS = [dict(weight_decay=wd, maximize=mx, betas=b)
-                for wd, mx, b in itertools.product((0, 0.05), (False, True),
-                                                   ((0.9, 0.999), (0.8, 0.99)))]
+ADAM_OPTIONS = [dict(weight_decay=wd, maximize=mx, betas=b, amsgrad=ams)
+                for wd, mx, b, ams in itertools.product((0, 0.05), (False, True),
+                                                        ((0.9, 0.999), (0.3, 0.99)),
+                                                        (False, True))]
 
 
 def _problem(dtype, seed=0):
@@ -76,26 +78,33 @@ def test_adam_array_path_is_tensor_path(opts, cls, dtype):
     assert v_on == v_off
 
 
-def test_array_path_runs():
-    """The steady-state steps of a plain float32 model take the array path (not a fallback)."""
+def test_array_path_runs(monkeypatch):
+    """The steady-state steps of a plain float32 model take the array path (not a fallback):
+    with the Tensor namespace gone, SGD's and Adam's steps still run."""
     ws, _ = _problem(np.float32)
     p = eager.tensor(ws[0], requires_grad=True)
-    opt = eager.optim.Adam([p], lr=0.1)
     p.grad = eager.ones_like(p)
-    opt.step()
-    state = opt.state[p]
-    assert arrays.adam_update(p, state, 0.1, 0.9, 0.999, 1e-8, 0, False, False)
+    adam = eager.optim.Adam([p], lr=0.1, amsgrad=True)
     sgd = eager.optim.SGD([p], lr=0.1, momentum=0.9)
+    sgd.step()  # (creates the momentum buffer: the Tensor path)
+    before = p.detach().numpy().copy()
+    monkeypatch.setattr(update_rules, "TensorOps", None)
+    monkeypatch.setattr(sgd_module, "TensorOps", None)
+    adam.step()
     sgd.step()
-    assert arrays.sgd_update(p, sgd.state[p]["momentum_buffer"], 0.1, 0.9, 0, 0, False, False)
+    assert not np.array_equal(before, p.detach().numpy())
 
 
 def test_array_path_declines_shared_and_hooked():
     p = eager.tensor(np.ones(3, np.float32), requires_grad=True)
+    p.grad = eager.ones(3)
+    assert arrays.ArrayOps.take(p, {}) is not None
     p.grad = p.detach()  # (the grad shares the parameter's memory: the Tensor path runs)
-    assert not arrays.sgd_update(p, None, 0.1, 0, 0, 0, False, False)
+    assert arrays.ArrayOps.take(p, {}) is None
     p.grad = eager.ones(3, dtype=eager.float64)  # another dtype
-    assert not arrays.sgd_update(p, None, 0.1, 0, 0, 0, False, False)
+    assert arrays.ArrayOps.take(p, {}) is None
+    p.grad = eager.ones(3)
+    assert arrays.ArrayOps.take(p, {"exp_avg": eager.ones(4)}) is None  # another shape
 
 
 @pytest.mark.parametrize("opts", SGD_OPTIONS[::3], ids=str)

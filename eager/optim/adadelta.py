@@ -3,8 +3,9 @@ adaptive methods that scale steps by running averages without Adam's bias correc
 (Zeiler 2012; Shazeer & Stern 2018 with PyTorch's variant: lr-relative step size rho_t, no
 momentum, factored second moments for matrices).
 
-Each `step` is PyTorch's single-tensor update in its order of operations, under `no_grad` as
-in-place tensor ops. Touches `eager` only.
+Each `step` is PyTorch's single-tensor update in its order of operations, under `no_grad` as in-
+place tensor ops. The rule is in `update_rules.FORMS`, shared with the captured graph. Touches
+`eager` only.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from __future__ import annotations
 from ir.dtypes import finfo
 
 from ..creation import zeros_like
-from ..dispatch import FUNCTIONS
 from .optimizer import (
     Optimizer,
     _check_not_differentiable,
     _new_step,
     _no_grad_step,
     _to_scalar,
-    addcmul_,
 )
+from .update_rules import FORMS, run_form
 
 __all__ = ["Adadelta", "Adafactor"]
 
@@ -59,35 +59,9 @@ class Adadelta(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One Adadelta step over every parameter with a `.grad`; returns the closure's
-        loss."""
-        loss = self._eval_closure(closure)
-        view_as_real = FUNCTIONS["view_as_real"]
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            rho, eps, wd = group["rho"], group["eps"], group["weight_decay"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["square_avg"] = zeros_like(p)
-                    state["acc_delta"] = zeros_like(p)
-                state["step"].add_(1)
-                grad = -p.grad if group["maximize"] else p.grad
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                param = p
-                if p.is_complex():
-                    param, grad, square_avg, acc_delta = (
-                        view_as_real(t) for t in (p, grad, square_avg, acc_delta))
-                addcmul_(square_avg.mul_(rho), grad, grad, value=1 - rho)
-                std = square_avg.add(eps).sqrt_()
-                delta = acc_delta.add(eps).sqrt_()
-                delta.div_(std).mul_(grad)
-                addcmul_(acc_delta.mul_(rho), delta, delta, value=1 - rho)
-                param.add_(delta, alpha=-lr)
-        return loss
+        """One Adadelta step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["adadelta.Adadelta"], closure)
 
 
 class Adafactor(Optimizer):

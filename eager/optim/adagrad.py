@@ -1,25 +1,24 @@
 """`Adagrad`, as `torch.optim.Adagrad` (the algorithm of
 https://pytorch.org/docs/stable/generated/torch.optim.Adagrad.html: Duchi et al. 2011).
 
-Unlike the other optimizers, Adagrad's state (`step`, `sum`) is created for every parameter
-in the constructor, as PyTorch's (and, for groups added later, at their first step). The
-update runs under `no_grad` as in-place tensor ops. Complex parameters are updated through
-`view_as_real`, as PyTorch's. Touches `eager` only.
+Unlike the other optimizers, Adagrad's state (`step`, `sum`) is created for every parameter in
+the constructor, as PyTorch's (and, for groups added later, at their first step). The update
+runs under `no_grad` as in-place tensor ops. Complex parameters are updated through
+`view_as_real`, as PyTorch's. The rule is in `update_rules.FORMS`, shared with the captured
+graph. Touches `eager` only.
 """
 
 from __future__ import annotations
 
 from ..creation import full_like
-from ..dispatch import FUNCTIONS
 from .optimizer import (
     Optimizer,
     _check_not_differentiable,
     _new_step,
     _no_grad_step,
     _to_scalar,
-    addcdiv_,
-    addcmul_,
 )
+from .update_rules import FORMS, run_form
 
 __all__ = ["Adagrad"]
 
@@ -77,27 +76,6 @@ class Adagrad(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One Adagrad step over every parameter with a `.grad`; returns the closure's loss."""
-        loss = self._eval_closure(closure)
-        view_as_real = FUNCTIONS["view_as_real"]
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            lr_decay, wd, eps = group["lr_decay"], group["weight_decay"], group["eps"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:  # added by add_param_group after construction
-                    self._init_state(p, group)
-                step_t = state["step"]
-                step_t.add_(1)
-                step = step_t.item()
-                grad = -p.grad if group["maximize"] else p.grad
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                clr = lr / (1 + (step - 1) * lr_decay)
-                param, state_sum = p, state["sum"]
-                if p.is_complex():
-                    param, grad, state_sum = (view_as_real(t) for t in (p, grad, state_sum))
-                addcmul_(state_sum, grad, grad)
-                std = state_sum.sqrt().add_(eps)
-                addcdiv_(param, grad, std, value=-clr)
-        return loss
+        """One Adagrad step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["adagrad.Adagrad"], closure)

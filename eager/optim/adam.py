@@ -2,28 +2,22 @@
 https://pytorch.org/docs/stable/generated/torch.optim.Adam.html and AdamW.html: Kingma & Ba
 2014, AMSGrad of Reddi et al. 2018, decoupled weight decay of Loshchilov & Hutter 2019).
 
-The update runs under `no_grad` as in-place tensor ops on the parameters and state (`lerp_`,
-`mul_`, `addcmul_`, `addcdiv_`; the three-operand ones through optimizer.py's unfused forms,
-equal to them bit for bit), in PyTorch's order of operations so that float32 results agree
-with PyTorch's to rounding. Complex parameters are updated through `view_as_real`, as
-PyTorch's. Touches `eager` only.
+The update is `update_rules.adam_update` (the rule the captured graph records too), run under
+`no_grad` as in-place ops on the parameters and state (`lerp_`, `mul_`, `addcmul_`,
+`addcdiv_`), in PyTorch's order of operations so that float32 results agree with PyTorch's to
+rounding. Complex parameters are updated through `view_as_real`, as PyTorch's. Touches
+`eager` only.
 """
 
 from __future__ import annotations
 
-from ..creation import zeros_like
-from ..dispatch import FUNCTIONS
-from .arrays import adam_update
 from .optimizer import (
     Optimizer,
     _check_not_differentiable,
-    _new_step,
     _no_grad_step,
     _to_scalar,
-    addcdiv_,
-    addcmul_,
-    lerp_,
 )
+from .update_rules import FORMS, run_form
 
 __all__ = ["Adam", "AdamW"]
 
@@ -76,53 +70,9 @@ class Adam(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One Adam step over every parameter with a `.grad`; returns the closure's loss."""
-        loss = self._eval_closure(closure)
-        view_as_real = FUNCTIONS["view_as_real"]
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            wd, eps, amsgrad = group["weight_decay"], group["eps"], group["amsgrad"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = zeros_like(p)
-                elif not amsgrad and adam_update(p, state, lr, beta1, beta2, eps, wd,
-                                                 group["decoupled_weight_decay"],
-                                                 group["maximize"]):
-                    continue  # (the same numbers on the arrays: optim/arrays.py)
-                grad = -p.grad if group["maximize"] else p.grad
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                max_sq = state.get("max_exp_avg_sq") if amsgrad else None
-                step_t = state["step"]
-                step_t.add_(1)
-                param = p
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        param.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(param, alpha=wd)
-                if param.is_complex():
-                    grad, exp_avg, exp_avg_sq, param = (
-                        view_as_real(t) for t in (grad, exp_avg, exp_avg_sq, param))
-                    if max_sq is not None:
-                        max_sq = view_as_real(max_sq)
-                lerp_(exp_avg, grad, 1 - beta1)
-                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-                step = step_t.item()
-                step_size = lr / (1 - beta1 ** step)
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                if amsgrad:
-                    max_sq.copy_(FUNCTIONS["maximum"](max_sq, exp_avg_sq))
-                    denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                else:
-                    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                addcdiv_(param, exp_avg, denom, value=-step_size)
-        return loss
+        """One Adam step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["adam.Adam"], closure)
 
 
 class AdamW(Adam):

@@ -4,24 +4,21 @@ algorithms of their PyTorch doc pages: Adamax of Kingma & Ba 2014 section 7, NAd
 of Loshchilov & Hutter 2019 for NAdam/RAdam's `decoupled_weight_decay=True`).
 
 Each `step` is PyTorch's single-tensor update (`_single_tensor_<name>`), in its order of
-operations, under `no_grad` as in-place tensor ops on parameters and state; complex
-parameters are updated through `view_as_real`. Touches `eager` only.
+operations, under `no_grad` as in-place tensor ops on parameters and state; complex parameters
+are updated through `view_as_real`. The rule is in `update_rules.FORMS`, shared with the
+captured graph. Touches `eager` only.
 """
 
 from __future__ import annotations
 
-from ..creation import zeros_like
 from ..dispatch import FUNCTIONS
 from .optimizer import (
     Optimizer,
     _check_not_differentiable,
-    _new_step,
     _no_grad_step,
     _to_scalar,
-    addcdiv_,
-    addcmul_,
-    lerp_,
 )
+from .update_rules import FORMS, run_form
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
 
@@ -77,30 +74,9 @@ class Adamax(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One Adamax step over every parameter with a `.grad`; returns the closure's loss."""
-        loss = self._eval_closure(closure)
-        maximum = FUNCTIONS["maximum"]
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps, wd = group["eps"], group["weight_decay"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_inf"] = zeros_like(p)
-                grad = -p.grad if group["maximize"] else p.grad
-                state["step"].add_(1)
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                param, grad, exp_avg, exp_inf = _real(p, grad, state["exp_avg"],
-                                                      state["exp_inf"])
-                lerp_(exp_avg, grad, 1 - beta1)
-                exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-                clr = lr / (1 - beta1 ** state["step"].item())
-                addcdiv_(param, exp_avg, exp_inf, value=-clr)
-        return loss
+        """One Adamax step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["adam_family.Adamax"], closure)
 
 
 class NAdam(Optimizer):
@@ -137,39 +113,9 @@ class NAdam(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One NAdam step over every parameter with a `.grad`; returns the closure's loss."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps, wd, psi = group["eps"], group["weight_decay"], group["momentum_decay"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["mu_product"] = _new_step().add_(1)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                grad = -p.grad if group["maximize"] else p.grad
-                param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"],
-                                                         state["exp_avg_sq"])
-                step = state["step"].add_(1).item()
-                bias_correction2 = 1 - beta2 ** step
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        param.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(param, alpha=wd)
-                mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
-                mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
-                mu_product = state["mu_product"].mul_(mu).item()
-                lerp_(exp_avg, grad, 1 - beta1)
-                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-                denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
-                addcdiv_(param, grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
-                addcdiv_(param, exp_avg, denom,
-                         value=(-lr * mu_next) / (1.0 - mu_product * mu_next))
-        return loss
+        """One NAdam step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["adam_family.NAdam"], closure)
 
 
 class RAdam(Optimizer):
@@ -202,39 +148,6 @@ class RAdam(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One RAdam step over every parameter with a `.grad`; returns the closure's loss."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps, wd = group["eps"], group["weight_decay"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                grad = -p.grad if group["maximize"] else p.grad
-                param, grad, exp_avg, exp_avg_sq = _real(p, grad, state["exp_avg"],
-                                                         state["exp_avg_sq"])
-                step = state["step"].add_(1).item()
-                if wd != 0:
-                    if group["decoupled_weight_decay"]:
-                        param.mul_(1 - lr * wd)
-                    else:
-                        grad = grad.add(param, alpha=wd)
-                lerp_(exp_avg, grad, 1 - beta1)
-                addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                m_hat = exp_avg / bias_correction1
-                rho_inf = 2 / (1 - beta2) - 1
-                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                if rho_t > 5.0:
-                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
-                    param.add_(m_hat * lr * adaptive * rect, alpha=-1.0)
-                else:
-                    param.add_(m_hat * lr, alpha=-1.0)
-        return loss
+        """One RAdam step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["adam_family.RAdam"], closure)

@@ -1,15 +1,17 @@
-"""The SGD and Adam updates written on the parameters' numpy arrays, one parameter at a time
-(in spirit PyTorch's `_foreach` path: no Tensor per intermediate, in-place `out=` writes).
+"""`ArrayOps`: the namespace that runs an optimizer's update rule (`update_rules.py`) on the
+parameters' numpy arrays, one parameter at a time (in spirit PyTorch's `_foreach` path: no
+Tensor per intermediate, in-place ops as `out=` writes).
 
 Why it exists: a training step of a small model spends much of its optimizer time creating
-Tensors for intermediates and dispatching each in-place op. These functions compute exactly
-the numbers the Tensor-level updates in `sgd.py` / `adam.py` compute (the same numpy ufuncs
-in the same order on the same dtypes: bit for bit, tested by `tests/test_optim_arrays.py`),
-and bump each version counter as many times as those would. They take only the plain case:
-CPU float32/float64 arrays (at least 1-d) of one dtype and shape for the parameter, its grad and its state,
-a plain Tensor (or `nn.Parameter`), no dispatch post hooks (forward AD, anomaly, inference
-mode, autocast see every op on the Tensor path). Anything else returns False and the caller
-runs its Tensor-level update. Touches `eager.tensor` and `eager.dispatch` (its hook list).
+Tensors for intermediates and dispatching each in-place op. The ops here are the numpy ufuncs
+the Tensor ops run, in the rule's order on the same dtypes, so the numbers equal the Tensor
+path's bit for bit (`tests/test_optim_arrays.py`), and each in-place op on a parameter or
+state array bumps its tensor's version counter, as the Tensor op would. `ArrayOps.take`
+accepts only the plain case: CPU float32/float64 arrays (at least 1-d) of one dtype and shape
+for the parameter, its grad and its state (the `step` counter a 0-d float array), none sharing
+memory, a plain Tensor (or `nn.Parameter`), no dispatch post hooks (forward AD, anomaly,
+inference mode, autocast see every op on the Tensor path). Otherwise it returns None and the
+caller runs the rule on Tensors. Touches `eager.tensor` and `eager.dispatch` (its hook list).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from ..dispatch import PLAIN_SUBCLASSES, POST_HOOKS
 from ..tensor import MUTATIONS, Tensor
 
-__all__ = ["ENABLED", "adam_update", "sgd_update"]
+__all__ = ["ENABLED", "ArrayOps"]
 
 ENABLED = [True]  # (tests switch the array path off to compare it with the Tensor path)
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -52,88 +54,127 @@ def _param_arrays(p):
     return pd, g._data
 
 
-def _bump(t, n: int) -> None:
-    """`n` in-place writes to `t` (as `tensor.bump_version`, n times)."""
-    t._vc[0] += n
-    MUTATIONS[0] += n
+_NUMBERS = (int, float)
+_overlap = np.may_share_memory
 
 
-def sgd_update(p, buf, lr, momentum, dampening, wd, nesterov, maximize) -> bool:
-    """One SGD update of `p` whose momentum buffer `buf` exists (None with momentum 0), as
-    `SGD.step`'s Tensor ops compute it; False (nothing written) when the array path does not
-    apply."""
-    arrays = _param_arrays(p)
-    if arrays is None:
-        return False
-    pd, g = arrays
-    if momentum != 0:
-        if buf is None or not _plain(buf, pd.dtype, pd.shape):
-            return False
-        bd = buf._data
-        if np.may_share_memory(bd, pd) or np.may_share_memory(bd, g):
-            return False
-    if maximize:
-        g = np.negative(g)
-    if wd != 0:
-        g = np.add(g, np.multiply(pd, wd))  # grad.add(p, alpha=wd)
-    if momentum != 0:
-        np.multiply(bd, momentum, out=bd)
-        a = 1 - dampening
-        np.add(bd, g if a == 1 else np.multiply(g, a), out=bd)
-        _bump(buf, 2)
-        g = np.add(g, np.multiply(bd, momentum)) if nesterov else bd
-    np.add(pd, np.multiply(g, -lr), out=pd)
-    _bump(p, 1)
-    return True
+def _number(x) -> bool:
+    return type(x) in _NUMBERS
 
 
-def adam_update(p, state, lr, beta1, beta2, eps, wd, decoupled, maximize) -> bool:
-    """One Adam/AdamW update (no amsgrad) of real `p` whose state exists, as `Adam.step`'s
-    Tensor ops compute it (lerp's |weight| < 0.5 branch); False (nothing written) when the
-    array path does not apply."""
-    if abs(1 - beta1) >= 0.5:
-        return False
-    arrays = _param_arrays(p)
-    if arrays is None:
-        return False
-    pd, g = arrays
-    m_t, v_t, step_t = state.get("exp_avg"), state.get("exp_avg_sq"), state.get("step")
-    if not (_plain(m_t, pd.dtype, pd.shape) and _plain(v_t, pd.dtype, pd.shape)):
-        return False
-    if type(step_t) is not Tensor or type(step_t._data) is not _ND \
-            or step_t._data.ndim != 0 or step_t._data.dtype not in _FLOATS:
-        return False
-    m, v, sd = m_t._data, v_t._data, step_t._data
-    if np.may_share_memory(m, pd) or np.may_share_memory(v, pd) or np.may_share_memory(m, v):
-        return False
-    np.add(sd, 1, out=sd)
-    _bump(step_t, 1)
-    if maximize:
-        g = np.negative(g)
-    if wd != 0:
-        if decoupled:
-            np.multiply(pd, 1 - lr * wd, out=pd)
-            _bump(p, 1)
-        else:
-            g = np.add(g, np.multiply(pd, wd))
-    d = np.subtract(g, m)  # lerp_(m, g, 1 - beta1): m + w * (g - m)
-    np.multiply(d, 1 - beta1, out=d)
-    np.add(m, d, out=m)
-    np.multiply(v, beta2, out=v)  # addcmul_(v.mul_(beta2), g, g, value=1 - beta2)
-    t = np.multiply(g, g)
-    if 1 - beta2 != 1:
-        np.multiply(t, 1 - beta2, out=t)
-    np.add(v, t, out=v)
-    _bump(m_t, 1)
-    _bump(v_t, 2)
-    step = float(sd)
-    step_size = lr / (1 - beta1 ** step)
-    denom = np.sqrt(v)
-    np.divide(denom, (1 - beta2 ** step) ** 0.5, out=denom)
-    np.add(denom, eps, out=denom)
-    np.divide(m, denom, out=denom)  # addcdiv_(p, m, denom, value=-step_size)
-    if -step_size != 1:
-        np.multiply(denom, -step_size, out=denom)
-    np.add(pd, denom, out=pd)
-    _bump(p, 1)
-    return True
+class ArrayOps:
+    """The update rules' ops on numpy arrays (see the module); `param`, `grad`, `state` the
+    arrays the rule starts from."""
+
+    __slots__ = ("_owners", "grad", "param", "state")
+
+    @classmethod
+    def take(cls, p, state: dict):
+        """The namespace for parameter `p` with state {key: Tensor}, or None when the array
+        path does not apply."""
+        arrays = _param_arrays(p)
+        if arrays is None:
+            return None
+        pd, g = arrays
+        self = cls()
+        self.param, self.grad = pd, g
+        self.state = mine = {}
+        self._owners = owners = {id(pd): p}
+        for key, t in state.items():
+            if key == "step":  # (a 0-d counter of its own)
+                a = t._data
+                if type(t) is not Tensor or type(a) is not _ND or a.ndim != 0 \
+                        or a.dtype not in _FLOATS:
+                    return None
+            else:
+                if not _plain(t, pd.dtype, pd.shape):
+                    return None
+                a = t._data
+                if _overlap(a, pd):  # (the grad is only read, as on the Tensor path)
+                    return None
+                for b in mine.values():
+                    if b.ndim and _overlap(a, b):
+                        return None
+            mine[key] = a
+            owners[id(a)] = t
+        return self
+
+    def _wrote(self, x):
+        t = self._owners.get(id(x))
+        if t is not None:
+            t._vc[0] += 1
+            MUTATIONS[0] += 1
+        return x
+
+    # out of place (Python numbers stay Python numbers)
+    @staticmethod
+    def neg(x):
+        return -x if _number(x) else np.negative(x)
+
+    @staticmethod
+    def add(a, b):
+        return a + b if type(a) in _NUMBERS and type(b) in _NUMBERS else np.add(a, b)
+
+    @staticmethod
+    def sub(a, b):
+        return a - b if type(a) in _NUMBERS and type(b) in _NUMBERS else np.subtract(a, b)
+
+    @staticmethod
+    def mul(a, b):
+        return a * b if type(a) in _NUMBERS and type(b) in _NUMBERS else np.multiply(a, b)
+
+    @staticmethod
+    def div(a, b):
+        return a / b if type(a) in _NUMBERS and type(b) in _NUMBERS else np.divide(a, b)
+
+    @staticmethod
+    def pow(a, b):
+        return a ** b  # (numbers only in the rules ArrayOps takes)
+
+    @staticmethod
+    def maximum(a, b):
+        return max(a, b) if _number(a) and _number(b) else np.maximum(a, b)
+
+    sqrt = staticmethod(np.sqrt)
+    clone = staticmethod(np.copy)
+    item = staticmethod(float)
+    like = staticmethod(lambda x, p: x)
+
+    # in place: the first operand, written
+    def add_(self, x, y):
+        return self._wrote(np.add(x, y, out=x))
+
+    def mul_(self, x, y):
+        return self._wrote(np.multiply(x, y, out=x))
+
+    def div_(self, x, y):
+        return self._wrote(np.divide(x, y, out=x))
+
+    def sqrt_(self, x):
+        return self._wrote(np.sqrt(x, out=x))
+
+    def copy_(self, x, y):
+        np.copyto(x, y)
+        return self._wrote(x)
+
+    def lerp_(self, x, end, w):
+        """`TensorOps.lerp_`: x + w * (end - x) for |w| < 0.5, else end - (end - x) * (1 - w)
+        (the registry's two branches)."""
+        d = np.subtract(end, x)
+        if abs(w) < 0.5:
+            np.multiply(d, w, out=d)
+            return self._wrote(np.add(x, d, out=x))
+        np.multiply(d, 1 - w, out=d)
+        return self._wrote(np.subtract(end, d, out=x))
+
+    def addcmul_(self, x, t1, t2, value=1):
+        t = np.multiply(t1, t2)
+        if value != 1:
+            np.multiply(t, value, out=t)
+        return self._wrote(np.add(x, t, out=x))
+
+    def addcdiv_(self, x, t1, t2, value=1):
+        t = np.divide(t1, t2)
+        if value != 1:
+            np.multiply(t, value, out=t)
+        return self._wrote(np.add(x, t, out=x))

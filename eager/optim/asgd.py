@@ -17,8 +17,8 @@ from .optimizer import (
     _new_step,
     _no_grad_step,
     _to_scalar,
-    addcmul_,
 )
+from .update_rules import TensorOps
 
 __all__ = ["ASGD", "Rprop"]
 
@@ -147,6 +147,6 @@ class Rprop(Optimizer):
                 factor = where(sign.gt(0), plus, where(flipped, minus, one))
                 step_size.mul_(factor).clamp_(step_size_min, step_size_max)
                 grad = where(flipped, zero, grad)
-                addcmul_(param, grad.sign(), step_size, value=-1)
+                TensorOps.addcmul_(param, grad.sign(), step_size, value=-1)
                 prev.copy_(grad)
         return loss

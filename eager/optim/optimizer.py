@@ -358,34 +358,3 @@ def _no_grad_step(step):
 
 
 # ---------------------------------------------------------------- fused updates, unfused
-
-# The optimizers' three-operand updates, computed as the registry's `lerp`, `addcmul` and
-# `addcdiv` compute them (bit for bit), but as two-operand ops: those write into the tensor
-# through the ufunc's `out=` (eager.dispatch's in-place route) instead of computing a new
-# array and copying it back. Called under no_grad, on floating tensors.
-
-
-def lerp_(x, end, weight: float):
-    """`x.lerp_(end, weight)` for a Python number `weight`: x + weight * (end - x) when
-    |weight| < 0.5 (the registry's formula; the other branch calls lerp_ itself)."""
-    if abs(weight) >= 0.5:
-        return x.lerp_(end, weight)
-    d = end - x
-    d.mul_(weight)
-    return x.add_(d)
-
-
-def addcmul_(x, t1, t2, value=1):
-    """`x.addcmul_(t1, t2, value=value)`: x + (t1 * t2) * value."""
-    t = t1 * t2
-    if value != 1:  # (x * 1 is x: the registry's multiply changes nothing there)
-        t.mul_(value)
-    return x.add_(t)
-
-
-def addcdiv_(x, t1, t2, value=1):
-    """`x.addcdiv_(t1, t2, value=value)`: x + (t1 / t2) * value."""
-    t = t1 / t2
-    if value != 1:
-        t.mul_(value)
-    return x.add_(t)

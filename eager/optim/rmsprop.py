@@ -2,25 +2,20 @@
 https://pytorch.org/docs/stable/generated/torch.optim.RMSprop.html: Hinton's lecture 6.5,
 centered version of Graves 2013).
 
-The update runs under `no_grad` as in-place tensor ops on the parameters and state, in
-PyTorch's order of operations. Complex parameters are updated through `view_as_real`, as
-PyTorch's. Touches `eager` only.
+The update runs under `no_grad` as in-place tensor ops on the parameters and state, in PyTorch's
+order of operations. Complex parameters are updated through `view_as_real`, as PyTorch's. The
+rule is in `update_rules.FORMS`, shared with the captured graph. Touches `eager` only.
 """
 
 from __future__ import annotations
 
-from ..creation import zeros_like
-from ..dispatch import FUNCTIONS
 from .optimizer import (
     Optimizer,
     _check_not_differentiable,
-    _new_step,
     _no_grad_step,
     _to_scalar,
-    addcdiv_,
-    addcmul_,
-    lerp_,
 )
+from .update_rules import FORMS, run_form
 
 __all__ = ["RMSprop"]
 
@@ -69,42 +64,6 @@ class RMSprop(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One RMSprop step over every parameter with a `.grad`; returns the closure's loss."""
-        loss = self._eval_closure(closure)
-        view_as_real = FUNCTIONS["view_as_real"]
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            alpha, eps, wd = group["alpha"], group["eps"], group["weight_decay"]
-            momentum, centered = group["momentum"], group["centered"]
-            for p in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step()
-                    state["square_avg"] = zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = zeros_like(p)
-                grad = -p.grad if group["maximize"] else p.grad
-                state["step"].add_(1)
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                param, square_avg = p, state["square_avg"]
-                grad_avg, buf = state.get("grad_avg"), state.get("momentum_buffer")
-                if p.is_complex():
-                    param, grad, square_avg = (view_as_real(t) for t in (p, grad, square_avg))
-                    grad_avg = view_as_real(grad_avg) if centered else None
-                    buf = view_as_real(buf) if momentum > 0 else None
-                addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
-                if centered:
-                    lerp_(grad_avg, grad, 1 - alpha)
-                    avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
-                else:
-                    avg = square_avg.sqrt()
-                avg = avg.add_(eps)
-                if momentum > 0:
-                    addcdiv_(buf.mul_(momentum), grad, avg)
-                    param.add_(buf, alpha=-lr)
-                else:
-                    addcdiv_(param, grad, avg, value=-lr)
-        return loss
+        """One RMSprop step over every parameter with a `.grad` (`update_rules.FORMS`); returns
+        the closure's loss."""
+        return run_form(self, FORMS["rmsprop.RMSprop"], closure)

@@ -1,14 +1,16 @@
 """`SGD`: stochastic gradient descent with momentum, dampening, Nesterov and weight decay, as
 `torch.optim.SGD` (the algorithm of https://pytorch.org/docs/stable/generated/torch.optim.SGD.html).
 
-The update runs under `no_grad` as in-place tensor ops on the parameters (`add_`, `mul_`), so
-version counters and autograd see it as PyTorch's. Touches `eager.optim.optimizer` only.
+The update (`update_rules.sgd_update`, the rule the captured graph records too) runs under
+`no_grad` as in-place ops on the parameters (`add_`, `mul_`), so version counters and autograd
+see it as PyTorch's. Touches `eager.optim` only.
 """
 
 from __future__ import annotations
 
-from .arrays import sgd_update
+from .arrays import ArrayOps
 from .optimizer import Optimizer, _check_not_differentiable, _no_grad_step, _to_scalar
+from .update_rules import TensorOps, sgd_update
 
 __all__ = ["SGD"]
 
@@ -56,30 +58,23 @@ class SGD(Optimizer):
 
     @_no_grad_step
     def step(self, closure=None):
-        """One SGD step over every parameter with a `.grad`; returns the closure's loss."""
+        """One SGD step over every parameter with a `.grad` (`update_rules.sgd_update`, on
+        the numpy arrays when `arrays.ArrayOps` takes them); returns the closure's loss."""
         loss = self._eval_closure(closure)
         for group in self.param_groups:
             lr = _to_scalar(group["lr"])
-            wd, momentum = group["weight_decay"], group["momentum"]
-            dampening, nesterov = group["dampening"], group["nesterov"]
-            maximize = group["maximize"]
+            hyper = (lr, group["momentum"], group["dampening"], group["weight_decay"],
+                     group["nesterov"], group["maximize"])
             for p in self._params_with_grad(group):
-                state = self.state[p] if momentum != 0 else None
-                if (momentum == 0 or state) and sgd_update(
-                        p, state.get("momentum_buffer") if state else None, lr, momentum,
-                        dampening, wd, nesterov, maximize):
-                    continue  # (the same numbers on the arrays: optim/arrays.py)
-                grad = -p.grad if maximize else p.grad
-                if wd != 0:
-                    grad = grad.add(p, alpha=wd)
-                if momentum != 0:
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = grad.detach().clone()
-                        state["momentum_buffer"] = buf
-                    else:
-                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                    grad = grad.add(buf, alpha=momentum) if nesterov else buf
-                p.add_(grad.mul(-lr))  # (= add_(grad, alpha=-lr), bit for bit: y * alpha
-                # first, as the registry's add; this form writes into p without a copy)
+                state = self.state[p] if hyper[1] != 0 else None
+                buf = state.get("momentum_buffer") if state else None
+                if hyper[1] == 0 or buf is not None:
+                    ops = ArrayOps.take(p, {"momentum_buffer": buf} if hyper[1] else {})
+                    if ops is not None:
+                        sgd_update(ops, ops.param, ops.grad,
+                                   ops.state.get("momentum_buffer"), *hyper)
+                        continue
+                _, new_buf = sgd_update(TensorOps, p, p.grad, buf, *hyper)
+                if state is not None and buf is None:
+                    state["momentum_buffer"] = new_buf
         return loss
