@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from . import calls
+from . import calls, symints
 from .variables import (
     NULL,
     BuiltinVariable,
@@ -56,7 +56,7 @@ class BuildOps:
     @handler("BUILD_TUPLE")
     def BUILD_TUPLE(self, inst):
         items = self.popn(inst.arg)
-        if all(v.is_constant() for v in items):
+        if all(v.is_constant() and not getattr(v, "symbolic", False) for v in items):
             self.push(ConstantVariable(tuple(v.value for v in items)))
         else:
             self.push(TupleVariable(items))
@@ -156,8 +156,9 @@ class BuildOps:
         parts = self.stack[-inst.arg:]
         if not all(v.is_constant() for v in parts):
             raise self.unsupported("slice with non-constant bounds")
+        sym = symints.make_slice(self, parts)  # `pos:pos + T` of a dynamic int
         self.popn(inst.arg)
-        self.push(ConstantVariable(slice(*(v.value for v in parts))))
+        self.push(sym or ConstantVariable(slice(*(v.value for v in parts))))
 
     @handler("BINARY_SUBSCR")
     def BINARY_SUBSCR(self, inst):
@@ -171,7 +172,9 @@ class BuildOps:
         end, start, obj = self.stack[-1], self.stack[-2], self.stack[-3]
         if not (start.is_constant() and end.is_constant()):
             raise self.unsupported("slice with non-constant bounds")
-        result = calls.subscript(self, obj, ConstantVariable(slice(start.value, end.value)))
+        key = symints.make_slice(self, [start, end]) or ConstantVariable(
+            slice(start.value, end.value))
+        result = calls.subscript(self, obj, key)
         self.popn(3)
         self.push(result)
 
@@ -186,7 +189,9 @@ class BuildOps:
         end, start, obj, value = self.stack[-1], self.stack[-2], self.stack[-3], self.stack[-4]
         if not (start.is_constant() and end.is_constant()):
             raise self.unsupported("slice with non-constant bounds")
-        calls.store_subscript(self, obj, ConstantVariable(slice(start.value, end.value)), value)
+        key = symints.make_slice(self, [start, end]) or ConstantVariable(
+            slice(start.value, end.value))
+        calls.store_subscript(self, obj, key, value)
         self.popn(4)
 
     @handler("DELETE_SUBSCR")

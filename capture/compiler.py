@@ -64,7 +64,7 @@ class GraphRunner:
             return []
         graph, compiled = self.graph, self.compiled
         if self.specs is not None:
-            graph, compiled = self.specs.get(tuple(t._data.shape for t in inputs))
+            graph, compiled = self.specs.get(self.specs.key(inputs))
         if self.aot is not None and self.specs is None:
             try:
                 return list(self.aot(*inputs))
@@ -437,11 +437,10 @@ class CompiledFunction:
         for (src, d) in out.dynamic_inputs:
             dyn.setdefault(src, set()).add(d)
         specs = None
-        if dyn:
-            specs = dynamic.Specializations(out.tape, graph, lambda g: None if autograd else
-                                            backends.compile_graph(g, self.backend, device),
-                                            self.name)
-            specs.add(tuple(out.tensor_shapes[s] for s in out.input_sources), graph, compiled)
+        if dyn or getattr(out, "sym_keys", None):
+            specs = dynamic.make_specializations(out, graph, compiled, lambda g: None if
+                                                 autograd else backends.compile_graph(
+                                                     g, self.backend, device), self.name)
         backend_ms = (time.perf_counter() - t0) * 1e3
         aot = None
         if autograd and has_ops and not dyn and self.backend not in ("eager",):

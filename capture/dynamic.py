@@ -41,6 +41,12 @@ from . import config, logs
 from .variables import ConstantVariable, TensorVariable
 
 
+def symints():
+    from . import symints as mod  # lazy: symints imports this module
+
+    return mod
+
+
 class Specialize(Exception):
     """Python read a dynamic size as a value: recapture with `dims` ({(source, dim)}, or None
     for every dynamic dimension) static."""
@@ -63,8 +69,18 @@ class _ShadowOut:
 class ShadowTx:
     """The `tx` that `calls.record` sees while computing shadows (or replaying a tape)."""
 
-    def __init__(self, out, graph: Graph | None = None):
+    def __init__(self, out, graph: Graph | None = None, env: dict | None = None):
         self.out = _ShadowOut(out) if graph is None else _ReplayOut(graph)
+        self._env = env
+
+    @property
+    def sym_env(self) -> dict:
+        """The dynamic ints' values for `symints.SymInt` attributes: a replay's, or for a
+        shadow every one less than at capture (`symints`)."""
+        if self._env is not None:
+            return self._env
+        params = getattr(getattr(self.out, "_out", None), "sym_params", {})
+        return {r: p.number - 1 for r, p in params.items()}
 
     def location(self) -> str:
         return ""
@@ -105,7 +121,8 @@ def note_op(tx, op, vals, attrs: dict, result) -> None:
     node = tuple(r.node for r in result) if multi else result.node
     tape.append(TapeEntry(op, tuple(x.node if isinstance(x, TensorVariable) else x
                                     for x in vals), attrs, node, out.grad_enabled))
-    if not any(isinstance(x, TensorVariable) and x.shadow is not None for x in vals):
+    if not any(isinstance(x, TensorVariable) and x.shadow is not None for x in vals) and \
+            not (getattr(out, "sym_keys", None) and symints().has_sym(attrs)):
         return
     if multi:
         raise Specialize(None)  # shadows of multi-output ops: keep such captures static
@@ -133,6 +150,8 @@ def check_read(tx, t: TensorVariable, dims=None) -> None:
     if not differing:
         return
     found = {key for key, size in tx.out.dynamic_inputs.items() if size in differing}
+    if not found and getattr(tx.out, "sym_keys", None):  # a size that a dynamic int sets
+        found = {(r, "num") for r in tx.out.sym_keys}
     raise Specialize(found or None)
 
 
@@ -164,9 +183,10 @@ class SizeVariable(ConstantVariable):
         return f"shape of {self.t.describe()}"
 
 
-def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: str) -> Graph:
-    """The graph of `tape` for new placeholder metas (raises the op's own error on a mismatch,
-    as eager would)."""
+def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: str,
+           numbers: dict | None = None) -> Graph:
+    """The graph of `tape` for new placeholder metas and dynamic int values `numbers`
+    ({source: int}, `symints`) (raises the op's own error on a mismatch, as eager would)."""
     from . import calls
 
     g = Graph(name)
@@ -174,7 +194,7 @@ def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: st
     for ph, meta in zip(placeholders, metas):
         node = g.placeholder(ph.name, meta)
         env[ph] = TensorVariable(node, meta, False)
-    tx = ShadowTx(None, g)
+    tx = ShadowTx(None, g, numbers or {})
     for e in tape:
         ins = tuple(env[x] if isinstance(x, Node) else x for x in e.inputs)
         if any(isinstance(x, Node) and x not in env for x in e.inputs):
@@ -203,7 +223,8 @@ class Specializations:
     past that raises `ShapeLimit` (warned once per entry). Thread-safe: a shape is replayed
     and compiled once, under the entry's lock."""
 
-    def __init__(self, tape, graph: Graph, compile_fn, name: str = ""):
+    def __init__(self, tape, graph: Graph, compile_fn, name: str = "", numbers=()):
+        self.numbers = tuple(numbers)  # (source, input index) of dynamic ints in the key
         self.tape = tape
         self.graph = graph
         self.placeholders = graph.placeholders
@@ -217,12 +238,20 @@ class Specializations:
     def add(self, shapes: tuple, graph: Graph, compiled) -> None:
         self.by_shape[shapes] = (graph, compiled)
 
-    def get(self, shapes: tuple) -> tuple:
-        hit = self.by_shape.get(shapes)
+    def key(self, inputs) -> tuple:
+        """The key of input tensors: their shapes, and the dynamic ints' values."""
+        shapes = tuple(t._data.shape for t in inputs)
+        if not self.numbers:
+            return shapes
+        return shapes, tuple(int(inputs[i]._data) for _, i in self.numbers)
+
+    def get(self, key: tuple) -> tuple:
+        """The (graph, compiled) of a `key`."""
+        hit = self.by_shape.get(key)
         if hit is not None:
             return hit
         with self.lock:
-            hit = self.by_shape.get(shapes)
+            hit = self.by_shape.get(key)
             if hit is not None:
                 return hit
             if len(self.by_shape) >= config.dynamic_shape_limit:
@@ -234,11 +263,29 @@ class Specializations:
                     logs.log("recompiles", msg)
                     warnings.warn(msg, stacklevel=2)
                 raise ShapeLimit(msg)
+            shapes, numbers = key, {}
+            if self.numbers:
+                shapes, values = key
+                numbers = {src: v for (src, _), v in zip(self.numbers, values)}
             metas = [TensorMeta(s, ph.val.dtype, ph.val.device)
                      for s, ph in zip(shapes, self.placeholders)]
-            g = replay(self.tape, self.placeholders, self.outputs, metas, self.graph.name)
-            hit = self.by_shape[shapes] = (g, self.compile_fn(g))
+            g = replay(self.tape, self.placeholders, self.outputs, metas, self.graph.name,
+                       numbers)
+            hit = self.by_shape[key] = (g, self.compile_fn(g))
         return hit
+
+
+def make_specializations(out, graph: Graph, compiled, compile_fn, name: str):
+    """The `Specializations` of a dynamic entry (dynamic dims, or dynamic ints in op
+    attributes: `symints`), holding the captured graph under its key."""
+    keys = getattr(out, "sym_keys", {})
+    numbers = [(src, out.input_sources.index(expr)) for src, expr in keys.items()]
+    specs = Specializations(out.tape, graph, compile_fn, name, numbers)
+    key = tuple(out.tensor_shapes[s] for s in out.input_sources)
+    if numbers:
+        key = key, tuple(out.sym_params[src].number for src, _ in numbers)
+    specs.add(key, graph, compiled)
+    return specs
 
 
 # ---------------------------------------------------------------- dynamic Python numbers
@@ -264,10 +311,14 @@ class SymNumberVariable(ConstantVariable):
     restarts with the number static and guarded by value (correctness first, torch's
     automatic-dynamic ints without SymInt shapes)."""
 
-    def __init__(self, out, number, source: str | None, roots=None, input=None):
+    def __init__(self, out, number, source: str | None, roots=None, input=None, expr=None):
         self.out, self.number, self.source = out, number, source
         self.roots = roots or {source}  # the parameters it is computed from
         self.input = input  # its 0-d TensorVariable (a placeholder made on first use)
+        # its value from the parameters' (`symints.evaluate`): ("arg", source) for one
+        self.expr = expr if expr is not None or source is None else ("arg", source)
+        if source is not None and roots is None and out is not None:
+            out.__dict__.setdefault("sym_params", {})[source] = self
 
     @property
     def value(self):
@@ -364,7 +415,8 @@ def number_binary(tx, name: str, a, b):
         raise Specialize({(x, "num") for v in (a, b) if isinstance(v, SymNumberVariable)
                           for x in v.roots})
     roots = set().union(*(v.roots for v in (a, b) if isinstance(v, SymNumberVariable)))
-    return SymNumberVariable(tx.out, number, None, roots, r)
+    expr = symints().binary_expr(name, a, b) if type(number) is int else None
+    return SymNumberVariable(tx.out, number, None, roots, r, expr)
 
 
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,

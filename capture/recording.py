@@ -15,7 +15,7 @@ from ir import REGISTRY, OpNamespace
 from ir.autodiff import mark_composite
 from ir.opdef import is_number
 
-from . import autocast, dynamic, eager_rules
+from . import autocast, dynamic, eager_rules, symints
 from .variables import (
     ConstantVariable,
     OpFunctionVariable,
@@ -63,8 +63,8 @@ def record(tx, op, inputs: tuple, attrs: dict, top: bool = True) -> TensorVariab
         raise TypeError(f"{op.name}(): argument '{name}' must be {want}, not "
                         f"{type(x).__name__}")
     metas = tuple(x.meta if isinstance(x, TensorVariable) else x for x in vals)
-    user_attrs = attrs
-    attrs = op.canonical_attrs(metas, attrs)
+    user_attrs = attrs  # (on the tape: dynamic ints as `symints.SymInt`)
+    attrs = op.canonical_attrs(metas, symints.resolve_attrs(tx, attrs))
     if op.decomp is not None:
         result = op.decomp(OpNamespace(lambda o, i, a: record(tx, o, i, a, False)), *vals,
                            **attrs)
@@ -98,7 +98,8 @@ def _plain(v):
 
 
 def _is_none(v) -> bool:
-    return isinstance(v, ConstantVariable) and v.value is None
+    return isinstance(v, ConstantVariable) and not isinstance(v, dynamic.SymNumberVariable) \
+        and v.value is None
 
 
 def as_constant(tx, v):
@@ -149,7 +150,10 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
     if op.name in _BINARY_FORMS and isinstance(attrs.get("dim"), TensorVariable):
         # torch.max(a, b): the elementwise form (the op's decomposition takes it as `dim`)
         return record(tx, REGISTRY[_BINARY_FORMS[op.name]], (inputs[0], attrs["dim"]), {})
-    attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
+    if op.name in symints.ATTR_OPS:  # narrow(cache, 2, 0, pos + T): a dynamic length
+        attrs = {k: symints.attr(tx, v, as_constant) for k, v in attrs.items()}
+    else:
+        attrs = {k: as_constant(tx, v) for k, v in attrs.items()}
     if op.name == "repeat_interleave":
         static = _repeat_interleave_count(tx, inputs, attrs)
         if static is not None:

@@ -51,6 +51,8 @@ def _entry(tx, v):
     """One key entry as parse_key takes it: a Python constant, a tracker, or a list of ints."""
     if isinstance(v, TensorVariable):
         return v
+    if getattr(v, "symbolic", False):  # `pos:pos + T` of a dynamic int (`symints`)
+        return v.sym
     if isinstance(v, ConstantVariable):
         return v.value
     if isinstance(v, SequenceVariable) and all(
@@ -65,6 +67,8 @@ def _key(tx, index: VariableTracker):
     """The Python key of `x[index]`: a tuple's entries one by one, any other key as one entry."""
     if isinstance(index, TupleVariable):
         return tuple(_entry(tx, v) for v in index.items)
+    if getattr(index, "symbolic", False):
+        return index.sym
     if isinstance(index, ConstantVariable) and type(index.value) is tuple:
         return index.value
     return _entry(tx, index)

@@ -44,7 +44,7 @@ import numpy as np
 
 from ir import dtypes as D
 
-from . import autocast, randomness
+from . import autocast, randomness, symints
 from .variables import ConstantVariable, SequenceVariable, TensorVariable, VariableTracker
 
 INTERNAL_ROOTS = ("eager", "ir", "numpy", "capture")
@@ -217,6 +217,8 @@ def _const(tx, fn, v):
 
 
 def _literal(tx, value) -> str:
+    if type(value) is symints.SymInt:  # `arange(pos, pos + T)`: the arguments' expression
+        return symints.source_of(value.expr)
     if isinstance(value, float) and not math.isfinite(value):
         return tx.out.guards.name_for(value, "___f")
     if isinstance(value, (tuple, list)):
@@ -265,8 +267,9 @@ def _constant_factory(tx, fn, args, kwargs):
         var = _array_factory(tx, fn, args, kwargs)
         if var is not None:
             return var
-    cargs = [_const(tx, fn, a) for a in args]
-    ckw = {k: _const(tx, fn, v) for k, v in kwargs.items()}
+    sym = symints.factory_args(tx, args, kwargs, lambda v: _const(tx, fn, v))
+    cargs, ckw = sym or ([_const(tx, fn, a) for a in args],
+                         {k: _const(tx, fn, v) for k, v in kwargs.items()})
     dev = ckw.get("device")
     if dev is not None and str(dev) != "cpu":
         raise no_graph_form(tx, fn, f"device={dev!r}")
@@ -278,7 +281,8 @@ def _constant_factory(tx, fn, args, kwargs):
             raise no_graph_form(tx, fn, f"the default device is {d}")
         g.add(f"{g.name_for(default_device, 'default_device')}() "
               f"{'is None' if d is None else '== ' + repr(str(d))}")
-    value = fn(*cargs, **ckw)  # eager's own errors, raised at capture as eagerly
+    value = fn(*symints.resolve(cargs, None),  # eager's own errors, at capture as eagerly
+               **{k: symints.resolve(v, None) for k, v in ckw.items()})
     fname = tx.out.guards.name_for(fn, fn.__name__)
     parts = [_literal(tx, a) for a in cargs] + [f"{k}={_literal(tx, v)}" for k, v in ckw.items()]
     out = tx.out
@@ -290,6 +294,8 @@ def _constant_factory(tx, fn, args, kwargs):
     var = TensorVariable(node, value.meta, value.requires_grad, source)
     var.constant_value = value  # (its values are constants of the code: `recording`)
     out.by_source[source] = var
+    if sym:  # `arange(pos, pos + T)`: values (and maybe the shape) follow the argument
+        symints.factory_input(tx, fn, cargs, ckw, var)
     return var
 
 

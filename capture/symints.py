@@ -1,0 +1,238 @@
+"""Dynamic ints inside op attributes: a KV-cache position as a slice bound, a narrow length, a
+factory argument, without one cache entry per value.
+
+An automatic-dynamic int argument (`dynamic.SymNumberVariable`: `pos` in `model(tok, pos)`
+after its second value) used where an op takes a Python int -- `cache[:, :, pos:pos + T] = k`,
+`cache[:, :, :pos + T]`, `freqs[pos:pos + T]`, `torch.narrow(cache, 2, 0, pos + T)`,
+`torch.arange(pos, pos + T)` -- becomes a `SymInt`: the concrete value at capture plus the
+expression that computes it from the int arguments (`("add", ("arg", "L['pos']"), ("const",
+1))`). The op is recorded with the concrete value (canonical attributes, metas and the graph
+as for a constant), and the op tape of `dynamic.py` keeps the `SymInt`, so a dynamic entry
+replays the tape for other values: each argument a `SymInt` depends on is a 0-d graph input
+whose value joins the input shapes in the key of the entry's `Specializations` (one graph per
+value, compiled on first use, as per shape: the backend's kernels take no symbolic sizes). A
+factory (`arange(pos, pos + T)`) is a graph input made on every call from the arguments'
+expression, its shape part of the key. One cache entry serves every position, as
+torch.compile's SymInt does with two entries (static first, dynamic from the second value).
+
+Soundness: a `SymInt` refuses every other use (arithmetic, comparison, `int()`, `__index__`,
+hashing) by raising `Specialize` for the arguments it depends on, and a `SymSliceVariable`'s
+`.value` does too, so Python that reads the value recaptures with the argument static and
+guarded by value (the old behaviour). Shapes that depend on a position carry a shadow computed
+with every dynamic int one less (`ShadowTx.sym_env`); a Python read of such a size
+specialises (`dynamic.check_read`). Python's slice semantics (empty, clamped, negative bounds)
+are the op's own, on the concrete value, at capture and at every replay. Touches `capture`.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from .dynamic import Specialize, SymNumberVariable
+from .variables import ConstantVariable
+
+ATTR_OPS = ("narrow",)  # ops whose int attributes may be `SymInt`s (no prebind reads them)
+_ARITH = {"add": (operator.add, "+"), "sub": (operator.sub, "-"), "mul": (operator.mul, "*")}
+
+
+def evaluate(expr, env: dict):
+    """The int of `expr` for the argument values `env` ({source: int})."""
+    kind = expr[0]
+    if kind == "arg":
+        return env[expr[1]]
+    if kind == "const":
+        return expr[1]
+    return _ARITH[kind][0](evaluate(expr[1], env), evaluate(expr[2], env))
+
+
+def source_of(expr) -> str:
+    """`expr` as a Python expression over the arguments' sources (for a fetched input)."""
+    kind = expr[0]
+    if kind == "arg":
+        return expr[1]
+    if kind == "const":
+        return repr(expr[1])
+    return f"({source_of(expr[1])} {_ARITH[kind][1]} {source_of(expr[2])})"
+
+
+def binary_expr(name: str, a, b):
+    """The expression of `a <name> b` (trackers: dynamic numbers or int constants); None when
+    it is not int arithmetic an expression models."""
+    if name not in _ARITH:
+        return None
+
+    def one(v):
+        if isinstance(v, SymNumberVariable):
+            return v.expr if type(v.number) is int else None
+        if type(v) is ConstantVariable and type(v.value) is int:
+            return ("const", v.value)
+        return None
+
+    ea, eb = one(a), one(b)
+    return None if ea is None or eb is None else (name, ea, eb)
+
+
+class SymInt:
+    """A dynamic int in an op attribute: `number` at capture, `expr` over the arguments
+    `roots`. Any use as a Python int raises `Specialize` (see the module docstring)."""
+
+    __slots__ = ("number", "expr", "roots")
+
+    def __init__(self, number: int, expr, roots):
+        self.number, self.expr, self.roots = number, expr, frozenset(roots)
+
+    def __repr__(self) -> str:
+        return f"SymInt({self.number}: {source_of(self.expr)})"
+
+    def _refuse(self, *args):
+        raise Specialize({(r, "num") for r in self.roots})
+
+    __index__ = __int__ = __float__ = __bool__ = __hash__ = __format__ = _refuse
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _refuse
+    __neg__ = __pos__ = __abs__ = __pow__ = __rpow__ = __round__ = __trunc__ = _refuse
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = __invert__ = _refuse
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __divmod__ = _refuse
+
+
+def to_symint(tx, v, key: bool = True) -> SymInt | None:
+    """The `SymInt` of a dynamic int tracker (`key`: its arguments become 0-d graph inputs
+    keying the entry's specialisations); None for anything else."""
+    if not isinstance(v, SymNumberVariable) or type(v.number) is not int or v.expr is None:
+        return None
+    params = getattr(tx.out, "sym_params", {})
+    if not all(r in params for r in v.roots):
+        return None
+    s = SymInt(v.number, v.expr, v.roots)
+    if key:
+        keyed(tx, s)
+    return s
+
+
+def keyed(tx, s: SymInt) -> None:
+    """Make the arguments of `s` part of the entry's specialisation key."""
+    out = tx.out
+    keys = out.__dict__.setdefault("sym_keys", {})
+    for r in s.roots:
+        keys[r] = out.sym_params[r].placeholder().source
+
+
+def _has(x) -> bool:
+    t = type(x)
+    if t is SymInt:
+        return True
+    if t is slice:
+        return type(x.start) is SymInt or type(x.stop) is SymInt or type(x.step) is SymInt
+    if t in (tuple, list):
+        return any(_has(i) for i in x)
+    return False
+
+
+def has_sym(attrs: dict) -> bool:
+    return any(_has(v) for v in attrs.values())
+
+
+def _resolve(x, env):
+    t = type(x)
+    if t is SymInt:
+        return x.number if env is None else evaluate(x.expr, env)
+    if t is slice and _has(x):
+        return slice(_resolve(x.start, env), _resolve(x.stop, env), _resolve(x.step, env))
+    if t in (tuple, list) and _has(x):
+        return t(_resolve(i, env) for i in x)
+    return x
+
+
+def resolve_attrs(tx, attrs: dict) -> dict:
+    """`attrs` with every `SymInt` replaced by its int for `tx` (the capture's value, a
+    shadow's perturbed one, a replay's)."""
+    if not has_sym(attrs):
+        return attrs
+    env = getattr(tx, "sym_env", None)
+    return {k: _resolve(v, env) for k, v in attrs.items()}
+
+
+def resolve(x, env):
+    return _resolve(x, env)
+
+
+class SymSliceVariable(ConstantVariable):
+    """`pos:pos + T` with a dynamic int bound: a slice of `SymInt`s (`sym`) that tensor
+    subscripts take as it is; any other use reads `.value` and specialises."""
+
+    symbolic = True
+
+    def __init__(self, sym: slice):
+        self.sym, self.source = sym, None
+
+    @property
+    def value(self):
+        raise Specialize({(r, "num") for b in (self.sym.start, self.sym.stop, self.sym.step)
+                          if type(b) is SymInt for r in b.roots})
+
+    def python_type(self) -> type:
+        return slice
+
+    def describe(self) -> str:
+        return f"slice {self.sym!r}"
+
+
+def make_slice(tx, parts: list):
+    """The tracker of `slice(*parts)` when a bound is a dynamic int and the others are ints
+    or None; None otherwise (the caller's path reads the values)."""
+    if not any(isinstance(v, SymNumberVariable) for v in parts):
+        return None
+    for v in parts:
+        if isinstance(v, SymNumberVariable):
+            if type(v.number) is not int or v.expr is None:
+                return None
+        elif not (type(v) is ConstantVariable and (v.value is None or type(v.value) is int)):
+            return None
+    syms = [to_symint(tx, v) if isinstance(v, SymNumberVariable) else v.value for v in parts]
+    if any(s is None for s, v in zip(syms, parts) if isinstance(v, SymNumberVariable)):
+        return None
+    return SymSliceVariable(slice(*syms))
+
+
+def attr(tx, v, as_constant):
+    """An op attribute argument: a `SymInt` for a dynamic int, else `as_constant(tx, v)`."""
+    s = to_symint(tx, v) if isinstance(v, SymNumberVariable) else None
+    return s if s is not None else as_constant(tx, v)
+
+
+def factory_args(tx, args: list, kwargs: dict, const):
+    """The arguments of a constant factory (`arange(pos, pos + T)`) with dynamic ints as
+    `SymInt`s and the rest through `const`; None when no argument is a dynamic int."""
+    if not any(isinstance(v, SymNumberVariable) for v in (*args, *kwargs.values())):
+        return None
+
+    def one(v):
+        s = to_symint(tx, v, key=False) if isinstance(v, SymNumberVariable) else None
+        return s if s is not None else const(v)
+
+    return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+
+
+def factory_input(tx, fn, cargs: list, ckw: dict, var) -> None:
+    """`var` is the input that `fn(*cargs, **ckw)` makes on every call, with dynamic ints in
+    its arguments: its values are no constants of the code, and a shape that depends on them
+    makes the entry dynamic, keyed by that shape (the argument too), with a shadow."""
+    syms = [a for a in (*cargs, *ckw.values()) if type(a) is SymInt]
+    if not syms:
+        return
+    var.constant_value = None
+    env = {r: tx.out.sym_params[r].number - 1 for s in syms for r in s.roots}
+    try:
+        shifted = fn(*resolve(cargs, env), **{k: resolve(v, env) for k, v in ckw.items()})
+    except Exception:  # noqa: BLE001 - the perturbed call fails: keep the number static
+        raise Specialize({(r, "num") for s in syms for r in s.roots}) from None
+    if tuple(shifted.shape) == tuple(var.meta.shape):
+        return
+    for s in syms:
+        keyed(tx, s)
+    from .variables import TensorVariable
+
+    meta = shifted.meta
+    var.shadow = TensorVariable(tx.out.shadow_tx.out.graph.placeholder(var.node.name, meta),
+                                meta, False)
