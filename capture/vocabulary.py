@@ -74,7 +74,8 @@ def is_internal_frame(tx) -> bool:
     return (tx.f_globals.get("__name__", "") or "").split(".")[0] in INTERNAL_ROOTS
 
 
-COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions", "eager.special")
+COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions", "eager.special",
+                "eager.extra_spectral")
 COMPOSITION_MODULES = ("eager.extra",)  # exactly (`eager.extra_api` and the like are not)
 
 
@@ -130,6 +131,10 @@ def _table() -> dict:
             rule = randomness.inplace_sampler_rule if name in randomness.INPLACE_SAMPLERS \
                 else METHOD_RULES.get(name)
             table[id(obj)] = (f"eager.Tensor.{name}", rule)
+    for name in ("fftfreq", "rfftfreq"):  # constant factories of eager.fft
+        obj = getattr(eager.fft, name)
+        _KEEP.append(obj)
+        table[id(obj)] = (f"eager.fft.{name}", _constant_factory)
     _container_table(table)
     from eager.optim.optimizer import Optimizer
 

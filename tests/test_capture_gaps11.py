@@ -56,8 +56,42 @@ def fcos_range_index(torch):
     return targets, (points, boxes), lambda: []
 
 
+def fft_lowpass_rfftfreq(torch):
+    """A low-pass filter masking `rfft` by `torch.fft.rfftfreq(n)` (and a band of
+    `fftfreq(n, d)`): constant factories of eager.fft (each was a named break)."""
+    def lowpass(signal, cutoff=0.25):
+        n = signal.shape[-1]
+        spec = torch.fft.rfft(signal, dim=-1)
+        mask = (torch.fft.rfftfreq(n) <= cutoff * 0.5).to(spec.dtype)
+        band = torch.fft.fftfreq(n, d=0.5).abs().max()
+        return torch.fft.irfft(spec * mask, n=n, dim=-1), band
+
+    return lowpass, (_rand(torch, 3, 20),), lambda: []
+
+
+def stft_spectral_loss(torch):
+    """A multi-resolution STFT loss (`torch.stft(..., return_complex=True)`, and the method
+    form with no window): eager's stft is written in registry ops and is inlined (it was a
+    named break: 1 graph plus an eager call per resolution)."""
+    F = torch.nn.functional
+
+    def loss(pred, target, sizes=((16, 4), (32, 8))):
+        total = 0.0
+        for n_fft, hop in sizes:
+            w = torch.hann_window(n_fft)
+            P = torch.stft(pred, n_fft, hop, window=w, return_complex=True).abs()
+            T = target.stft(n_fft, hop, return_complex=True).abs()
+            total = total + F.l1_loss(torch.log(P + 1e-5), torch.log(T + 1e-5))
+        return total, torch.stft(pred, 16, 8, window=torch.hann_window(16), center=False,
+                                 return_complex=True).angle()
+
+    return loss, (_rand(torch, 2, 64), _rand(torch, 2, 64, seed=3)), lambda: []
+
+
 CASES = [
     (fcos_range_index, 1, 0, 1, 0),
+    (fft_lowpass_rfftfreq, 1, 0, 1, 0),
+    (stft_spectral_loss, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
