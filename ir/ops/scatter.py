@@ -47,6 +47,8 @@ def _gather_attrs(op, src_pos=None):
 def _gather_impl(xp, x, dim, index, sparse_grad=False):
     dim = dim % max(x.ndim, 1)
     check_bounds(xp, index, x.shape[dim] if x.ndim else 1, dim)
+    if index.ndim == 0 and x.ndim:  # a 0-d index into a 1-d input: one element, 0-d
+        return x[index.reshape(1)].reshape(())
     if index.shape != x.shape:
         x = x[tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(index.shape))]
     if not x.ndim:
@@ -81,16 +83,21 @@ declare(
 
 
 def _scatter_positions(xp, x, dim, index):
-    """The (advanced-index) key of every element of `index` in `x` along `dim`."""
+    """The (advanced-index) key of every element of `index` in `x` along `dim` (a 0-d index
+    into a 1-d `x` is one position, as PyTorch's: `zeros(10).scatter_(0, tensor(3), 1.)`)."""
     dim = dim % max(x.ndim, 1)
     check_bounds(xp, index, x.shape[dim] if x.ndim else 1, dim)
+    if index.ndim == 0:
+        return (index.reshape(1),)
     grids = xp.indices(index.shape, sparse=True)
     return tuple(index if d == dim else grids[d] for d in range(index.ndim))
 
 
 def _src_block(xp, src, index, dtype):
     if is_number(src) or getattr(src, "ndim", 1) == 0:
-        return xp.full(index.shape, src, dtype=dtype)
+        return xp.full(index.shape or (1,), src, dtype=dtype)
+    if index.ndim == 0:  # one position (`_scatter_positions`): src's first element
+        return src.reshape(-1)[:1].astype(dtype, copy=False)
     return src[tuple(slice(0, n) for n in index.shape)].astype(dtype, copy=False)
 
 
@@ -121,9 +128,10 @@ def add_at(xp, out, key, values) -> None:
 
 
 def _scatter_impl(xp, x, dim, index, src, value=None, reduce=None):
+    if x.ndim == 0:  # as a 1-element vector
+        return _scatter_impl(xp, x.reshape(1), 0, index.reshape(-1), src, value,
+                             reduce).reshape(())
     out = x.copy()
-    if x.ndim == 0:
-        return out
     key = _scatter_positions(xp, x, dim, index)
     s = _src_block(xp, src, index, x.dtype)
     if reduce is None:

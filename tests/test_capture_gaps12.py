@@ -1,0 +1,71 @@
+"""Tutorial-style code that capture (or eager under it) got wrong or broke on (issue 14's bar,
+held-out set Q: code written as the official PyTorch tutorials, pytorch/examples and
+torch.compile's tutorial write it). Each case is built by `case(lib)` for `lib` = wick's `eager`
+or the real torch; it runs eagerly and compiled from the same seed (capture, then the cache
+hit), comparing outputs (values and dtypes) and the state it names; its graph and break counts
+from `capture.explain` are checked, and when torch is installed torch._dynamo.explain's counts
+on the same code are too. Results are also checked against numpy references.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from capture_cases import check_like_eager, check_torch_counts, same
+
+import eager
+
+
+def _flat(v):
+    if isinstance(v, (list, tuple)):
+        return [type(v).__name__] + [x for item in v for x in _flat(item)]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    return [v]
+
+
+def _same(a, b):
+    same(a, b, _flat)
+
+
+# ---------------------------------------------------------------- one-hot by scatter_
+
+
+def one_hot_target_transform(torch):
+    """The data tutorial's target transform: `zeros(10).scatter_(0, torch.tensor(y), value=1)`
+    with a 0-d index (eager wrote every element: a wrong result compiled and eager alike)."""
+    def target_transform(y):
+        return torch.zeros(10, dtype=torch.float).scatter_(0, torch.tensor(y), value=1)
+
+    return target_transform, (3,), lambda: [], [(3,), (5,)]
+
+
+def test_one_hot_scatter_zero_d_index_like_numpy():
+    fn, *_ = one_hot_target_transform(eager)
+    np.testing.assert_array_equal(fn(3).numpy(), np.eye(10, dtype=np.float32)[3])
+
+
+def test_one_hot_scatter_compiled():
+    check_like_eager(one_hot_target_transform, 1, 0, _same)
+    check_torch_counts(one_hot_target_transform, 1, 0)
+
+
+def test_gather_scatter_zero_d_index_shapes():
+    """A 0-d index into a 1-d input is one element (gather: a 0-d result), also into a 0-d
+    input, and for scatter_add/scatter_reduce; the gradients reach that element only."""
+    x = eager.arange(10.0)
+    i = eager.tensor(4)
+    g = x.gather(0, i)
+    assert g.shape == () and float(g) == 4.0
+    want = np.zeros(10, np.float32)
+    want[4] = 2.0
+    np.testing.assert_array_equal(eager.zeros(10).scatter_add(0, i, eager.tensor(2.0)).numpy(),
+                                  want)
+    np.testing.assert_array_equal(
+        eager.zeros(10).scatter_reduce(0, i, eager.tensor(2.0), "sum").numpy(), want)
+    np.testing.assert_array_equal(eager.zeros(10).scatter(0, i, eager.tensor([2.0, 6.0])).numpy(),
+                                  want)
+    assert float(eager.zeros(()).scatter(0, eager.tensor(0), eager.tensor(2.0))) == 2.0
+    w = eager.arange(5.0).requires_grad_()
+    w.gather(0, eager.tensor(2)).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [0, 0, 1, 0, 0])
