@@ -21,15 +21,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Cycles left (strongly connected module sets), each with why it is still there.
 KNOWN_CYCLES = {
     frozenset({
-        "eager.nn.attention", "eager.nn.dropout", "eager.nn.functional", "eager.nn.layers",
-        "eager.nn.misc_layers",
-    }): "nn.functional re-exports the functional forms defined beside their Modules (sdpa in "
-        "attention, dropout1d in dropout, bilinear in misc_layers), whose Modules call F.*",
-    frozenset({
         "eager", "eager.array_api", "eager.array_api._core", "eager.array_api._info",
         "eager.array_api._shape", "eager.array_api._stats", "eager.array_api.linalg",
     }): "the array API namespace reads eager's top-level functions, and eager exposes it",
-    frozenset({"eager.nn.rnn", "eager.nn.rnn_cells"}): "RNN modules and their cells",
     frozenset({"eager.utils.data", "eager.utils.data.distributed"}): "DistributedSampler",
 }
 

@@ -18,7 +18,7 @@ from ir import dtypes as D
 
 from ..dispatch import FUNCTIONS
 from ..random import rand
-from . import functional as _F
+from . import functional_base as _F
 from .module import Module
 
 __all__ = ["alpha_dropout", "celu_", "dropout1d", "dropout2d", "dropout3d",

@@ -1,11 +1,14 @@
-"""`eager.nn.functional`: PyTorch's functional API over registry ops (no new ops here).
+"""The core of `eager.nn.functional`: activations, softmax, dropout, embedding, layer_norm
+and the losses, PyTorch's functional API over registry ops (no new ops here).
 
 Each name is the registry function (`ir/ops/activations.py`, `reductions.py`, ...) or a thin
 wrapper adding what the functional form has on top: `inplace=` (the result is written into the
 input, as `Tensor.<op>_` does: same checks, version bump) and PyTorch's functional defaults
 (`softmax(dim=None)` picks PyTorch's legacy implicit dim). Compositions as PyTorch writes them:
 `dropout`, `one_hot`, `embedding`, `layer_norm` here, the losses in `losses.py` (re-exported).
-Semantics: torch.nn.functional. Touches `eager` only.
+The functional files beside the Modules (`mha.py`, `dropout.py`, `misc_layers.py`) import this
+file, never `eager.nn.functional`, which re-exports them all. Semantics:
+torch.nn.functional. Touches `eager` only.
 """
 
 from __future__ import annotations
@@ -288,14 +291,3 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
                                   f"'{input.dtype.title}'")
     return FUNCTIONS["_layer_norm"](input, weight, bias, k=k, eps=eps)  # (ir/ops/transformer)
-
-from .attention import scaled_dot_product_attention  # noqa: F401 (eager.nn.attention)
-from .conv import *  # conv1d/2d, pooling and batch_norm (eager.nn.conv)
-from .distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401,E402
-from .losses_extra import *  # noqa: F401,F403,E402  (margin/embedding/CTC losses, gumbel)
-from .conv_transpose import *  # (conv3d, conv_transpose*, fold/unfold)
-from .pooling import *  # (3-D, adaptive max, LP, fractional, unpool)
-from .normalization import *  # (group/instance/rms/local response)
-from .dropout import *  # (feature/alpha dropout, rrelu, shrinks)
-from .upsampling import *  # (interpolate, grid_sample, affine_grid)
-from .misc_layers import *  # (bilinear, pixel/channel shuffle, bags)

@@ -17,14 +17,13 @@ from ir import dtypes as D
 from ..creation import arange, as_tensor, empty, full, zeros
 from ..dispatch import FUNCTIONS
 from ..random import normal_, randn
-from . import attention as _attention
 from .conv_transpose import fold, unfold
-from .functional import _embedding_renorm, check_embedding_indices
+from .functional_base import _embedding_renorm, check_embedding_indices
 from .init import uniform_
 from .losses import value_check
 from .module import Module, Parameter
 
-__all__ = ["bilinear", "channel_shuffle", "embedding_bag", "multi_head_attention_forward",
+__all__ = ["bilinear", "channel_shuffle", "embedding_bag",
            "native_channel_shuffle", "pixel_shuffle", "pixel_unshuffle"]
 MODULES = ["Bilinear", "ChannelShuffle", "EmbeddingBag", "Fold", "PixelShuffle",
            "PixelUnshuffle", "Unfold"]
@@ -455,61 +454,3 @@ class Unfold(Module):
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
                 f"padding={self.padding}, stride={self.stride}")
-
-
-# ---------------------------------------------------------------- multi-head attention
-
-
-class _MHAWeights:
-    """The attributes `MultiheadAttention._attention` reads, from explicit tensors."""
-
-    _MHA = _attention.MultiheadAttention
-    _in_projection = _MHA._in_projection
-    _checked_masks = _MHA._checked_masks
-    _sdpa_heads = _MHA._sdpa_heads
-    _attention = _MHA._attention
-    del _MHA
-
-    def out_proj(self, x):
-        return FUNCTIONS["linear"](x, self._out_w, self._out_b)
-
-
-def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
-                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
-                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
-                                 key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None,
-                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
-                                 static_v=None, average_attn_weights=True, is_causal=False):
-    """The functional form of `MultiheadAttention.forward` with explicit weights
-    (`torch.nn.functional.multi_head_attention_forward`): query (L, N, E) or (L, E), key and
-    value (S, N, E*) -> (attn_output (L, N, E), attn_weights or None); masks and errors as
-    the module. NotImplementedError for static_k / static_v."""
-    if static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
-                                  "supported")
-    batched = _attention._mha_shape_check(query, key, value, key_padding_mask, attn_mask,
-                                          num_heads)
-    st = _MHAWeights()
-    st.embed_dim, st.num_heads = embed_dim_to_check, num_heads
-    st.head_dim = embed_dim_to_check // num_heads
-    if st.head_dim * num_heads != embed_dim_to_check:
-        raise AssertionError(f"embed_dim {embed_dim_to_check} not divisible by num_heads "
-                             f"{num_heads}")
-    st._qkv_same_embed_dim = not use_separate_proj_weight
-    st.in_proj_weight, st.in_proj_bias = in_proj_weight, in_proj_bias
-    st.q_proj_weight, st.k_proj_weight, st.v_proj_weight = \
-        q_proj_weight, k_proj_weight, v_proj_weight
-    st.bias_k, st.bias_v, st.add_zero_attn = bias_k, bias_v, add_zero_attn
-    st.dropout, st.training = dropout_p, training
-    st._out_w, st._out_b = out_proj_weight, out_proj_bias
-    if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)
-    out, weights = st._attention(query, key, value, key_padding_mask, need_weights,
-                                 attn_mask, average_attn_weights, is_causal)
-    if not batched:
-        out = out.squeeze(1)
-        weights = weights.squeeze(0) if weights is not None else None
-    return out, weights

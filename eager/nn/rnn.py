@@ -23,62 +23,17 @@ import warnings
 
 from ir import dtypes as D
 
-from ..creation import empty, zeros
+from ..creation import zeros
 from ..dispatch import FUNCTIONS
 from . import functional as F
-from .init import uniform_
-from .module import Module, Parameter
+from .module import Module
+from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase  # (re-exported)
+from .rnn_steps import _as, _gru_step, _init_uniform, _linear, _lstm_step, _new_param, _rnn_step
 from .rnn_utils import PackedSequence
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
-
-
-def _linear(x, w, b):
-    return FUNCTIONS["linear"](x, w, b)
-
-
-def _as(t, like):
-    """`t` in `like`'s dtype (under autocast the projection is low precision, states are not)."""
-    return t if t.dtype == like.dtype else t.to(like.dtype)
-
-
-def _init_uniform(w, a, b):
-    uniform_(w, a, b)
-
-
-def _new_param(shape, dtype, device):
-    return Parameter(empty(*shape, dtype=dtype, device=device))
-
-
-# ---- one time step of each cell kind. `xw` is the input projection of this step (with the
-# biases PyTorch adds outside any gate already in it), `whh_t` the transposed hidden weights.
-# (Each step's projection is its own matmul: see `_run_direction`.)
-
-def _rnn_step(xw, h, whh_t, bhh, act):
-    return act(FUNCTIONS["addmm"](xw, h, whh_t))
-
-
-def _lstm_step(xw, hc, whh_t, bhh, whr_t):
-    h, c = hc
-    gates = FUNCTIONS["addmm"](xw, h, whh_t)
-    i, f, g, o = gates.chunk(4, 1)
-    c = FUNCTIONS["sigmoid"](f) * c + FUNCTIONS["sigmoid"](i) * FUNCTIONS["tanh"](g)
-    h = FUNCTIONS["sigmoid"](o) * FUNCTIONS["tanh"](c)
-    if whr_t is not None:
-        h = FUNCTIONS["matmul"](h, whr_t)
-    return h, c
-
-
-def _gru_step(xw, h, whh_t, bhh, _):
-    gh = FUNCTIONS["matmul"](h, whh_t) if bhh is None else FUNCTIONS["addmm"](bhh, h, whh_t)
-    xr, xz, xn = xw.chunk(3, 1)
-    hr, hz, hn = gh.chunk(3, 1)
-    r = FUNCTIONS["sigmoid"](xr + hr)
-    z = FUNCTIONS["sigmoid"](xz + hz)
-    n = FUNCTIONS["tanh"](xn + r * hn)
-    return n + z * (h - n)
 
 
 def _slice_state(state, lo, hi, lstm):
@@ -478,4 +433,3 @@ class GRU(RNNBase):
                          bidirectional, proj_size, device, dtype)
 
 
-from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: E402  (re-exported)

@@ -12,7 +12,7 @@ import math
 from ..creation import zeros
 from ..dispatch import FUNCTIONS
 from .module import Module
-from .rnn import _gru_step, _init_uniform, _lstm_step, _new_param, _rnn_step
+from .rnn_steps import _gru_step, _init_uniform, _lstm_step, _new_param, _rnn_step
 
 __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
