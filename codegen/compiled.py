@@ -32,7 +32,7 @@ from ir.interpreter import Interpreter
 from ir.opdef import TensorMeta, is_number
 from ir.passes import cse
 
-from . import jit, threads
+from . import conv_kernels, jit, threads
 from .kernel import Kernel, lower_group
 from .kernel_key import structural_key
 from .partition import FusionGroup, LibraryCall, partition
@@ -446,6 +446,9 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
 
 
 def _library_factory(node: Node, slot, xp=np):
+    direct_conv = conv_kernels.library_factory(node, slot) if xp is np else None
+    if direct_conv is not None:  # a convolution as a direct LLVM kernel (no im2col, no BLAS)
+        return direct_conv
     op, kwargs = node.target, dict(node.kwargs)
     out_slot = slot[node]
     plain = all(isinstance(a, Node) or not isinstance(a, (tuple, list, dict)) for a in node.args)

@@ -1,0 +1,187 @@
+"""The convolution library calls of a compiled graph (`_conv_nd`, `_conv_nd_input_grad`,
+`_conv_nd_weight_grad`) as direct-convolution LLVM kernels (`conv_render`) where they apply,
+in place of the registry impls' im2col + BLAS GEMM.
+
+Applies to float32 2-D convolutions with groups 1 on a CPU with AVX-512 (where the kernels
+reach its FMA peak; with AVX2 only, numpy's BLAS is as fast and the library impl runs), and:
+the forward with a multiple of 16 output channels; the input gradient at stride 1 and
+dilation 1 with a multiple of 16 input channels (it is the convolution of g, padded by
+k - 1 - p, with the flipped weight); the weight gradient with a multiple of 16 output
+channels. The layouts: the input is copied channels last and padded (the registry's
+`_channels_last`, a copy inside each sample); the weight packed (KH, KW, C, O); the
+result, channels last, copied back to (N, C, H, W). Where the input gradient and the weight
+gradient read the same g (a training step's backward), the padded channels-last g of the
+first is kept (`workspace.keep`) and read by the second at its offset; so is the forward's
+padded input for the weight gradient. The sums run in another order than BLAS's: results
+equal the library impl's up to float32 rounding. Imports only `ir` and codegen's jit.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ir.graph import Node
+from ir.ops.conv import _channels_last, _out_sizes
+from ir.ops.workspace import keep, kept
+
+from . import jit
+from .conv_render import ConvGeometry, render_conv, render_weight_grad
+
+_NAMES = frozenset({"_conv_nd", "_conv_nd_input_grad", "_conv_nd_weight_grad"})
+
+
+@functools.lru_cache(maxsize=1)
+def _avx512() -> bool:
+    try:
+        _, features = jit.target_cpu()
+    except Exception:  # noqa: BLE001 (no LLVM target: the library impl runs)
+        return False
+    return "+avx512f" in features.split(",")
+
+
+@functools.lru_cache(maxsize=64)
+def _kernel(kind: str, geo: ConvGeometry):
+    render = render_conv if kind == "conv" else render_weight_grad
+    return jit.compile_function(lambda sym: render(sym, geo), f"wick_{kind}", 3).cfunc
+
+
+def _f32(node) -> tuple | None:
+    """The (N, C, H, W)-style shape of a float32 4-d graph value, else None."""
+    meta = node.meta.get("val") if isinstance(node, Node) else None
+    if meta is None or meta.dtype.name != "float32" or len(meta.shape) != 4:
+        return None
+    return tuple(meta.shape)
+
+
+def _plain(kwargs) -> bool:
+    return kwargs.get("groups") == 1 and all(
+        len(tuple(kwargs.get(k, ()))) == 2 for k in ("stride", "padding", "dilation"))
+
+
+def _geometry(xs, ws, kw) -> ConvGeometry:
+    (sh, sw), (ph, pw), (dh, dw) = kw["stride"], kw["padding"], kw["dilation"]
+    oh, ow = _out_sizes(xs[2:], ws[2:], (sh, sw), (ph, pw), (dh, dw))
+    return ConvGeometry(Hp=xs[2] + 2 * ph, Wp=xs[3] + 2 * pw, C=xs[1], O=ws[0], KH=ws[2],
+                        KW=ws[3], OH=oh, OW=ow, sh=sh, sw=sw, dh=dh, dw=dw, N=xs[0])
+
+
+def _size(node: Node, name: str):
+    return node.kwargs[name] if name in node.kwargs else node.args[2]
+
+
+def _plan(node: Node):
+    """(kind, geometry, padding) of a convolution node this module runs, else None."""
+    kw = dict(node.kwargs)
+    if node.target.name not in _NAMES or not _plain(kw) or not _avx512():
+        return None
+    a, b = (_f32(n) for n in node.args[:2])
+    if a is None or b is None or any(p < 0 for p in kw["padding"]):
+        return None
+    name = node.target.name
+    if name == "_conv_nd":
+        geo = _geometry(a, b, kw)
+        ok = geo.O % 16 == 0
+    elif name == "_conv_nd_input_grad":
+        xs = tuple(_size(node, "input_size"))
+        (kh, kw_), (ph, pw) = b[2:], kw["padding"]
+        geo = ConvGeometry(Hp=a[2] + 2 * (kh - 1 - ph), Wp=a[3] + 2 * (kw_ - 1 - pw), C=b[0],
+                           O=b[1], KH=kh, KW=kw_, OH=xs[2], OW=xs[3], N=a[0])
+        ok = (xs[1] % 16 == 0 and tuple(kw["stride"]) == (1, 1) and ph <= kh - 1
+              and pw <= kw_ - 1 and tuple(kw["dilation"]) == (1, 1) and b[1] == xs[1])
+    else:
+        geo = _wgrad_geometry(_geometry(a, tuple(_size(node, "weight_size")), kw),
+                              kw["padding"])
+        ok = geo.O % 16 == 0
+    if not ok or min(geo.OH, geo.OW) < 1:
+        return None
+    return name, geo, tuple(kw["padding"])
+
+
+def _wgrad_geometry(geo: ConvGeometry, pads) -> ConvGeometry:
+    """The weight gradient reads g inside the input gradient's padded copy (offset k - 1 - p)
+    at stride and dilation 1, else a channels-last copy of g."""
+    gp = geo.KH - 1 - pads[0]
+    if (geo.sh, geo.sw, geo.dh, geo.dw) != (1, 1, 1, 1) or gp < 0 or \
+            geo.KW - 1 - pads[1] != gp:
+        gp = 0
+    return ConvGeometry(**{**geo.__dict__, "GH": geo.OH + 2 * gp, "GW": geo.OW + 2 * gp,
+                           "pg": gp})
+
+
+def _padded(x, pads, fresh_key=None):
+    """x (N, C, H, W) as a padded channels-last array; kept for `fresh_key` when given."""
+    if fresh_key is not None:
+        got = kept(x, fresh_key)
+        if got is not None:
+            return got
+    xh = _channels_last(np, x, tuple((p, p) for p in pads))
+    if fresh_key is not None:
+        xh = xh.copy()
+        keep(x, fresh_key, xh)
+    return xh
+
+
+def _to_first(yh):
+    """A channels-last result (N, H, W, C) as a C-contiguous (N, C, H, W) array."""
+    return np.ascontiguousarray(yh.transpose(0, 3, 1, 2))
+
+
+def conv_forward(geo: ConvGeometry, pads, x, w):
+    xh = _padded(x, pads, ("direct conv input", pads))
+    wp = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
+    y = np.empty((x.shape[0], geo.OH, geo.OW, geo.O), np.float32)
+    _kernel("conv", geo)(xh.ctypes.data, wp.ctypes.data, y.ctypes.data, 0,
+                         x.shape[0] * (geo.OH // geo.blocking()[0]))
+    return _to_first(y)
+
+
+def conv_input_grad(geo: ConvGeometry, pads, g, w):
+    gp = tuple(k - 1 - p for k, p in zip((geo.KH, geo.KW), pads))
+    gh = _padded(g, gp, ("direct conv grad", gp))
+    # the transposed convolution's weight: (O, C, KH, KW) flipped, packed (KH, KW, O, C)
+    wp = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
+    dx = np.empty((g.shape[0], geo.OH, geo.OW, geo.O), np.float32)
+    _kernel("conv", geo)(gh.ctypes.data, wp.ctypes.data, dx.ctypes.data, 0,
+                         g.shape[0] * (geo.OH // geo.blocking()[0]))
+    return _to_first(dx)
+
+
+def conv_weight_grad(geo: ConvGeometry, pads, x, g):
+    xh = _padded(x, pads, ("direct conv input", pads))
+    gp = (geo.pg, geo.pg)
+    gh = _padded(g, gp, ("direct conv grad", gp)) if geo.pg else \
+        _channels_last(np, g, ((0, 0), (0, 0)))
+    dw = np.empty((geo.KH, geo.KW, geo.C, geo.O), np.float32)
+    cb, vb, _ = geo.wgrad_blocking()
+    _kernel("wgrad", geo)(xh.ctypes.data, gh.ctypes.data, dw.ctypes.data, 0,
+                          geo.KH * geo.KW * (geo.C // cb) * (geo.V // vb))
+    return np.ascontiguousarray(dw.transpose(3, 2, 0, 1))
+
+
+_RUN = {"_conv_nd": conv_forward, "_conv_nd_input_grad": conv_input_grad,
+        "_conv_nd_weight_grad": conv_weight_grad}
+
+
+def library_factory(node: Node, slot):
+    """A `CompiledGraph` step factory (free slots -> runner) for a convolution node this
+    module runs, else None (the library impl runs)."""
+    try:
+        plan = _plan(node)
+        if plan is None:
+            return None
+        name, geo, pads = plan
+        _kernel("wgrad" if name == "_conv_nd_weight_grad" else "conv", geo)
+    except Exception:  # noqa: BLE001 (not compiled: the library impl runs)
+        return None
+    fn, out, (i0, i1) = _RUN[name], slot[node], (slot[node.args[0]], slot[node.args[1]])
+
+    def factory(free):
+        def run(env):
+            env[out] = fn(geo, pads, env[i0], env[i1])
+            for s in free:
+                env[s] = None
+        return run
+
+    return factory

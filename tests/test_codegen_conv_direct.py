@@ -1,0 +1,159 @@
+"""Direct convolution kernels (`codegen/conv_kernels.py`, `codegen/conv_render.py`): the LLVM
+kernels that run a compiled graph's float32 2-D convolutions (forward, input gradient, weight
+gradient) without im2col or BLAS. References: the registry impls (`ir/ops/conv.py`) in
+float64, themselves checked against the direct-sum reference in the op tests; compiled
+training steps against eager's values and gradients. The kernels run on any x86-64 CPU
+(LLVM splits their 16-lane vectors without AVX-512), so the tests force the path on where
+the CPU check would leave it to the library impl."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capture
+import eager
+from codegen import conv_kernels as CK
+from codegen.conv_render import ConvGeometry
+from ir import dtypes as D
+from ir.graph import Graph
+from ir.opdef import REGISTRY, TensorMeta
+from ir.ops import conv as lib
+
+# (N, C, H, W), (O, C, KH, KW), stride, padding, dilation
+CASES = [
+    ((4, 16, 8, 8), (32, 16, 3, 3), 1, 1, 1),       # the CNN benchmark's second conv
+    ((3, 1, 8, 8), (16, 1, 3, 3), 1, 1, 1),         # a one-channel first layer
+    ((3, 5, 9, 7), (16, 5, 3, 3), 2, 1, 1),         # strided, odd sizes
+    ((2, 16, 11, 10), (48, 16, 3, 3), 1, 0, 2),     # dilated, three output vectors
+    ((2, 32, 6, 6), (16, 32, 5, 5), 1, 2, 1),       # 5x5
+    ((2, 3, 30, 29), (32, 3, 3, 3), 1, 1, 1),       # rows longer than a tile
+    ((2, 16, 7, 9), (16, 16, 1, 3), 1, 0, 1),       # 1x3 kernel
+]
+
+
+def _attrs(s, p, d):
+    return {"stride": (s, s), "padding": (p, p), "dilation": (d, d), "groups": 1}
+
+
+def _close(got, want):
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * scale)
+
+
+@pytest.mark.parametrize("xs, ws, s, p, d", CASES)
+def test_forward_and_weight_grad_match_the_library_kernels(xs, ws, s, p, d):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    a = _attrs(s, p, d)
+    want = lib._conv_impl(np, x.astype(np.float64), w.astype(np.float64), **a)
+    geo = CK._geometry(xs, ws, a)
+    y = CK.conv_forward(geo, (p, p), x, w)
+    assert y.dtype == np.float32 and y.shape == want.shape and y.flags.c_contiguous
+    _close(y, want)
+    g = rng.standard_normal(want.shape).astype(np.float32)
+    want_w = lib._weight_grad_impl(np, x.astype(np.float64), g.astype(np.float64), ws, **a)
+    got_w = CK.conv_weight_grad(CK._wgrad_geometry(geo, (p, p)), (p, p), x.copy(), g)
+    assert got_w.shape == ws and got_w.flags.c_contiguous
+    _close(got_w, want_w)
+
+
+@pytest.mark.parametrize("xs, ws, s, p, d", [c for c in CASES if c[2] == c[4] == 1
+                                             and c[0][1] % 16 == 0])
+def test_input_grad_then_weight_grad_on_the_kept_padded_g(xs, ws, s, p, d):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    a = _attrs(s, p, d)
+    out = lib._conv_shape(xs, ws, **a)
+    g = rng.standard_normal(out).astype(np.float32)
+    k = ws[2]
+    geo = ConvGeometry(Hp=out[2] + 2 * (k - 1 - p), Wp=out[3] + 2 * (ws[3] - 1 - p), C=ws[0],
+                       O=ws[1], KH=k, KW=ws[3], OH=xs[2], OW=xs[3], N=xs[0])
+    dx = CK.conv_input_grad(geo, (p, p), g, w)
+    _close(dx, lib._input_grad_impl(np, g.astype(np.float64), w.astype(np.float64), xs, **a))
+    # the weight gradient of the same g reads the padded copy the input gradient kept
+    wgeo = CK._wgrad_geometry(CK._geometry(xs, ws, a), (p, p))
+    got_w = CK.conv_weight_grad(wgeo, (p, p), x, g)
+    _close(got_w, lib._weight_grad_impl(np, x.astype(np.float64), g.astype(np.float64), ws,
+                                        **a))
+    g[0, 0, 0, 0] += 1.0   # a changed g is never served from the kept copy
+    got_w = CK.conv_weight_grad(wgeo, (p, p), x, g)
+    _close(got_w, lib._weight_grad_impl(np, x.astype(np.float64), g.astype(np.float64), ws,
+                                        **a))
+
+
+def _cnn():
+    nn = eager.nn
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                         nn.Conv2d(32, 16, 3, padding=1, stride=2), nn.Flatten())
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    """The direct kernels on whatever the CPU: count the convolution nodes they run."""
+    monkeypatch.setattr(CK, "_avx512", lambda: True)
+    taken = []
+    real = CK._plan
+
+    def spy(node):
+        plan = real(node)
+        if plan is not None:
+            taken.append(plan[0])
+        return plan
+
+    monkeypatch.setattr(CK, "_plan", spy)
+    return taken
+
+
+def test_compiled_training_step_matches_eager(forced):
+    rng = np.random.default_rng(2)
+    x = eager.tensor(rng.standard_normal((8, 1, 8, 8)).astype(np.float32))
+    eager.manual_seed(0)
+    m1, m2 = _cnn(), _cnn()
+    m2.load_state_dict(m1.state_dict())
+
+    def loss(m, x):
+        return (m(x) ** 2).mean()
+
+    compiled = capture.compile(lambda x: loss(m2, x))
+    for _ in range(2):
+        want, got = loss(m1, x), compiled(x)
+        want.backward()
+        got.backward()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-4)
+        # (a conv bias before a batch norm has a zero gradient up to rounding: an absolute
+        # tolerance on the scale of all the gradients)
+        scale = max(np.abs(p.grad.numpy()).max() for p in m1.parameters())
+        for (name, p1), p2 in zip(m1.named_parameters(), m2.parameters()):
+            np.testing.assert_allclose(p2.grad.numpy(), p1.grad.numpy(), rtol=2e-3,
+                                       atol=1e-5 * scale, err_msg=name)
+            p1.grad = p2.grad = None
+    # forward: all three convs; input gradient: the 16->32 one (the strided one and the
+    # 1-channel input are left to the library); weight gradient: all three
+    assert sorted(set(forced)) == ["_conv_nd", "_conv_nd_input_grad", "_conv_nd_weight_grad"]
+
+
+def test_what_the_direct_kernels_leave_to_the_library(forced):
+    def node(op, shapes, dtype=D.float32, **kw):
+        g = Graph()
+        ins = [g.placeholder(f"a{i}") for i in range(len(shapes))]
+        for i, s in zip(ins, shapes):
+            i.meta["val"] = TensorMeta(s, dtype)
+        return g.call_function(lib_op(op), tuple(ins), kw)
+
+    def lib_op(name):
+        return REGISTRY[name]
+
+    a = _attrs(1, 1, 1)
+    assert CK._plan(node("_conv_nd", [(2, 16, 8, 8), (32, 16, 3, 3)], **a)) is not None
+    assert CK._plan(node("_conv_nd", [(2, 16, 8, 8), (24, 16, 3, 3)], **a)) is None  # O % 16
+    assert CK._plan(node("_conv_nd", [(2, 16, 8, 8), (32, 16, 3, 3)], D.float64, **a)) is None
+    assert CK._plan(node("_conv_nd", [(2, 16, 8, 8), (32, 8, 3, 3)],
+                         **{**a, "groups": 2})) is None
+    assert CK._plan(node("_conv_nd_input_grad", [(2, 32, 4, 4), (32, 16, 3, 3)],
+                         input_size=(2, 16, 8, 8), **_attrs(2, 1, 1))) is None  # strided
+    assert CK._plan(node("_conv_nd_input_grad", [(2, 32, 8, 8), (32, 16, 3, 3)],
+                         input_size=(2, 16, 8, 8), **a)) is not None
