@@ -446,9 +446,13 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
 
 
 def _library_factory(node: Node, slot, xp=np):
-    direct_conv = conv_kernels.library_factory(node, slot) if xp is np else None
-    if direct_conv is not None:  # a convolution as a direct LLVM kernel (no im2col, no BLAS)
-        return direct_conv
+    factory = _op_factory(node, slot, xp)
+    if xp is np:  # a convolution as a direct LLVM kernel (no im2col, no BLAS) where it applies
+        factory = conv_kernels.direct_factory(node, slot, factory)
+    return factory
+
+
+def _op_factory(node: Node, slot, xp):
     op, kwargs = node.target, dict(node.kwargs)
     out_slot = slot[node]
     plain = all(isinstance(a, Node) or not isinstance(a, (tuple, list, dict)) for a in node.args)

@@ -13,12 +13,15 @@ result, channels last, copied back to (N, C, H, W). Where the input gradient and
 gradient read the same g (a training step's backward), the padded channels-last g of the
 first is kept (`workspace.keep`) and read by the second at its offset; so is the forward's
 padded input for the weight gradient. The sums run in another order than BLAS's: results
-equal the library impl's up to float32 rounding. Imports only `ir` and codegen's jit.
+equal the library impl's up to float32 rounding. A kernel compiles on a background thread
+(`jit.compile_later`); the step runs the library impl until it is ready, so a graph's first
+call does not wait for LLVM. Imports only `ir` and codegen's jit.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -41,10 +44,30 @@ def _avx512() -> bool:
     return "+avx512f" in features.split(",")
 
 
-@functools.lru_cache(maxsize=64)
+_kernels: dict = {}   # (kind, geometry) -> jit.Pending of its compile
+_lock = threading.Lock()
+
+
+def _start(kind: str, geo: ConvGeometry) -> jit.Pending:
+    """The kernel's compile, started on a background thread on first sight (a compiled
+    graph's first call runs the library impl meanwhile)."""
+    key = (kind, geo)
+    with _lock:
+        pending = _kernels.get(key)
+        if pending is None:
+            render = render_conv if kind == "conv" else render_weight_grad
+            pending = _kernels[key] = jit.compile_later(
+                (lambda sym: render(sym, geo), f"wick_{kind}", 3))
+    return pending
+
+
 def _kernel(kind: str, geo: ConvGeometry):
-    render = render_conv if kind == "conv" else render_weight_grad
-    return jit.compile_function(lambda sym: render(sym, geo), f"wick_{kind}", 3).cfunc
+    """The compiled kernel's ctypes function (compiled now if it is not yet)."""
+    pending = _start(kind, geo)
+    pending._done.wait()
+    if isinstance(pending.result, Exception):
+        raise pending.result
+    return pending.result.cfunc
 
 
 def _f32(node) -> tuple | None:
@@ -128,34 +151,34 @@ def _to_first(yh):
     return np.ascontiguousarray(yh.transpose(0, 3, 1, 2))
 
 
-def conv_forward(geo: ConvGeometry, pads, x, w):
+def conv_forward(geo: ConvGeometry, pads, x, w, kernel=None):
     xh = _padded(x, pads, ("direct conv input", pads))
     wp = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
     y = np.empty((x.shape[0], geo.OH, geo.OW, geo.O), np.float32)
-    _kernel("conv", geo)(xh.ctypes.data, wp.ctypes.data, y.ctypes.data, 0,
+    (kernel or _kernel("conv", geo))(xh.ctypes.data, wp.ctypes.data, y.ctypes.data, 0,
                          x.shape[0] * (geo.OH // geo.blocking()[0]))
     return _to_first(y)
 
 
-def conv_input_grad(geo: ConvGeometry, pads, g, w):
+def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
     gp = tuple(k - 1 - p for k, p in zip((geo.KH, geo.KW), pads))
     gh = _padded(g, gp, ("direct conv grad", gp))
     # the transposed convolution's weight: (O, C, KH, KW) flipped, packed (KH, KW, O, C)
     wp = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
     dx = np.empty((g.shape[0], geo.OH, geo.OW, geo.O), np.float32)
-    _kernel("conv", geo)(gh.ctypes.data, wp.ctypes.data, dx.ctypes.data, 0,
+    (kernel or _kernel("conv", geo))(gh.ctypes.data, wp.ctypes.data, dx.ctypes.data, 0,
                          g.shape[0] * (geo.OH // geo.blocking()[0]))
     return _to_first(dx)
 
 
-def conv_weight_grad(geo: ConvGeometry, pads, x, g):
+def conv_weight_grad(geo: ConvGeometry, pads, x, g, kernel=None):
     xh = _padded(x, pads, ("direct conv input", pads))
     gp = (geo.pg, geo.pg)
     gh = _padded(g, gp, ("direct conv grad", gp)) if geo.pg else \
         _channels_last(np, g, ((0, 0), (0, 0)))
     dw = np.empty((geo.KH, geo.KW, geo.C, geo.O), np.float32)
     cb, vb, _ = geo.wgrad_blocking()
-    _kernel("wgrad", geo)(xh.ctypes.data, gh.ctypes.data, dw.ctypes.data, 0,
+    (kernel or _kernel("wgrad", geo))(xh.ctypes.data, gh.ctypes.data, dw.ctypes.data, 0,
                           geo.KH * geo.KW * (geo.C // cb) * (geo.V // vb))
     return np.ascontiguousarray(dw.transpose(3, 2, 0, 1))
 
@@ -164,22 +187,32 @@ _RUN = {"_conv_nd": conv_forward, "_conv_nd_input_grad": conv_input_grad,
         "_conv_nd_weight_grad": conv_weight_grad}
 
 
-def library_factory(node: Node, slot):
+def direct_factory(node: Node, slot, library):
     """A `CompiledGraph` step factory (free slots -> runner) for a convolution node this
-    module runs, else None (the library impl runs)."""
+    module runs: the direct kernel once its background compile is done, the `library`
+    factory's runner until then (and for good where the compile failed); `library` itself
+    for other nodes."""
     try:
         plan = _plan(node)
-        if plan is None:
-            return None
-        name, geo, pads = plan
-        _kernel("wgrad" if name == "_conv_nd_weight_grad" else "conv", geo)
-    except Exception:  # noqa: BLE001 (not compiled: the library impl runs)
-        return None
+    except Exception:  # noqa: BLE001 (an unexpected node form: the library impl runs)
+        plan = None
+    if plan is None:
+        return library
+    name, geo, pads = plan
+    pending = _start("wgrad" if name == "_conv_nd_weight_grad" else "conv", geo)
     fn, out, (i0, i1) = _RUN[name], slot[node], (slot[node.args[0]], slot[node.args[1]])
 
     def factory(free):
+        fallback = library(free)
+        state = [None]   # the kernel's ctypes function, once compiled
+
         def run(env):
-            env[out] = fn(geo, pads, env[i0], env[i1])
+            kernel = state[0]
+            if kernel is None:
+                if not pending.done() or isinstance(pending.result, Exception):
+                    return fallback(env)
+                kernel = state[0] = pending.result.cfunc
+            env[out] = fn(geo, pads, env[i0], env[i1], kernel)
             for s in free:
                 env[s] = None
         return run
