@@ -233,6 +233,10 @@ def inplace(tx, target, compute) -> VariableTracker:
     result = compute()
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
+    if target.requires_grad and not tx.out.grad_enabled:  # under no_grad: the tensor keeps
+        from .writeback import _straight_through  # its history (the value written, gradient 1)
+
+        result = _straight_through(tx, result, target)
     tx.out.side_effects.rebind(target, result, result.requires_grad or target.requires_grad)
     return target
 

@@ -152,11 +152,8 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
 
     node = obj.node
     views = _views_of(node)
-    if node.op == "call_function" and node.target.kind == "view" or views and (
-            views & _reachable_nodes(tx, _OPERANDS.get(tx.inst.opname, 0))):
-        raise tx.unsupported("item assignment to a view, or to a tensor whose views are still "
-                             "referenced (mutation the views must see)")
-
+    aliased = node.op == "call_function" and node.target.kind == "view" or views and (
+        views & _reachable_nodes(tx, _OPERANDS.get(tx.inst.opname, 0)))
     mask = None if accumulate else _mask_key(obj, index, v)
 
     def compute():
@@ -174,6 +171,13 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
             val = F.cast(val, obj.dtype)
         return put_ops(F, obj, *split, val, accumulate)
 
+    if aliased:  # the views see the store (`viewwrites`: functionalized, else a break)
+        from .viewwrites import inplace_view  # lazy: viewwrites imports calls
+
+        if inplace_view(tx, obj, compute) is None:
+            raise tx.unsupported("item assignment to a view, or to a tensor whose views are "
+                                 "still referenced (mutation the views must see)")
+        return
     if not views or node.op != "call_function":
         calls.inplace(tx, obj, compute)  # graph inputs: its rule (a write-back)
         return

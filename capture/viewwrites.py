@@ -99,57 +99,98 @@ def inplace_view(tx, target: TensorVariable, compute):
     """`compute()` (the in-place op's functional result) written into `target`, a view of a
     fresh tensor or a fresh tensor with views: the family rebound as eagerly (module doc).
     Returns `target`, or None when the family is not one this models (the caller breaks)."""
-    from .recording import record
-
     root, chain = _chain(target.node)
     if root is None or any(v.target.name not in _BIJECTIVE and v.target.name != "getitem"
                            for v in chain):
         return None
-    family = _family(root)
-    trackers = _trackers(tx, family)
+    trackers = _trackers(tx, _family(root))
     if target not in trackers:
         trackers.append(target)
     base = None if _fresh_root(tx, root, trackers) else _input_root(tx, root, trackers)
     if base is None and not _fresh_root(tx, root, trackers):
+        return None
+    root_var = _tracker_of(root, trackers, any(t.requires_grad for t in trackers))
+    detached = any(v.meta.get("detached") for v in chain)
+    if any(not v.meta.get("grad_enabled", True) and not v.meta.get("detached")
+           for v in chain) and root_var.requires_grad:
+        return None  # a no_grad view of a tensor that requires grad (torch raises)
+    # eager's autograd sees the write only through a grad-mode chain, under grad mode
+    tracked = tx.out.grad_enabled and not detached
+    if base is not None and not tracked and root_var.requires_grad:
         return None
     if any(t.shadow is not None for t in trackers):  # attributes below are for these sizes
         raise dynamic.Specialize(None)
     result = compute()
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
-    F = OpNamespace(lambda o, i, a: record(tx, o, i, a))
-    new = result
-    grad = result.requires_grad or target.requires_grad
-    for view in reversed(chain):  # scatter the new value up to the root
-        new = _scatter(F, _tracker_of(view.args[0], trackers, target), view, new)
+    new = _scatter_up(tx, chain, trackers, result, tracked, target.requires_grad)
+    if not tracked and root_var.requires_grad and tx.out.grad_enabled:
+        from .writeback import _straight_through  # the value written, identity gradient
+
+        new = _straight_through(tx, new, root_var)
     if base is not None:  # a graph input: written back after the graph
         from .writeback import inplace_input
 
         inplace_input(tx, base, lambda: new, views_ok=True)
         trackers = [t for t in trackers if t is not base]
         new = base
+    _rebind_family(tx, root, new, trackers)
+    return target
+
+
+def _scatter_up(tx, chain, trackers, result, tracked: bool, rg: bool):
+    """The family root's new value: `result` scattered up `chain` (under no_grad when eager's
+    autograd does not see the write)."""
+    from .recording import record
+
+    F = OpNamespace(lambda o, i, a: record(tx, o, i, a))
+    prev = tx.out.grad_enabled
+    tx.out.grad_enabled = prev and tracked
+    try:
+        new = result
+        for view in reversed(chain):
+            new = _scatter(F, _tracker_of(view.args[0], trackers, rg), view, new)
+    finally:
+        tx.out.grad_enabled = prev
+    return new
+
+
+def _rebind_family(tx, root, new, trackers) -> None:
+    """Every tracker of the family rebound: the root to `new`, a view to its chain of views
+    replayed on `new` under the grad mode it was made in (a `detach()` stays detached)."""
+    from .recording import record
+
     done = {root: new}
+    out = tx.out
 
     def replay(node):
         if node not in done:
             parent = replay(node.args[0])
-            done[node] = record(tx, node.target, (parent,) + tuple(node.args[1:]),
-                                dict(node.kwargs))
+            detached = bool(node.meta.get("detached"))
+            prev = out.grad_enabled
+            out.grad_enabled = prev and node.meta.get("grad_enabled", True) and not detached
+            try:
+                v = record(tx, node.target, (parent,) + tuple(node.args[1:]), dict(node.kwargs))
+            finally:
+                out.grad_enabled = prev
+            if detached:
+                v.requires_grad = False
+                v.node.meta["detached"] = True
+            done[node] = v
         return done[node]
 
-    se = tx.out.side_effects
+    se = out.side_effects
     for t in {id(t): t for t in trackers}.values():
         value = replay(t.node)
-        se.rebind(t, value, grad or value.requires_grad)
-    return target
+        se.rebind(t, value, value.requires_grad)
 
 
-def _tracker_of(node, trackers, target) -> TensorVariable:
-    """A tracker of `node` (a member of `target`'s family: views share requires_grad)."""
+def _tracker_of(node, trackers, rg: bool) -> TensorVariable:
+    """A tracker of `node` (one of `trackers` if any holds it, else new with `rg`)."""
     for t in trackers:
         if t.node is node:
             return t
-    return TensorVariable(node, node.meta["val"], target.requires_grad)
+    return TensorVariable(node, node.meta["val"], rg)
 
 
 def _scatter(F, parent: TensorVariable, view, new: TensorVariable) -> TensorVariable:
