@@ -32,7 +32,7 @@ from ir.interpreter import Interpreter
 from ir.opdef import TensorMeta, is_number
 from ir.passes import cse
 
-from . import conv_kernels, jit, threads
+from . import conv_kernels, jit, plane_kernels, threads
 from .kernel import Kernel, lower_group
 from .kernel_key import structural_key
 from .partition import FusionGroup, LibraryCall, partition
@@ -447,8 +447,9 @@ def _kernel_factory(kernel: Kernel, slot, cg: CompiledGraph):
 
 def _library_factory(node: Node, slot, xp=np):
     factory = _op_factory(node, slot, xp)
-    if xp is np:  # a convolution as a direct LLVM kernel (no im2col, no BLAS) where it applies
+    if xp is np:  # convolutions and plane gathers as direct LLVM kernels where they apply
         factory = conv_kernels.direct_factory(node, slot, factory)
+        factory = plane_kernels.direct_factory(node, slot, factory)
     return factory
 
 

@@ -21,7 +21,6 @@ call does not wait for LLVM. Imports only `ir` and codegen's jit.
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from ir.graph import Node
 from ir.ops.conv import _channels_last, _out_sizes
 from ir.ops.workspace import keep, kept
 
-from . import jit
+from . import direct, jit
 from .conv_render import ConvGeometry, render_conv, render_weight_grad
 
 _NAMES = frozenset({"_conv_nd", "_conv_nd_input_grad", "_conv_nd_weight_grad"})
@@ -44,30 +43,14 @@ def _avx512() -> bool:
     return "+avx512f" in features.split(",")
 
 
-_kernels: dict = {}   # (kind, geometry) -> jit.Pending of its compile
-_lock = threading.Lock()
-
-
-def _start(kind: str, geo: ConvGeometry) -> jit.Pending:
-    """The kernel's compile, started on a background thread on first sight (a compiled
-    graph's first call runs the library impl meanwhile)."""
-    key = (kind, geo)
-    with _lock:
-        pending = _kernels.get(key)
-        if pending is None:
-            render = render_conv if kind == "conv" else render_weight_grad
-            pending = _kernels[key] = jit.compile_later(
-                (lambda sym: render(sym, geo), f"wick_{kind}", 3))
-    return pending
+def _start(kind: str, geo: ConvGeometry):
+    render = render_conv if kind == "conv" else render_weight_grad
+    return direct.start(("conv", kind, geo), lambda sym: render(sym, geo), f"wick_{kind}", 3)
 
 
 def _kernel(kind: str, geo: ConvGeometry):
     """The compiled kernel's ctypes function (compiled now if it is not yet)."""
-    pending = _start(kind, geo)
-    pending._done.wait()
-    if isinstance(pending.result, Exception):
-        raise pending.result
-    return pending.result.cfunc
+    return direct.wait(_start(kind, geo))
 
 
 def _f32(node) -> tuple | None:
@@ -156,7 +139,7 @@ def conv_forward(geo: ConvGeometry, pads, x, w, kernel=None):
     wp = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
     y = np.empty((x.shape[0], geo.OH, geo.OW, geo.O), np.float32)
     (kernel or _kernel("conv", geo))(xh.ctypes.data, wp.ctypes.data, y.ctypes.data, 0,
-                         x.shape[0] * (geo.OH // geo.blocking()[0]))
+                                     x.shape[0] * (geo.OH // geo.blocking()[0]))
     return _to_first(y)
 
 
@@ -167,7 +150,7 @@ def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
     wp = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
     dx = np.empty((g.shape[0], geo.OH, geo.OW, geo.O), np.float32)
     (kernel or _kernel("conv", geo))(gh.ctypes.data, wp.ctypes.data, dx.ctypes.data, 0,
-                         g.shape[0] * (geo.OH // geo.blocking()[0]))
+                                     g.shape[0] * (geo.OH // geo.blocking()[0]))
     return _to_first(dx)
 
 
@@ -179,7 +162,7 @@ def conv_weight_grad(geo: ConvGeometry, pads, x, g, kernel=None):
     dw = np.empty((geo.KH, geo.KW, geo.C, geo.O), np.float32)
     cb, vb, _ = geo.wgrad_blocking()
     (kernel or _kernel("wgrad", geo))(xh.ctypes.data, gh.ctypes.data, dw.ctypes.data, 0,
-                          geo.KH * geo.KW * (geo.C // cb) * (geo.V // vb))
+                                      geo.KH * geo.KW * (geo.C // cb) * (geo.V // vb))
     return np.ascontiguousarray(dw.transpose(3, 2, 0, 1))
 
 
@@ -200,21 +183,7 @@ def direct_factory(node: Node, slot, library):
         return library
     name, geo, pads = plan
     pending = _start("wgrad" if name == "_conv_nd_weight_grad" else "conv", geo)
-    fn, out, (i0, i1) = _RUN[name], slot[node], (slot[node.args[0]], slot[node.args[1]])
-
-    def factory(free):
-        fallback = library(free)
-        state = [None]   # the kernel's ctypes function, once compiled
-
-        def run(env):
-            kernel = state[0]
-            if kernel is None:
-                if not pending.done() or isinstance(pending.result, Exception):
-                    return fallback(env)
-                kernel = state[0] = pending.result.cfunc
-            env[out] = fn(geo, pads, env[i0], env[i1], kernel)
-            for s in free:
-                env[s] = None
-        return run
-
-    return factory
+    run = _RUN[name]
+    return direct.factory(pending, library, slot[node], (slot[node.args[0]],
+                                                          slot[node.args[1]]),
+                          lambda kernel, a, b: run(geo, pads, a, b, kernel))

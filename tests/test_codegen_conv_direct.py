@@ -14,11 +14,13 @@ import pytest
 import capture
 import eager
 from codegen import conv_kernels as CK
+from codegen import direct, plane_kernels
 from codegen.conv_render import ConvGeometry
 from ir import dtypes as D
 from ir.graph import Graph
 from ir.opdef import REGISTRY, TensorMeta
 from ir.ops import conv as lib
+from ir.ops import planes
 
 # (N, C, H, W), (O, C, KH, KW), stride, padding, dilation
 CASES = [
@@ -158,3 +160,64 @@ def test_what_the_direct_kernels_leave_to_the_library(forced):
                          input_size=(2, 16, 8, 8), **_attrs(2, 1, 1))) is None  # strided
     assert CK._plan(node("_conv_nd_input_grad", [(2, 32, 8, 8), (32, 16, 3, 3)],
                          input_size=(2, 16, 8, 8), **a)) is not None
+
+
+# ---------------------------------------------------------------- plane gather / scatter-add
+
+
+def _plane_step(name, metas, **kw):
+    """The compiled step of one plane node over slots 0, 1 -> 2, its kernel compiled first."""
+    g = Graph()
+    ins = [g.placeholder(f"a{i}") for i in range(len(metas))]
+    for i, m in zip(ins, metas):
+        i.meta["val"] = m
+    node = g.call_function(REGISTRY[name], tuple(ins), kw)
+    slot = {ins[0]: 0, ins[1]: 1, node: 2}
+
+    def library(free):
+        def run(env):
+            env[2] = REGISTRY[name].impl(np, env[0], env[1], **kw)
+        return run
+
+    make = plane_kernels.direct_factory(node, slot, library)
+    assert make is not library
+    plan = plane_kernels._plan(node)
+    direct.wait(direct._kernels[("plane", "gather" if "gather" in name else "scatter",
+                                 plan[1], plan[3], plan[4])])
+    run = make(())
+
+    def call(a, b):
+        env = [a, b, None]
+        run(env)
+        return env[2]
+
+    return call
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_plane_gather_and_scatter_add_kernels_match_the_library(dt):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 4, 6, 5)).astype(dt)
+    idx = rng.integers(0, 30, (3, 4, 4, 3))        # repeated positions: they add up
+    g = rng.standard_normal(idx.shape).astype(dt)
+    ddt = D.float32 if dt == np.float32 else D.float64
+    gather = _plane_step("_plane_gather", [TensorMeta(x.shape, ddt),
+                                           TensorMeta(idx.shape, D.int64)])
+    got = gather(x, idx)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(got, planes._plane_gather_impl(np, x, idx))
+    scatter = _plane_step("_plane_scatter_add", [TensorMeta(g.shape, ddt),
+                                                 TensorMeta(idx.shape, D.int64)],
+                          input_size=x.shape)
+    np.testing.assert_allclose(scatter(g, idx),
+                               planes._plane_scatter_add_impl(np, g, idx, x.shape),
+                               rtol=1e-6, atol=1e-6)
+    bad = idx.copy()
+    bad[1, 2, 0, 0] = 30    # outside its plane: the library's result (the next plane's
+    np.testing.assert_array_equal(gather(x, bad),              # element), as eager
+                                  planes._plane_gather_impl(np, x, bad))
+    bad[2, 3, 0, 0] = 30    # past the last plane: numpy's IndexError, as eager
+    with pytest.raises(IndexError):
+        gather(x, bad)
+    with pytest.raises(IndexError):
+        scatter(g, bad)
