@@ -70,6 +70,7 @@ def compile(fn=None, *, backend="auto", fullgraph=False, dynamic=None):
     if fn is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph,
                                  dynamic=dynamic)
+    _patch()
     if getattr(fn, "__wick_compiled__", None) is not None:
         fn = fn.__wrapped__
     if isinstance(fn, _Module):
@@ -90,6 +91,16 @@ def compile(fn=None, *, backend="auto", fullgraph=False, dynamic=None):
         wrapper.__wrapped__ = fn
     wrapper.__wick_compiled__ = compiled
     return wrapper
+
+
+def _patch() -> None:
+    """What compiling changes in eager's global state, as torch.compile's TorchPatcher does:
+    distributions stop validating their arguments and samples by default
+    (`Distribution.set_default_validate_args(False)`; `validate_args=True` still validates),
+    so that `base.log_prob(x)` of a distribution made before compiling is not a value check."""
+    from eager.distributions import Distribution  # lazy: eager imports capture lazily too
+
+    Distribution.set_default_validate_args(False)
 
 
 def reset() -> None:
@@ -126,6 +137,7 @@ def explain(fn, backend="eager"):
     """`explain(fn)(*args, **kwargs)` captures and runs one call on a private cache and
     returns an `ExplainOutput`; compiled functions' caches are left untouched. `fn` is any
     callable `compile` accepts (a module: its `forward`, or `__call__` when it has hooks)."""
+    _patch()
     if getattr(fn, "__wick_compiled__", None) is not None:
         fn = fn.__wrapped__
     if isinstance(fn, _Module):

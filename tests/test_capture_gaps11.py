@@ -88,10 +88,32 @@ def stft_spectral_loss(torch):
     return loss, (_rand(torch, 2, 64), _rand(torch, 2, 64, seed=3)), lambda: []
 
 
+def flow_base_distribution(torch):
+    """A RealNVP-style flow keeps its base `Normal` made in `__init__` and calls
+    `self.base.log_prob(z)` in forward: as under torch.compile (whose TorchPatcher sets
+    `Distribution.set_default_validate_args(False)`), compiling turns off the default sample
+    validation (its `bool(valid.all())` was a break: 2 graphs)."""
+    nn = torch.nn
+
+    class Flow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Linear(3, 3)
+            self.base = torch.distributions.Normal(torch.zeros(3), torch.ones(3))
+
+        def forward(self, x):
+            s = self.scale(x).tanh()
+            z = x * s.exp()
+            return self.base.log_prob(z).sum(-1) + s.sum(-1)
+
+    return Flow(), (_rand(torch, 4, 3),), lambda: []
+
+
 CASES = [
     (fcos_range_index, 1, 0, 1, 0),
     (fft_lowpass_rfftfreq, 1, 0, 1, 0),
     (stft_spectral_loss, 1, 0, 1, 0),
+    (flow_base_distribution, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -113,3 +135,16 @@ def test_range_index_in_eager_as_torch():
     np.testing.assert_array_equal(x[range(1, 4, 2)].numpy(), x.numpy()[[1, 3]])
     idx = eager.tensor([2, 0, 1, 1])
     np.testing.assert_array_equal(x[range(4), idx].numpy(), x.numpy()[range(4), [2, 0, 1, 1]])
+
+
+@pytest.mark.parametrize("lib", ["eager", "torch"])
+def test_compile_turns_off_default_distribution_validation(lib):
+    """After `compile(f)`, a distribution validates only with `validate_args=True` (torch's
+    TorchPatcher does this on torch.compile)."""
+    mod = eager if lib == "eager" else pytest.importorskip("torch")
+    comp = capture.compile if lib == "eager" else mod.compile
+    comp(lambda x: x + 1)
+    D = mod.distributions
+    assert D.Normal(mod.tensor([0.0]), mod.tensor([-1.0])).scale.item() == -1.0
+    with pytest.raises(ValueError):
+        D.Normal(mod.tensor([0.0]), mod.tensor([-1.0]), validate_args=True)
