@@ -22,6 +22,7 @@ import numpy as np
 from eager import device
 
 from . import (autocast, config, dict_objects, eager_rules, inference, made_modules, objects,
+               out_arg,
                pyfunctional, vocabulary)
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
@@ -79,6 +80,11 @@ def _constant_object(value, args: list, kwargs: dict):
         return ConstantVariable(value(*pos))
     if value is device:
         return ConstantVariable(value(*pos, **kw))
+    from .handlers import make_exception  # lazy: handlers imports builders, which imports us
+
+    exc = make_exception(value, pos, kw)  # `ValueError("bad key " + k)`
+    if exc is not None:
+        return ConstantVariable(exc)
     if isinstance(value, type) and value.__module__ == "numpy" and \
             issubclass(value, np.generic) and not kw:
         return ConstantVariable(value(*pos))
@@ -90,6 +96,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
     from . import pycalls
 
     if isinstance(fn, OpFunctionVariable):
+        if "out" in kwargs:  # torch.matmul(a, b, out=c): the op, then a copy into c
+            return out_arg.call_with_out(tx, fn, args, kwargs)
         return call_op(tx, fn, args, kwargs)
     if isinstance(fn, FunctionVariable):
         value = fn.value

@@ -69,3 +69,51 @@ def test_gather_scatter_zero_d_index_shapes():
     w = eager.arange(5.0).requires_grad_()
     w.gather(0, eager.tensor(2)).backward()
     np.testing.assert_array_equal(w.grad.numpy(), [0, 0, 1, 0, 0])
+
+
+# ---------------------------------------------------------------- out=
+
+
+def tensor_tutorial_out(torch):
+    """The tensor tutorial's `torch.matmul(t, t.T, out=y3)` into `rand_like`, `torch.mul(t, t,
+    out=z3)`, and out= into an argument (each was a break: out= reached the op's attributes)."""
+    def fn(tensor, buf):
+        y1 = tensor @ tensor.T
+        y3 = torch.zeros_like(y1)
+        torch.matmul(tensor, tensor.T, out=y3)
+        z3 = torch.empty(4, 4, dtype=torch.float64)
+        torch.mul(tensor, tensor, out=z3)
+        r = torch.add(tensor, 1.0, out=buf)
+        return y1, y3, z3, r is buf, buf.sum()
+
+    def make():
+        return (torch.tensor(np.arange(16, dtype=np.float32).reshape(4, 4) / 7),
+                torch.zeros(4, 4))
+    args = make()
+    return fn, args, lambda: [args[1]], [args, args]
+
+
+def test_out_argument_in_graph():
+    check_like_eager(tensor_tutorial_out, 1, 0, _same)
+    check_torch_counts(tensor_tutorial_out, 1, 0)
+
+
+def test_out_argument_values_and_version():
+    import capture
+
+    def g(a, b, c):
+        return torch_matmul(a, b, out=c) is c
+
+    torch_matmul = eager.matmul
+    a = eager.tensor(np.arange(9, dtype=np.float32).reshape(3, 3))
+    cg = capture.compile(g)
+    for _ in range(2):
+        c = eager.zeros(3, 3)
+        v = c._version
+        assert cg(a, a, c)
+        np.testing.assert_allclose(c.numpy(), a.numpy() @ a.numpy())
+        assert c._version - v == 1  # as eager's write_out
+    ex = capture.explain(g)(a, a, eager.zeros(2, 2))  # eager resizes: a named break
+    assert "another shape" in str(ex.unique_break_reasons[0].reason)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        cg(a, a, eager.zeros(3, 3, dtype=eager.int64))
