@@ -135,7 +135,9 @@ def note_op(tx, op, vals, attrs: dict, result) -> None:
     except Specialize:
         raise
     except Exception:  # the op does not accept the perturbed sizes: specialise them  # noqa: BLE001
-        raise Specialize(None) from None
+        roots = {(r, "num") for v in attrs.values() if type(v) is symints().SymInt
+                 for r in v.roots}
+        raise Specialize(roots or None) from None
     if result.shadow.meta.shape == result.meta.shape:
         result.shadow = None
 

@@ -29,7 +29,7 @@ from ir import OpNamespace
 from ir import dtypes as D
 from ir.opdef import is_number
 
-from . import calls
+from . import calls, symints
 from .variables import (
     ConstantVariable,
     ListVariable,
@@ -106,7 +106,9 @@ def _split(tx, obj: TensorVariable, index: VariableTracker):
     key = _key(tx, index)
     if isinstance(key, TensorVariable) and key.dtype is D.bool_:
         raise tx.unsupported(MASK)
-    return parse_key(obj, key, _namespace(tx), _as_index(tx, obj), TensorVariable)
+    split = parse_key(obj, key, _namespace(tx), _as_index(tx, obj), TensorVariable)
+    symints.guard_basic(tx, obj, split[0])  # `pos:pos + T` of a dynamic int: its regime
+    return split
 
 
 def getitem(tx, obj: TensorVariable, index: VariableTracker) -> TensorVariable:

@@ -181,8 +181,11 @@ class SymSliceVariable(ConstantVariable):
 def make_slice(tx, parts: list):
     """The tracker of `slice(*parts)` when a bound is a dynamic int and the others are ints
     or None; None otherwise (the caller's path reads the values)."""
-    if not any(isinstance(v, SymNumberVariable) for v in parts):
+    if not any(isinstance(v, SymNumberVariable) for v in parts[:2]):
         return None
+    if len(parts) == 3 and not (type(parts[2]) is ConstantVariable and
+                                parts[2].value in (None, 1)):
+        return None  # (a step: lengths are ceil divisions; kept static)
     for v in parts:
         if isinstance(v, SymNumberVariable):
             if type(v.number) is not int or v.expr is None:
@@ -201,17 +204,32 @@ def attr(tx, v, as_constant):
     return s if s is not None else as_constant(tx, v)
 
 
-def factory_args(tx, args: list, kwargs: dict, const):
-    """The arguments of a constant factory (`arange(pos, pos + T)`) with dynamic ints as
-    `SymInt`s and the rest through `const`; None when no argument is a dynamic int."""
+def factory_args(tx, fn, args: list, kwargs: dict, const):
+    """The arguments of `arange(start, end)` (step 1) with dynamic ints as `SymInt`s and the
+    rest through `const`, guarded on whether the range is empty; None when this does not
+    apply (other factories, a step, float arguments: the value is read and specialises)."""
     if not any(isinstance(v, SymNumberVariable) for v in (*args, *kwargs.values())):
+        return None
+    if fn.__name__ != "arange" or not 1 <= len(args) <= 2 or \
+            set(kwargs) - {"dtype", "device", "requires_grad", "layout", "pin_memory"}:
+        return None
+    if not all(isinstance(v, SymNumberVariable) and type(v.number) is int or
+               type(v) is ConstantVariable and type(v.value) is int for v in args):
         return None
 
     def one(v):
         s = to_symint(tx, v, key=False) if isinstance(v, SymNumberVariable) else None
         return s if s is not None else const(v)
 
-    return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+    cargs, ckw = [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+    if any(type(a) is not SymInt and type(a) is not int for a in cargs):
+        return None
+    start, end = (0, cargs[0]) if len(cargs) == 1 else cargs
+    src = [source_of(e.expr) if type(e) is SymInt else repr(e) for e in (start, end)]
+    term = f"({src[1]} <= {src[0]})"
+    empty = resolve(end, None) <= resolve(start, None)
+    tx.out.guards.add(term if empty else f"not {term}")
+    return cargs, ckw
 
 
 def factory_input(tx, fn, cargs: list, ckw: dict, var) -> None:
@@ -236,3 +254,49 @@ def factory_input(tx, fn, cargs: list, ckw: dict, var) -> None:
     meta = shifted.meta
     var.shadow = TensorVariable(tx.out.shadow_tx.out.graph.placeholder(var.node.name, meta),
                                 meta, False)
+
+
+def _bound(e, n: int, default: int):
+    """(guard term, expression of the clamped index) of a slice bound `e` on a dim of size
+    `n`: the regime that Python's slice semantics pick for its value (below -n, negative,
+    in range, past the end), so that within it the index is affine in the arguments."""
+    if e is None:
+        return None, str(default)
+    if type(e) is not SymInt:
+        return None, str(slice(e, e).indices(n)[0])
+    src, v = source_of(e.expr), e.number
+    if v < -n:
+        return f"({src} < {-n})", "0"
+    if v < 0:
+        return f"({-n} <= {src} < 0)", f"({src} + {n})"
+    if v <= n:
+        return f"(0 <= {src} <= {n})", src
+    return f"({src} > {n})", str(n)
+
+
+def guard_basic(tx, x, basic) -> None:
+    """Guards for the `SymInt` slices of a subscript of `x` (`parse_key`'s basic entries):
+    each bound stays in the regime it has now and the slice stays empty or not, so that the
+    shapes the capture saw change only as the shadow (one less) shows. A dim whose size is
+    itself dynamic specialises the ints."""
+    if not any(_has(b) for b in basic):
+        return
+    g, d = tx.out.guards, 0
+    for b in basic:
+        if b is None:
+            continue
+        if type(b) is slice and _has(b):
+            roots = {r for e in (b.start, b.stop) if type(e) is SymInt for r in e.roots}
+            sh = x.shadow
+            if sh is not None and sh.meta.shape[d] != x.meta.shape[d]:
+                raise Specialize({(r, "num") for r in roots})
+            n = x.meta.shape[d]
+            ta, a = _bound(b.start, n, 0)
+            tb, z = _bound(b.stop, n, n)
+            for t in (ta, tb):
+                if t is not None:
+                    g.add(t)
+            lo, hi = slice(resolve(b.start, None), resolve(b.stop, None)).indices(n)[:2]
+            empty = f"({z} <= {a})"
+            g.add(empty if hi <= lo else f"not {empty}")
+        d += 1

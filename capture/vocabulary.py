@@ -272,7 +272,7 @@ def _constant_factory(tx, fn, args, kwargs):
         var = _array_factory(tx, fn, args, kwargs)
         if var is not None:
             return var
-    sym = symints.factory_args(tx, args, kwargs, lambda v: _const(tx, fn, v))
+    sym = symints.factory_args(tx, fn, args, kwargs, lambda v: _const(tx, fn, v))
     cargs, ckw = sym or ([_const(tx, fn, a) for a in args],
                          {k: _const(tx, fn, v) for k, v in kwargs.items()})
     dev = ckw.get("device")
