@@ -80,11 +80,6 @@ def _constant_object(value, args: list, kwargs: dict):
         return ConstantVariable(value(*pos))
     if value is device:
         return ConstantVariable(value(*pos, **kw))
-    from .handlers import make_exception  # lazy: handlers imports builders, which imports us
-
-    exc = make_exception(value, pos, kw)  # `ValueError("bad key " + k)`
-    if exc is not None:
-        return ConstantVariable(exc)
     if isinstance(value, type) and value.__module__ == "numpy" and \
             issubclass(value, np.generic) and not kw:
         return ConstantVariable(value(*pos))
@@ -95,10 +90,8 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
     """The tracker of `fn(*args, **kwargs)`, recording ops or inlining; else a graph break."""
     from . import pycalls
 
-    if isinstance(fn, OpFunctionVariable):
-        if "out" in kwargs:  # torch.matmul(a, b, out=c): the op, then a copy into c
-            return out_arg.call_with_out(tx, fn, args, kwargs)
-        return call_op(tx, fn, args, kwargs)
+    if isinstance(fn, OpFunctionVariable):  # out=c: the op, then a copy into c (out_arg)
+        return (out_arg.call_with_out if "out" in kwargs else call_op)(tx, fn, args, kwargs)
     if isinstance(fn, FunctionVariable):
         value = fn.value
         if getattr(value, "__wick_graph_break__", False):
