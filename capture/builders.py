@@ -311,6 +311,9 @@ class BuildOps:
 
     @handler("RAISE_VARARGS")
     def RAISE_VARARGS(self, inst):
+        from .handlers import raise_caught  # lazy: handlers imports this module
+
+        raise_caught(self, inst)  # an exception a `try` of the capture catches: traced
         raise self.unsupported("raise statement (the exception is raised eagerly)")
 
 

@@ -35,7 +35,8 @@ BROAD = (BaseException, Exception)
 # StopIteration or AssertionError.
 _CALLS = (ValueError, RuntimeError, ArithmeticError)
 TRACED = {"BINARY_SUBSCR": (LookupError,), "CALL": _CALLS, "CALL_FUNCTION_EX": _CALLS,
-          "CALL_KW": _CALLS, "BINARY_OP": (ArithmeticError,)}
+          "CALL_KW": _CALLS, "BINARY_OP": (ArithmeticError,), "RAISE_VARARGS": (Exception,)}
+RAISED = "__wick_raised__"  # marks an exception the user's `raise` made (`raise_caught`)
 _LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_FAST", "LOAD_DEREF", "BUILD_TUPLE",
           "LOAD_CONST", "LOAD_FAST_LOAD_FAST", "LOAD_FAST_CHECK"}
 
@@ -57,7 +58,7 @@ def can_enter(tx, exc) -> bool:
     handler of `tx`'s own frame (checked again by `CHECK_EXC_MATCH` against the class), and
     is one whose cause the entry's guards fix (`TRACED`)."""
     kinds = TRACED.get(tx.inst.opname, ())
-    if not isinstance(exc, kinds):
+    if not isinstance(exc, kinds) and not (getattr(exc, RAISED, False) and kinds):
         return False
     offset = tx.inst.offset
     entry = next((e for e in _entries(tx.code) if e.start <= offset < e.end), None)
@@ -73,6 +74,51 @@ def can_enter(tx, exc) -> bool:
         if name not in _LOADS:
             return False
     return False
+
+
+def raise_caught(tx, inst) -> None:
+    """`raise E(...)` / `raise E` of a constant exception (its cause is a function of guarded
+    values) where a `try` of this frame or of a caller inlining it catches it: raised here as
+    the Python exception, marked, so the frame's handler (`can_enter`) or, through the
+    inlined call, the caller's (`passes_up`) is traced; otherwise returns (a break)."""
+    if inst.arg != 1 or not tx.caught_by_try():
+        return
+    v = tx.stack[-1]
+    exc = v.value if v.is_constant() else getattr(v, "value", None)
+    if isinstance(exc, type) and issubclass(exc, Exception) and _plain_exception(exc):
+        exc = exc()
+    if not isinstance(exc, Exception) or not _plain_exception(type(exc)):
+        return
+    tx.pop()
+    setattr(exc, RAISED, True)
+    raise exc
+
+
+def _plain_exception(cls) -> bool:
+    """An exception class whose construction runs no user code (builtin `__init__`/`__new__`
+    all the way: `ValueError`, `class ConfigError(ValueError): pass`)."""
+    for c in cls.__mro__:
+        if c.__module__ == "builtins":
+            return True
+        if any(n in c.__dict__ for n in ("__init__", "__new__", "__setattr__")):
+            return False
+    return False
+
+
+def passes_up(tx, exc) -> bool:
+    """Whether `exc`, a user's `raise` in inlined frame `tx` (or passed up to it) that no
+    handler of `tx` catches, leaves `tx` for its caller's call instruction: nothing of `tx`
+    (no `with` exit, no `finally`) covers the current instruction."""
+    return tx.depth > 0 and getattr(exc, RAISED, False) and not any(
+        e.start <= tx.inst.offset < e.end for e in _entries(tx.code))
+
+
+def make_exception(value, pos: list, kw: dict):
+    """`ValueError("bad key " + k)` of constants: the exception object, else None."""
+    if isinstance(value, type) and issubclass(value, Exception) and _plain_exception(value) \
+            and not kw:
+        return value(*pos)
+    return None
 
 
 def enter(tx, exc, index: int, snap) -> None:

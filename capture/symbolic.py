@@ -203,8 +203,9 @@ class InstructionTranslator(BuildOps, FlowOps):
                 if handlers.can_enter(self, e):  # `except KeyError:` of this frame: traced
                     handlers.enter(self, e, index, snap)
                     continue
-                if not self.caught_by_try():
-                    raise  # (no try would catch it: the whole frame runs eagerly and raises)
+                if not self.caught_by_try() or handlers.passes_up(self, e):
+                    raise  # (no try would catch it: the whole frame runs eagerly and raises;
+                    # or a user's raise going to the call of the caller whose try catches it)
                 gb = self.unsupported(f"{type(e).__name__} raised inside a try block ({e}): "
                                       "the handler runs eagerly")
                 if top:

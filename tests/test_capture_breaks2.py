@@ -145,6 +145,62 @@ def logits_clamped_without_grad(torch):
     return f, (_rand(torch, 4, 5), _rand(torch, 5, 3, seed=3)), lambda: []
 
 
+# ---------------------------------------------------------------- 5. exceptions of callees
+
+
+class ConfigError(KeyError):
+    """A library's own exception class (builtin construction)."""
+
+
+def config_fallbacks(torch):
+    """A block reading optional settings through a helper that raises `ValueError` for a
+    missing key (caught by the caller, which falls back to a default), a custom
+    `ConfigError(KeyError)` raised two calls deep after some tensor work, caught with `as e`
+    and its message used, and a helper whose `raise` is not reached."""
+    nn = torch.nn
+
+    def setting(cfg, key):
+        if key not in cfg:
+            raise ValueError("missing setting " + key)
+        return cfg[key]
+
+    def lookup_act(name):
+        if name not in ("gelu", "relu"):
+            raise ConfigError(name)
+        return name
+
+    def activation(h, name):
+        h = h * 1.0
+        return h.relu() if lookup_act(name) == "relu" else torch.nn.functional.gelu(h)
+
+    class Block(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.cfg = cfg
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            try:
+                scale = setting(self.cfg, "scale")
+            except ValueError:
+                scale = 0.5
+            try:
+                shift = setting(self.cfg, "shift")
+            except ValueError:
+                shift = 0.0
+            h = self.fc(x) * scale + shift
+            try:
+                h = activation(h, self.cfg.get("act", "swish"))
+                tag = "ok"
+            except ConfigError as e:
+                h = torch.tanh(h)
+                tag = "fallback " + str(e)
+            return h, tag
+
+    m = Block({"shift": 0.25})
+    return m, (_rand(torch, 3, 4),), lambda: []
+
+
 CASES = [
     (half_rotary_gain, 1, 0, 1, 0),
     (flat_view_bias, 1, 0, 1, 0),
@@ -152,6 +208,7 @@ CASES = [
     (buffer_flat_counter, 1, 0, 1, 0),
     (centered_detached_targets, 1, 0, 1, 0),
     (logits_clamped_without_grad, 1, 0, 1, 0),
+    (config_fallbacks, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
