@@ -450,6 +450,7 @@ def _library_factory(node: Node, slot, xp=np):
     if xp is np:  # convolutions and plane gathers as direct LLVM kernels where they apply
         factory = conv_kernels.direct_factory(node, slot, factory)
         factory = plane_kernels.direct_factory(node, slot, factory)
+        factory = plane_kernels.pool_factory(node, slot, factory)
     return factory
 
 

@@ -157,8 +157,10 @@ def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
 def conv_weight_grad(geo: ConvGeometry, pads, x, g, kernel=None):
     xh = _padded(x, pads, ("direct conv input", pads))
     gp = (geo.pg, geo.pg)
-    gh = _padded(g, gp, ("direct conv grad", gp)) if geo.pg else \
-        _channels_last(np, g, ((0, 0), (0, 0)))
+    # g padded as the input gradient of the same g kept it (else a scratch copy)
+    gh = kept(g, ("direct conv grad", gp)) if geo.pg else None
+    if gh is None:
+        gh = _channels_last(np, g, (gp, gp))
     dw = np.empty((geo.KH, geo.KW, geo.C, geo.O), np.float32)
     cb, vb, _ = geo.wgrad_blocking()
     (kernel or _kernel("wgrad", geo))(xh.ctypes.data, gh.ctypes.data, dw.ctypes.data, 0,

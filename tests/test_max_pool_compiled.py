@@ -1,6 +1,7 @@
 """Compiled max pooling against eager: windows that tile the planes exactly (`MaxPool2d(2)` on
 even sizes) compile through `_max_pool_tiled_indices`' decomposition into one fused reduction
-kernel (no library call for the window search); other geometries keep the library kernel.
+kernel (no library call for the window search), or, 2-D float32/float64 on the CPU, through
+`_max_pool_indices` run by codegen's direct kernel; other geometries keep the library kernel.
 Values, indices and input gradients must equal eager's (ATen's rules: first maximum on ties,
 the last NaN of a window, -inf windows), and eager's must equal the brute-force reference."""
 
@@ -14,6 +15,7 @@ import pytest
 import capture
 import eager
 from codegen import compiled as C
+from codegen import direct
 from codegen.kernel import Kernel
 from ir.ops.pooling import _max_pool_indices_ref
 
@@ -76,22 +78,48 @@ def test_compiled_max_pool_matches_eager(shape, kw, tiled, dtype):
     np.testing.assert_array_equal(want[1], ref)
 
 
-def test_tiled_pooling_compiles_to_one_fused_kernel():
-    def f(x):
-        return F.max_pool2d(x, 2)
+def _graphs_with(shape):
+    return [g for g in gc.get_objects() if isinstance(g, C.CompiledGraph)
+            and any(n.op == "call_function" and n.target.name == "_plane_gather"
+                    for n in g.graph.nodes) and tuple(g.graph.placeholders[0].meta["val"].shape)
+            == shape]
 
-    x = eager.tensor(np.random.default_rng(3).standard_normal((8, 4, 6, 6)).astype(np.float32))
+
+def test_tiled_pooling_compiles_to_one_fused_kernel():
+    # 1-D (and CUDA, other dtypes): the composite's decomposition, one fused kernel
+    def f(x):
+        return F.max_pool1d(x, 2)
+
+    x = eager.tensor(np.random.default_rng(3).standard_normal((8, 4, 6)).astype(np.float32))
     cf = capture.compile(f)
     np.testing.assert_array_equal(cf(x).numpy(), f(x).numpy())
-    graphs = [g for g in gc.get_objects() if isinstance(g, C.CompiledGraph)
-              and any(n.op == "call_function" and n.target.name == "_plane_gather"
-                      for n in g.graph.nodes) and tuple(g.graph.placeholders[0].meta["val"].shape)
-              == (8, 4, 6, 6)]
+    graphs = _graphs_with((8, 4, 6))
     assert graphs
     for g in graphs:
         names = [str(st) for st in g.steps if not isinstance(st, Kernel)]
         assert not any("_max_pool" in n for n in names), names
         assert any(isinstance(st, Kernel) and "amax" in st.name for st in g.steps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiled_2d_pooling_on_the_cpu_runs_the_direct_kernel(dtype, monkeypatch):
+    # 2-D float32/float64 on the CPU: `_max_pool_indices`, run by codegen's direct kernel
+    monkeypatch.setenv("WICK_COMPILE_THREADS", "1")   # (compiled before the first call)
+
+    def f(x):
+        return F.max_pool2d(x, 2, return_indices=True)
+
+    x = _hard_input((8, 4, 6, 10), dtype, seed=5)
+    cf = capture.compile(f)
+    want = _run(f, x, 2, {"kernel_size": 2})
+    got = _run(cf, x, 2, {"kernel_size": 2})
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    graphs = _graphs_with((8, 4, 6, 10))
+    assert graphs
+    ty = "float" if dtype == np.float32 else "double"
+    assert ("pool", ty, 6, 10, 2, 2) in direct._kernels
+    assert direct._kernels[("pool", ty, 6, 10, 2, 2)].done()
 
 
 def test_tiled_pooling_matches_torch():

@@ -221,8 +221,11 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     kernel, stride, padding, dilation, out, _ = _pool_geometry(
         x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     if stride == kernel and not any(padding) and all(d == 1 for d in dilation) and \
-            all(o * k == s for o, k, s in zip(out, kernel, x.shape[2:])):
+            all(o * k == s for o, k, s in zip(out, kernel, x.shape[2:])) and \
+            not (nd == 2 and x.device.type == "cpu" and x.dtype.name in ("float32", "float64")):
         # windows tiling the planes (MaxPool2d(2) on even sizes): one fused kernel compiled
+        # (2-D float32/float64 on the CPU: `_max_pool_indices`, whose compiled step is a
+        # direct kernel, codegen/plane_kernels.py, ~4x faster than the fused reductions)
         idx = _max_pool_tiled_indices(x.detach(), kernel_size=kernel)
     else:
         idx = _max_pool_indices(x.detach(), kernel_size=kernel, stride=stride,
