@@ -21,8 +21,12 @@ Dynamic Python numbers (`SymNumberVariable`): an int/float parameter whose value
 is wrapped with its type guarded but not its value; arithmetic with tensors and `+ - * /` with
 constants make it a 0-d graph input, `math.cos/sin/exp/log/sqrt/...` of it a graph op
 (`number_math`), a comparison of the argument with a constant a bool guarded on that comparison
-(`number_compare`: `if step < warmup`, one entry per side as Dynamo's SymInt guards); any other
-read of its value raises `Specialize` for it (the compiled function then keeps it static). Touches `ir.Graph`, `capture`.
+(`number_compare`: `if step < warmup`, one entry per side as Dynamo's SymInt guards); an int
+used as a slice bound, `narrow` length or `arange` argument (a KV-cache position:
+`cache[:, :, pos:pos + T] = k`, `cache[:, :, :pos + T]`) is a `symints.SymInt` on the tape and
+its value joins the input shapes in the `Specializations` key (one entry, a graph per value);
+any other read of its value raises `Specialize` for it (the compiled function then keeps it
+static). Touches `ir.Graph`, `capture`.
 """
 
 from __future__ import annotations
