@@ -262,3 +262,55 @@ def _inplace_draw(tx, fn, gen, name, t, a, formula):
     else:
         kind, params = "exponential", (1.0 / c["lambd"],)
     return lambda: _draw(tx, fn, gen, kind, size, dt, params)
+
+
+def seeded_state(seed: int):
+    """The state words of a generator seeded with `seed` (eager's `Generator.manual_seed`)."""
+    import numpy as np  # lazy: only compiled seeds need it
+    from eager import Tensor
+    from ir.ops import random as R
+
+    return Tensor._make(R.state_words(np.random.PCG64(int(seed) & (2**64 - 1))))
+
+
+def manual_seed_rule(tx, fn, args, kwargs):
+    """`torch.manual_seed(s)` of a constant int in the frame: from there on the default
+    generator's state in the graph is the seeded one (a graph input made by `seeded_state(s)`
+    on every call), committed to the generator when the graph runs (later draws' commits
+    replace it), and `initial_seed()` becomes `s` after the graph (a recorded store). Compiled
+    draws after it equal eager's. Returns the generator, as eagerly."""
+    from ir import REGISTRY
+
+    from . import sideeffects
+    from .calls import record
+    from .variables import UserObjectVariable
+    from .vocabulary import _const, no_graph_form
+
+    if len(args) + len(kwargs) != 1:
+        raise TypeError(f"manual_seed() takes 1 argument ({len(args) + len(kwargs)} given)")
+    seed = _const(tx, fn, args[0] if args else kwargs.get("seed"))
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise no_graph_form(tx, fn, f"the seed {seed!r} is not an int")
+    gen, out = ER.default_generator, tx.out
+    rng = out.__dict__.setdefault("rng_states", {})
+    name = out.guards.name_for(gen, "___generator")
+    helper = out.guards.name_for(seeded_state, "___seeded_state")
+    source = f"({helper}({seed}), {len(out.input_sources)})[0]"
+    value = seeded_state(seed)
+    node = out.graph.placeholder(f"seed_state_{len(out.input_sources)}", value.meta)
+    out.input_sources.append(source)
+    out.tensor_shapes[source] = tuple(value.meta.shape)
+    state = TensorVariable(node, value.meta, False, source)
+    out.by_source[source] = state
+    old = rng.get(id(gen))
+    if old is not None and old[1] is not None:  # the earlier draws' commit: reseeded
+        out.graph.erase_node(old[1])
+    prev, out.grad_enabled = out.grad_enabled, False
+    try:
+        commit = record(tx, REGISTRY["_rng_commit_"], (state,), {"stream": gen._stream}, False)
+    finally:
+        out.grad_enabled = prev
+    rng[id(gen)] = (state, commit.node)
+    obj = UserObjectVariable(gen, name)
+    sideeffects.store_attr(tx, obj, "_initial", ConstantVariable(seed))
+    return obj

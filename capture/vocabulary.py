@@ -186,6 +186,8 @@ def _rule(prefix: str, name: str):
         return _like_rule(name)
     if prefix == "eager" and name in randomness.SAMPLERS:
         return randomness.sampler_rule
+    if prefix == "eager" and name == "manual_seed":
+        return randomness.manual_seed_rule
     if prefix == "eager" and name in autocast.QUERIES:
         return autocast.query_rule
     return None

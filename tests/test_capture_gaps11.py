@@ -109,11 +109,31 @@ def flow_base_distribution(torch):
     return Flow(), (_rand(torch, 4, 3),), lambda: []
 
 
+def monte_carlo_manual_seed(torch):
+    """A Monte Carlo estimate that seeds itself (`torch.manual_seed(0)` inside the function),
+    draws, reseeds and draws again: the seeded state is a graph input and the generator (and
+    `initial_seed()`) end where eager leaves them (it was a named break at manual_seed)."""
+    def price(s0, strike, n_paths=64):
+        warm = torch.rand(3)
+        torch.manual_seed(0)
+        z = torch.randn(n_paths, s0.shape[-1])
+        s = s0 * torch.exp(-0.02 + 0.2 * z)
+        payoff = torch.clamp(s - strike, min=0.0).mean(0)
+        torch.manual_seed(7)
+        return payoff, warm, torch.rand(2)
+
+    def state():
+        return [torch.initial_seed(), torch.rand(2)]
+
+    return price, (_rand(torch, 1, 3) + 10.0, torch.tensor([9.0, 10.0, 11.0])), state
+
+
 CASES = [
     (fcos_range_index, 1, 0, 1, 0),
     (fft_lowpass_rfftfreq, 1, 0, 1, 0),
     (stft_spectral_loss, 1, 0, 1, 0),
     (flow_base_distribution, 1, 0, 1, 0),
+    (monte_carlo_manual_seed, 1, 0, 3, 2),  # (torch: manual_seed is a skipped function)
 ]
 
 IDS = [c[0].__name__ for c in CASES]
