@@ -117,3 +117,44 @@ def test_out_argument_values_and_version():
     assert "another shape" in str(ex.unique_break_reasons[0].reason)
     with pytest.raises(RuntimeError, match="can't be cast"):
         cg(a, a, eager.zeros(3, 3, dtype=eager.int64))
+
+
+# ---------------------------------------------------------------- model.compile()
+
+
+def model_compile_method(torch):
+    """torch.compile's tutorial: `model.compile()` compiles the module in place (eager had no
+    Module.compile: AttributeError)."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(5, 10), nn.SiLU(), nn.Linear(10, 2))
+    model.compile()
+
+    def fn(x):
+        return model(x).softmax(-1)
+
+    return fn, (rand(torch, 3, 5),), lambda: []
+
+
+def rand(lib, *shape, seed=1):
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+
+def test_model_compile_in_a_compiled_function():
+    check_like_eager(model_compile_method, 1, 0, _same)
+    check_torch_counts(model_compile_method, 1, 0)
+
+
+def test_model_compile_runs_compiled_and_keeps_the_module():
+    eager.manual_seed(0)
+    model = eager.nn.Sequential(eager.nn.Linear(4, 6), eager.nn.Tanh(), eager.nn.Linear(6, 1))
+    x = rand(eager, 5, 4)
+    want = model(x)
+    keys = list(model.state_dict())
+    assert model.compile(dynamic=False) is None
+    got = model(x)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    assert list(model.state_dict()) == keys  # no `_orig_mod.` prefix, unlike compile(model)
+    assert len(model._compiled_call_impl.__wick_compiled__.entries) == 1
+    got.sum().backward()
+    want_grad = eager.autograd.grad(want.sum(), model[0].weight)[0]
+    np.testing.assert_allclose(model[0].weight.grad.numpy(), want_grad.numpy(), rtol=1e-5)

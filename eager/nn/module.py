@@ -522,6 +522,16 @@ class Module(ModuleHooks):
     def eval(self):
         return self.train(False)
 
+    def compile(self, *args, **kwargs) -> None:
+        """`torch.nn.Module.compile`: compile this module's call in place, with
+        `torch.compile`'s arguments. Calling the module then runs the compiled forward; the
+        module, its parameters and state_dict keys stay as they are (no `_orig_mod.` prefix,
+        unlike `torch.compile(module)`). The compiled forward is `_compiled_call_impl`."""
+        from .. import compile as compile_fn  # lazy: eager.compile imports capture on use
+
+        self._compiled_call_impl = compile_fn(self.forward, *args, **kwargs)
+        self.forward = self._compiled_call_impl
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.parameters():
             if p.grad is None:
