@@ -147,6 +147,47 @@ def test_wick_counts_for_one_step():
     assert (ex.graph_count, ex.graph_break_count) == (1, 0), str(ex)
 
 
+def test_full_cache_attention_with_index_stores_is_one_graph():
+    """gpt-fast's form: `input_pos = arange(pos, pos + T)`, index stores into the caches, SDPA
+    over the whole cache with the mask rows of `input_pos`: no shape depends on `pos`, so one
+    graph (no per-position specialisation) serves every step."""
+    nn, F = eager.nn, eager.nn.functional
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(C, 3 * C)
+            self.register_buffer("k_cache", eager.zeros(B, H, MAX, D))
+            self.register_buffer("v_cache", eager.zeros(B, H, MAX, D))
+            self.register_buffer("mask", eager.tril(eager.ones(MAX, MAX, dtype=eager.bool)))
+
+        def forward(self, x, pos):
+            b, t, _ = x.shape
+            q, k, v = (y.view(b, t, H, D).transpose(1, 2)
+                       for y in self.qkv(x).split(C, dim=-1))
+            input_pos = eager.arange(pos, pos + t)
+            self.k_cache[:, :, input_pos] = k
+            self.v_cache.index_copy_(2, input_pos, v)
+            m = self.mask[None, None, input_pos]
+            y = F.scaled_dot_product_attention(q, self.k_cache, self.v_cache, attn_mask=m)
+            return y.transpose(1, 2).reshape(b, t, C)
+
+    eager.manual_seed(0)
+    ref, model = Attn(), Attn()
+    model.load_state_dict(ref.state_dict())
+    compiled = capture.compile(model)
+    with eager.no_grad():
+        for i in range(12):
+            x = eager.randn(1, 3 if i == 0 else 1, C)
+            pos = 0 if i == 0 else 2 + i
+            close(compiled(x, pos).numpy(), ref(x, pos).numpy())
+            close(model.k_cache.numpy(), ref.k_cache.numpy())
+            close(model.v_cache.numpy(), ref.v_cache.numpy())
+    cf = compiled.__wick_compiled__
+    assert len(cf.entries) == 2 and (cf.graph_runs, cf.eager_runs) == (12, 0)
+    assert all(e.runner.specs is None for e in cf.entries)  # one compiled graph each
+
+
 # ---------------------------------------------------------------- Python slice semantics
 
 def write_read(cache, x, pos):
