@@ -152,6 +152,25 @@ def sum_to_shape(F, g, shape: tuple):
 # ---------------------------------------------------------------- the OpDef
 
 
+# numpy's keyword names that PyTorch's argument parser accepts for its own (`x.sum(axis=1)`,
+# `x.argmax(axis=1)`, `x.mean(0, keepdims=True)`: python_arg_parser's numpy_python_arg_aliases)
+NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input",
+                 "x2": "other"}
+
+
+def _numpy_aliases(params, kwargs: dict) -> dict:
+    """`kwargs` with numpy's names renamed to the op's parameters they alias, where the op has
+    that parameter, not the alias, and the call does not give both."""
+    out = kwargs
+    for k in kwargs:
+        to = NUMPY_ALIASES.get(k)
+        if to is not None and k not in params and to in params and to not in kwargs:
+            if out is kwargs:
+                out = dict(kwargs)
+            out[to] = out.pop(k)
+    return out
+
+
 @dataclass
 class OpDef:
     """One op. See the module docstring and ARCHITECTURE.md for what each field feeds.
@@ -319,6 +338,8 @@ class OpDef:
                     if _REQUIRED not in attrs.values():
                         return (args if n == nin and type(args) is tuple
                                 else tuple(args[:nin])), attrs
+        if kwargs and not kwargs.keys() <= self.signature.parameters.keys():
+            kwargs = _numpy_aliases(self.signature.parameters, kwargs)
         var = self._varargs
         if var is not None and var in kwargs:  # `reshape(x, shape=(2, 3))` as in PyTorch
             kwargs = dict(kwargs)

@@ -158,3 +158,39 @@ def test_model_compile_runs_compiled_and_keeps_the_module():
     got.sum().backward()
     want_grad = eager.autograd.grad(want.sum(), model[0].weight)[0]
     np.testing.assert_allclose(model[0].weight.grad.numpy(), want_grad.numpy(), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- numpy keyword aliases
+
+
+def d2l_softmax_regression(torch):
+    """d2l's softmax regression: `y_hat.argmax(axis=1)`, numpy's keyword, which PyTorch's
+    argument parser takes for `dim` (eager raised TypeError), a range-index cross entropy."""
+    W = rand(torch, 12, 5, seed=3) * 0.01
+    b = torch.zeros(5)
+
+    def fn(X, y):
+        X_exp = torch.exp(torch.matmul(X.reshape((-1, W.shape[0])), W) + b)
+        y_hat = X_exp / X_exp.sum(1, keepdim=True)
+        loss = -torch.log(y_hat[range(len(y_hat)), y]).mean()
+        cmp = y_hat.argmax(axis=1).type(y.dtype) == y
+        return loss, cmp.type(y.dtype).sum(), y_hat.mean(axis=0, keepdims=True)
+
+    return fn, (rand(torch, 6, 3, 4), torch.tensor([0, 4, 2, 1, 3, 0])), lambda: []
+
+
+def test_numpy_keyword_aliases_compiled():
+    check_like_eager(d2l_softmax_regression, 1, 0, _same)
+    check_torch_counts(d2l_softmax_regression, 1, 0)
+
+
+def test_numpy_keyword_aliases_like_numpy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) % 5
+    x = eager.tensor(a)
+    np.testing.assert_array_equal(x.argmax(axis=1).numpy(), a.argmax(axis=1))
+    np.testing.assert_array_equal(x.sum(axis=0).numpy(), a.sum(axis=0))
+    np.testing.assert_allclose(x.mean(axis=1, keepdims=True).numpy(),
+                               a.mean(axis=1, keepdims=True))
+    np.testing.assert_array_equal(eager.cat([x, x], axis=0).numpy(), np.concatenate([a, a]))
+    with pytest.raises(TypeError):  # both names: as PyTorch, an error
+        x.sum(axis=1, dim=0)
