@@ -1,28 +1,61 @@
 """Library steps of a compiled graph run by hand-written LLVM kernels (direct kernels: the
 convolutions of `conv_kernels`, the plane gathers of `plane_kernels`) in place of the op's
-numpy impl: one compile per kernel text on a background thread (`jit.compile_later`), the
+numpy impl: one compile per kernel text, queued for one background worker thread; the
 library impl's runner until it is ready (so a graph's first call never waits for LLVM) and
-for good where the compile failed. Imports only codegen's jit.
+for good where the compile failed. Imports only codegen's emit and jit.
 """
 
 from __future__ import annotations
 
 import threading
 
-from . import jit
+from . import emit, jit
 
 _kernels: dict = {}   # key -> jit.Pending of its compile
 _lock = threading.Lock()
+_queue: list = []     # (job, pending) not yet compiled
+_worker: list = []    # the live worker thread, if any
 
 
 def start(key, render, name: str, argc: int) -> jit.Pending:
     """The compile of `render(symbol) -> LLVM IR` (argc pointer arguments and the task range
-    lo, hi) under `key`, started on first sight."""
+    lo, hi) under `key`, queued on first sight. One worker thread compiles the queue in
+    order (a thread per kernel made eight LLVM compiles race the graph's own on two cores);
+    with `WICK_COMPILE_THREADS=1`, compiled before this returns."""
     with _lock:
         pending = _kernels.get(key)
-        if pending is None:
-            pending = _kernels[key] = jit.compile_later((render, name, argc))
+        if pending is not None:
+            return pending
+        pending = _kernels[key] = jit.Pending()
+        if emit.threads_wanted() > 1:
+            _queue.append(((render, name, argc), pending))
+            if not _worker:
+                _worker.append(threading.Thread(target=_work, name="wick-direct-jit"))
+                _worker[0].start()
+            return pending
+    _compile((render, name, argc), pending)
     return pending
+
+
+def _compile(job, pending: jit.Pending) -> None:
+    try:
+        pending.result = jit.compile_batch([job])[0]
+    except BaseException as e:  # noqa: BLE001 (handed to the caller)
+        pending.result = e
+    finally:
+        pending._done.set()
+
+
+def _work() -> None:
+    """Compile queued kernels until the queue is empty (not a daemon: the interpreter waits
+    for it at exit)."""
+    while True:
+        with _lock:
+            if not _queue:
+                _worker.clear()
+                return
+            job, pending = _queue.pop(0)
+        _compile(job, pending)
 
 
 def wait(pending: jit.Pending):
