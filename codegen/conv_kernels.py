@@ -9,7 +9,7 @@ dilation 1 with a multiple of 16 input channels (it is the convolution of g, pad
 k - 1 - p, with the flipped weight); the weight gradient with a multiple of 16 output
 channels. The layouts: the input is copied channels last and padded (the registry's
 `_channels_last`, a copy inside each sample); the weight packed (KH, KW, C, O); the
-result, channels last, copied back to (N, C, H, W). Where the input gradient and the weight
+result stored (N, C, H, W) by the kernel (transposed in registers). Where the input gradient and the weight
 gradient read the same g (a training step's backward), the padded channels-last g of the
 first is kept (`workspace.keep`) and read by the second at its offset; so is the forward's
 padded input for the weight gradient. The sums run in another order than BLAS's: results
@@ -70,7 +70,8 @@ def _geometry(xs, ws, kw) -> ConvGeometry:
     (sh, sw), (ph, pw), (dh, dw) = kw["stride"], kw["padding"], kw["dilation"]
     oh, ow = _out_sizes(xs[2:], ws[2:], (sh, sw), (ph, pw), (dh, dw))
     return ConvGeometry(Hp=xs[2] + 2 * ph, Wp=xs[3] + 2 * pw, C=xs[1], O=ws[0], KH=ws[2],
-                        KW=ws[3], OH=oh, OW=ow, sh=sh, sw=sw, dh=dh, dw=dw, N=xs[0])
+                        KW=ws[3], OH=oh, OW=ow, sh=sh, sw=sw, dh=dh, dw=dw, N=xs[0],
+                        nchw=True)
 
 
 def _size(node: Node, name: str):
@@ -93,7 +94,7 @@ def _plan(node: Node):
         xs = tuple(_size(node, "input_size"))
         (kh, kw_), (ph, pw) = b[2:], kw["padding"]
         geo = ConvGeometry(Hp=a[2] + 2 * (kh - 1 - ph), Wp=a[3] + 2 * (kw_ - 1 - pw), C=b[0],
-                           O=b[1], KH=kh, KW=kw_, OH=xs[2], OW=xs[3], N=a[0])
+                           O=b[1], KH=kh, KW=kw_, OH=xs[2], OW=xs[3], N=a[0], nchw=True)
         ok = (xs[1] % 16 == 0 and tuple(kw["stride"]) == (1, 1) and ph <= kh - 1
               and pw <= kw_ - 1 and tuple(kw["dilation"]) == (1, 1) and b[1] == xs[1])
     else:
@@ -113,34 +114,38 @@ def _wgrad_geometry(geo: ConvGeometry, pads) -> ConvGeometry:
             geo.KW - 1 - pads[1] != gp:
         gp = 0
     return ConvGeometry(**{**geo.__dict__, "GH": geo.OH + 2 * gp, "GW": geo.OW + 2 * gp,
-                           "pg": gp})
+                           "pg": gp, "nchw": False})
 
 
 def _padded(x, pads, fresh_key=None):
-    """x (N, C, H, W) as a padded channels-last array; kept for `fresh_key` when given."""
-    if fresh_key is not None:
-        got = kept(x, fresh_key)
-        if got is not None:
-            return got
-    xh = _channels_last(np, x, tuple((p, p) for p in pads))
-    if fresh_key is not None:
-        xh = xh.copy()
-        keep(x, fresh_key, xh)
+    """x (N, C, H, W) as a padded channels-last array (N, H + 2 ph, W + 2 pw, C): a new one
+    kept for `fresh_key` when given (one copy; its border zeroed face by face), else the
+    registry's scratch copy."""
+    if fresh_key is None:
+        return _channels_last(np, x, tuple((p, p) for p in pads))
+    got = kept(x, fresh_key)
+    if got is not None:
+        return got
+    (n, c, h, w), (ph, pw) = x.shape, pads
+    xh = np.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
+    if ph:
+        xh[:, :ph] = 0
+        xh[:, ph + h:] = 0
+    if pw:
+        xh[:, ph:ph + h, :pw] = 0
+        xh[:, ph:ph + h, pw + w:] = 0
+    xh[:, ph:ph + h, pw:pw + w] = x.transpose(0, 2, 3, 1)
+    keep(x, fresh_key, xh)
     return xh
-
-
-def _to_first(yh):
-    """A channels-last result (N, H, W, C) as a C-contiguous (N, C, H, W) array."""
-    return np.ascontiguousarray(yh.transpose(0, 3, 1, 2))
 
 
 def conv_forward(geo: ConvGeometry, pads, x, w, kernel=None):
     xh = _padded(x, pads, ("direct conv input", pads))
     wp = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
-    y = np.empty((x.shape[0], geo.OH, geo.OW, geo.O), np.float32)
+    y = np.empty((x.shape[0], geo.O, geo.OH, geo.OW), np.float32)
     (kernel or _kernel("conv", geo))(xh.ctypes.data, wp.ctypes.data, y.ctypes.data, 0,
                                      x.shape[0] * (geo.OH // geo.blocking()[0]))
-    return _to_first(y)
+    return y
 
 
 def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
@@ -148,10 +153,10 @@ def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
     gh = _padded(g, gp, ("direct conv grad", gp))
     # the transposed convolution's weight: (O, C, KH, KW) flipped, packed (KH, KW, O, C)
     wp = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
-    dx = np.empty((g.shape[0], geo.OH, geo.OW, geo.O), np.float32)
+    dx = np.empty((g.shape[0], geo.O, geo.OH, geo.OW), np.float32)
     (kernel or _kernel("conv", geo))(gh.ctypes.data, wp.ctypes.data, dx.ctypes.data, 0,
                                      g.shape[0] * (geo.OH // geo.blocking()[0]))
-    return _to_first(dx)
+    return dx
 
 
 def conv_weight_grad(geo: ConvGeometry, pads, x, g, kernel=None):

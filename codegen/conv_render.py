@@ -49,6 +49,7 @@ class ConvGeometry:
     GH: int = 0    # weight gradient: g's padded extents and the offset of its data in them
     GW: int = 0
     pg: int = 0
+    nchw: bool = False   # render_conv: store y channels first (N, O, OH, OW)
 
     @property
     def V(self) -> int:
@@ -119,12 +120,50 @@ def _tile(out: list, t: str, g: ConvGeometry, rows: int, j0: int, jb: int, v0: i
             f"  %{t}qe = icmp eq i64 %{t}qi1, {g.KH * g.KW}",
             f"  br i1 %{t}ce, label %{t}cq, label %{t}c", f"{t}cq:",
             f"  br i1 %{t}qe, label %{t}s, label %{t}q", f"{t}s:"]
-    for r, j, v in accs:
-        out.append(f"  %{t}yo{r}_{j}_{v} = add i64 %ybase, "
-                   f"{(r * g.OW + j0 + j) * g.O + 16 * (v0 + v)}")
-        out += [f"  %{t}yp{r}_{j}_{v} = getelementptr float, ptr %y, i64 %{t}yo{r}_{j}_{v}",
-                f"  store <16 x float> %{t}b{r}_{j}_{v}, ptr %{t}yp{r}_{j}_{v}, align 4"]
+    if g.nchw:
+        for r in range(rows):
+            for v in range(vb):
+                _store_first(out, f"{t}T{r}_{v}", g, [f"%{t}b{r}_{j}_{v}" for j in range(jb)],
+                             r, j0, 16 * (v0 + v))
+    else:
+        for r, j, v in accs:
+            out.append(f"  %{t}yo{r}_{j}_{v} = add i64 %ybase, "
+                       f"{(r * g.OW + j0 + j) * g.O + 16 * (v0 + v)}")
+            out += [f"  %{t}yp{r}_{j}_{v} = getelementptr float, ptr %y, i64 %{t}yo{r}_{j}_{v}",
+                    f"  store <16 x float> %{t}b{r}_{j}_{v}, ptr %{t}yp{r}_{j}_{v}, align 4"]
     out.append(f"  br label %{nxt}")
+
+
+def _store_first(out: list, t: str, g: ConvGeometry, accs: list, r: int, j0: int,
+                 o0: int) -> None:
+    """Store the accumulators of pixels j0.. of row r (16 channels from o0 each) into a
+    channels-first y (N, O, OH, OW): transposed in registers (one wide vector, then one
+    <jb x float> per channel, shuffles LLVM lowers to permutes), a run of jb per channel."""
+    jb, width = len(accs), 16 * len(accs)
+    cur = f"%{t}c0"
+    out.append(f"  {cur} = shufflevector <16 x float> {accs[0]}, <16 x float> poison, "
+               f"<{width} x i32> <" + _mask(list(range(16)) + [None] * (width - 16)) + ">")
+    for j in range(1, jb):
+        wide = f"%{t}w{j}"
+        out.append(f"  {wide} = shufflevector <16 x float> {accs[j]}, <16 x float> poison, "
+                   f"<{width} x i32> <" + _mask([None] * (16 * j) + list(range(16))
+                                               + [None] * (width - 16 * j - 16)) + ">")
+        keep = list(range(16 * j)) + [width + 16 * j + m for m in range(16)]
+        out.append(f"  %{t}c{j} = shufflevector <{width} x float> {cur}, <{width} x float> "
+                   f"{wide}, <{width} x i32> <" + _mask(keep + [None] * (width - len(keep)))
+                   + ">")
+        cur = f"%{t}c{j}"
+    plane = g.OH * g.OW
+    for o in range(16):
+        out += [f"  %{t}o{o} = shufflevector <{width} x float> {cur}, <{width} x float> "
+                f"poison, <{jb} x i32> <" + _mask([j * 16 + o for j in range(jb)]) + ">",
+                f"  %{t}a{o} = add i64 %ycf, {(o0 + o) * plane + r * g.OW + j0}",
+                f"  %{t}p{o} = getelementptr float, ptr %y, i64 %{t}a{o}",
+                f"  store <{jb} x float> %{t}o{o}, ptr %{t}p{o}, align 4"]
+
+
+def _mask(lanes: list) -> str:
+    return ", ".join("i32 poison" if v is None else f"i32 {v}" for v in lanes)
 
 
 def render_conv(symbol: str, g: ConvGeometry) -> str:
@@ -139,7 +178,9 @@ def render_conv(symbol: str, g: ConvGeometry) -> str:
            f"  %i0 = mul i64 %ib, {rows}", f"  %hn = mul i64 %n, {g.Hp}",
            f"  %hi0 = mul i64 %i0, {g.sh}", "  %hbase = add i64 %hn, %hi0",
            f"  %yr0 = mul i64 %n, {g.OH}", "  %yr = add i64 %yr0, %i0",
-           f"  %ybase = mul i64 %yr, {g.OW * g.O}"]
+           f"  %ybase = mul i64 %yr, {g.OW * g.O}",
+           f"  %ycn = mul i64 %n, {g.O * g.OH * g.OW}", f"  %yci = mul i64 %i0, {g.OW}",
+           "  %ycf = add i64 %ycn, %yci"]
     tiles = [(j0, min(jb, g.OW - j0), v0, min(vb, g.V - v0))
              for j0 in range(0, g.OW, jb) for v0 in range(0, g.V, vb)]
     prev = "task"

@@ -72,7 +72,7 @@ def test_input_grad_then_weight_grad_on_the_kept_padded_g(xs, ws, s, p, d):
     g = rng.standard_normal(out).astype(np.float32)
     k = ws[2]
     geo = ConvGeometry(Hp=out[2] + 2 * (k - 1 - p), Wp=out[3] + 2 * (ws[3] - 1 - p), C=ws[0],
-                       O=ws[1], KH=k, KW=ws[3], OH=xs[2], OW=xs[3], N=xs[0])
+                       O=ws[1], KH=k, KW=ws[3], OH=xs[2], OW=xs[3], N=xs[0], nchw=True)
     dx = CK.conv_input_grad(geo, (p, p), g, w)
     _close(dx, lib._input_grad_impl(np, g.astype(np.float64), w.astype(np.float64), xs, **a))
     # the weight gradient of the same g reads the padded copy the input gradient kept
