@@ -56,7 +56,7 @@ class BuildOps:
     @handler("BUILD_TUPLE")
     def BUILD_TUPLE(self, inst):
         items = self.popn(inst.arg)
-        if all(v.is_constant() and not getattr(v, "symbolic", False) for v in items):
+        if all(v.is_constant() and not getattr(v, "unfolded", False) for v in items):
             self.push(ConstantVariable(tuple(v.value for v in items)))
         else:
             self.push(TupleVariable(items))

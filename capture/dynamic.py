@@ -317,6 +317,8 @@ class SymNumberVariable(ConstantVariable):
     restarts with the number static and guarded by value (correctness first, torch's
     automatic-dynamic ints without SymInt shapes)."""
 
+    unfolded = True  # (BUILD_TUPLE keeps it an item: `cache[:, pos]`, `(y, pos)`)
+
     def __init__(self, out, number, source: str | None, roots=None, input=None, expr=None):
         self.out, self.number, self.source = out, number, source
         self.roots = roots or {source}  # the parameters it is computed from

@@ -47,10 +47,15 @@ def _namespace(tx) -> OpNamespace:
     return OpNamespace(lambda op, inputs, attrs: calls.record(tx, op, inputs, attrs))
 
 
-def _entry(tx, v):
-    """One key entry as parse_key takes it: a Python constant, a tracker, or a list of ints."""
+def _entry(tx, v, marks=None):
+    """One key entry as parse_key takes it: a Python constant, a tracker, or a list of ints
+    (`marks`: collects `symints.int_mark`s for dynamic int indices)."""
     if isinstance(v, TensorVariable):
         return v
+    mark = symints.int_mark(tx, v) if marks is not None else None
+    if mark is not None:
+        marks.append(mark)
+        return mark
     if getattr(v, "symbolic", False):  # `pos:pos + T` of a dynamic int (`symints`)
         return v.sym
     if isinstance(v, ConstantVariable):
@@ -63,15 +68,16 @@ def _entry(tx, v):
     raise tx.unsupported(f"tensor index of {v.describe()}")
 
 
-def _key(tx, index: VariableTracker):
+def _key(tx, index: VariableTracker, marks=None):
     """The Python key of `x[index]`: a tuple's entries one by one, any other key as one entry."""
     if isinstance(index, TupleVariable):
-        return tuple(_entry(tx, v) for v in index.items)
+        return tuple(_entry(tx, v, marks) for v in index.items)
     if getattr(index, "symbolic", False):
         return index.sym
-    if isinstance(index, ConstantVariable) and type(index.value) is tuple:
+    if isinstance(index, ConstantVariable) and not getattr(index, "unfolded", False) and \
+            type(index.value) is tuple:
         return index.value
-    return _entry(tx, index)
+    return _entry(tx, index, marks)
 
 
 def _as_index(tx, obj):
@@ -102,18 +108,29 @@ def _op(name):
     return REGISTRY[name]
 
 
-def _split(tx, obj: TensorVariable, index: VariableTracker):
-    key = _key(tx, index)
+def _split(tx, obj: TensorVariable, index: VariableTracker, squeeze=None):
+    """parse_key's split of `index`; `squeeze` (a list): dynamic int indices `x[pos]` are
+    taken as `pos:pos + 1` slices, their output dims appended to it (`symints`)."""
+    marks = [] if squeeze is not None else None
+    key = _key(tx, index, marks)
     if isinstance(key, TensorVariable) and key.dtype is D.bool_:
         raise tx.unsupported(MASK)
     split = parse_key(obj, key, _namespace(tx), _as_index(tx, obj), TensorVariable)
+    if marks:
+        if split[1]:  # (with advanced indices the dims move: read as a value)
+            raise symints.Specialize({(r, "num") for m in marks for r in m.start.roots})
+        basic, dims = symints.int_indices(tx, obj, split[0], marks)
+        squeeze.extend(dims)
+        split = (basic,) + tuple(split[1:])
     symints.guard_basic(tx, obj, split[0])  # `pos:pos + T` of a dynamic int: its regime
     return split
 
 
 def getitem(tx, obj: TensorVariable, index: VariableTracker) -> TensorVariable:
     """The tracker of `obj[index]` (graph nodes: a `getitem` view, then an `index` gather)."""
-    return index_ops(_namespace(tx), obj, *_split(tx, obj, index))
+    squeeze: list = []
+    out = index_ops(_namespace(tx), obj, *_split(tx, obj, index, squeeze))
+    return _namespace(tx).squeeze(out, tuple(squeeze)) if squeeze else out
 
 
 def index_put_rule(tx, fn, args: list, kwargs: dict) -> VariableTracker:
@@ -166,11 +183,14 @@ def setitem(tx, obj: TensorVariable, index: VariableTracker, value: VariableTrac
                 m = F.reshape(m, tuple(m.shape) + (1,) * (obj.ndim - m.ndim))
             out = F.masked_fill(obj, m, v)
             return out if out.dtype is obj.dtype else F.cast(out, obj.dtype)
-        split = _split(tx, obj, index)
+        squeeze: list = []
+        split = _split(tx, obj, index, squeeze)
         F = _namespace(tx)
         val = v
         if isinstance(val, TensorVariable) and val.dtype is not obj.dtype:
             val = F.cast(val, obj.dtype)
+        if squeeze and isinstance(val, TensorVariable):  # `cache[:, pos] = k`: k's dims
+            val = symints.unsqueezed(F, val, split[0], squeeze)
         return put_ops(F, obj, *split, val, accumulate)
 
     if aliased:  # the views see the store (`viewwrites`: functionalized, else a break)

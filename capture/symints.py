@@ -162,6 +162,7 @@ class SymSliceVariable(ConstantVariable):
     subscripts take as it is; any other use reads `.value` and specialises."""
 
     symbolic = True
+    unfolded = True  # (BUILD_TUPLE keeps it an item: `cache[:, :, pos:pos + T]`)
 
     def __init__(self, sym: slice):
         self.sym, self.source = sym, None
@@ -300,3 +301,57 @@ def guard_basic(tx, x, basic) -> None:
             empty = f"({z} <= {a})"
             g.add(empty if hi <= lo else f"not {empty}")
         d += 1
+
+
+def int_mark(tx, v):
+    """`x[pos]` of a dynamic int: a marker slice `slice(SymInt, None)` that `int_indices`
+    turns into `pos:pos + 1` and a squeeze; None for anything else."""
+    s = to_symint(tx, v, key=False) if isinstance(v, SymNumberVariable) else None
+    return None if s is None else slice(s, None)
+
+
+def _shift(s: SymInt, k: int) -> SymInt:
+    return SymInt(s.number + k, ("add", s.expr, ("const", k)), s.roots)
+
+
+def int_indices(tx, x, basic: list, marks: list) -> tuple[list, list]:
+    """`parse_key`'s basic entries with each `int_mark` replaced by the one-element slice it
+    stands for (guarded in range: `0 <= pos < n` or `-n <= pos < 0`; out of range, the value
+    specialises and eager's IndexError follows), and the output dims to squeeze."""
+    out, squeeze, d, od = [], [], 0, 0
+    for b in basic:
+        if b is None:
+            out.append(b)
+            od += 1
+            continue
+        if any(b is m for m in marks):
+            s, n = b.start, x.meta.shape[d]
+            sh = x.shadow
+            if sh is not None and sh.meta.shape[d] != n or not -n <= s.number < n:
+                raise Specialize({(r, "num") for r in s.roots})
+            src = source_of(s.expr)
+            tx.out.guards.add(f"(0 <= {src} < {n})" if s.number >= 0 else
+                              f"({-n} <= {src} < 0)")
+            lo = s if s.number >= 0 else _shift(s, n)
+            keyed(tx, lo)
+            b = slice(lo, _shift(lo, 1))
+            squeeze.append(od)
+        out.append(b)
+        od += type(b) is slice
+        d += 1
+    return out, squeeze
+
+
+def unsqueezed(F, val, basic: list, squeeze: list):
+    """`val` stored into `x[..., pos, ...]` taken as `pos:pos + 1`: left-padded to the view's
+    rank without the int dims, then unsqueezed at them (eager broadcasts it to that view)."""
+    rank = sum(1 for b in basic if b is None or type(b) is slice) - len(squeeze)
+    ndim = len(val.meta.shape)
+    if ndim > rank:
+        raise Specialize({r for b in basic if type(b) is slice and type(b.start) is SymInt
+                          for r in ((x, "num") for x in b.start.roots)})
+    for _ in range(rank - ndim):
+        val = F.unsqueeze(val, 0)
+    for d in squeeze:
+        val = F.unsqueeze(val, d)
+    return val

@@ -101,13 +101,20 @@ def test_float_with_an_int_tensor_stays_static():
     ("range", lambda x, n: sum(x * i for i in range(n))),
     ("attribute", lambda x, n: x.reshape(2, 4).sum(dim=n % 2)),
     ("python_division", lambda x, n: x * (1 / (n - 3) if n != 3 else 0.0)),
-    ("returned_after_python_math", lambda x, n: (x * n, n * n)),
 ])
 def test_values_that_decide_shapes_or_branches_stay_specialised(name, fn):
     x = eager.randn(8)
     cf = run(fn, [(x, n) for n in (1, 2, 4, 8, 4, 2, 1)])
     assert cf.dynamic_numbers == set() and "n" in cf.static_numbers
     assert len(cf.entries) == 4  # one per distinct value, each guarded by value
+
+
+def test_a_number_computed_and_returned_stays_dynamic():
+    """`(x * n, n * n)`: n * n is computed in the graph and returned as a Python int (as
+    torch returns the SymInt's value): one dynamic entry, the int's type and value eager's."""
+    x = eager.randn(8)
+    cf = run(lambda x, n: (x * n, n * n), [(x, n) for n in (1, 2, 4, 8, 4, 2, 1)])
+    assert cf.dynamic_numbers == {"n"} and len(cf.entries) == 2
 
 
 def test_branch_on_a_dynamic_number_is_guarded_by_the_comparison():

@@ -289,3 +289,31 @@ def test_arange_of_a_position_and_its_emptiness():
             close(b.numpy(), a.numpy())
     cf = compiled.__wick_compiled__
     assert cf.dynamic_numbers == {"pos"} and cf.eager_runs == 0 and len(cf.entries) <= 3
+
+
+def int_index(cache, k, pos):
+    cache[:, pos] = k
+    cache[pos, 0] = 7.0
+    return cache[:, pos] * 2, cache[pos] + 1, cache[pos, pos + 1] + 0
+
+
+@pytest.mark.parametrize("positions,entries", [
+    ((0, 1, 2, 3, 4, 2), 2),
+    ((0, 1, -1, -3, -5, 2, -2), 4),  # negative indices count from the end
+])
+def test_int_index_of_a_position(positions, entries):
+    """`cache[:, pos] = k`, `cache[pos]`: one element slice and a squeeze, guarded in range."""
+    want_cache, got_cache = eager.zeros(6, 6), eager.zeros(6, 6)
+    compiled = capture.compile(int_index)
+    for i, pos in enumerate(positions):
+        k = eager.full((6,), float(i + 1))
+        want, got = int_index(want_cache, k, pos), compiled(got_cache, k, pos)
+        for a, b in zip(want, got):
+            assert tuple(a.shape) == tuple(b.shape), pos
+            close(b.numpy(), a.numpy())
+        close(got_cache.numpy(), want_cache.numpy())
+    cf = compiled.__wick_compiled__
+    assert cf.dynamic_numbers == {"pos"} and cf.eager_runs == 0
+    assert len(cf.entries) <= entries
+    with pytest.raises(IndexError, match="out of bounds"):
+        compiled(got_cache, eager.ones(6), 6)
