@@ -49,6 +49,7 @@ from .variables import (
     DictVariable,
     ListVariable,
     ModuleVariable,
+    ObjectVariable,
     TensorVariable,
     UserObjectVariable,
 )
@@ -335,6 +336,17 @@ def store_global(tx, name: str, value) -> None:
     _check_value(tx, value)
     g = tx.f_globals
     tx.out.side_effects._record(("global", id(g), name), ("global", g, name, value, g))
+
+
+def store_cell(tx, cell, name: str, value) -> None:
+    """STORE_DEREF into a real closure cell (`nonlocal running; running = 0.9 * running + m`
+    in the compiled function or an inlined callee): recorded as `cell.cell_contents = value`
+    after the graph, later loads in the frame see `value` (Dynamo's side effects on cells)."""
+    if not isinstance(cell, types.CellType):
+        raise tx.unsupported(f"mutation of a closure variable ({name}) of the compiled function")
+    _check_value(tx, value)
+    tx.out.side_effects._record(("attr", id(cell), "cell_contents"),
+                                ("attr", ObjectVariable(cell), "cell_contents", value, cell))
 
 
 # ---------------------------------------------------------------- after the graph

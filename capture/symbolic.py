@@ -366,6 +366,9 @@ class InstructionTranslator(BuildOps, FlowOps):
             cell = cell.value
         if cell is None:
             return self.locals[name]
+        stored = self.out.side_effects.load_attr(cell, "cell_contents")
+        if stored is not None:  # stored by this frame (`store_cell`)
+            return stored
         try:
             value = cell.cell_contents
         except ValueError:
@@ -396,9 +399,9 @@ class InstructionTranslator(BuildOps, FlowOps):
         target = self.cells.get(name) or self.closure.get(name)
         if isinstance(target, CellVariable):
             target.value = self.pop()
-        elif name in self.closure:
-            raise self.unsupported(f"mutation of a closure variable ({name}) of the compiled "
-                                   "function")
+        elif name in self.closure:  # `nonlocal n; n = ...` on a real cell: a side effect
+            cell = target.value if isinstance(target, ObjectVariable) else target
+            sideeffects.store_cell(self, cell, name, self.pop())
         else:
             self.STORE_FAST(inst)
 

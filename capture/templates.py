@@ -77,6 +77,9 @@ class Templater:
         if isinstance(v, ConstantVariable):
             if type(v).__name__ == "SymNumberVariable" and v.source is not None:
                 return self.source(v.source)  # a dynamic number argument: read on each call
+            if type(v).__name__ == "SymNumberVariable" and v.input is not None:
+                # computed in the graph (`count += 1` of a dynamic number): its 0-d value
+                return ("num", type(v.number), self.graph_output(v.input))
             return ("const", v.value)
         if isinstance(v, NullVariable):
             return ("null",)

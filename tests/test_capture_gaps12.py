@@ -194,3 +194,74 @@ def test_numpy_keyword_aliases_like_numpy():
     np.testing.assert_array_equal(eager.cat([x, x], axis=0).numpy(), np.concatenate([a, a]))
     with pytest.raises(TypeError):  # both names: as PyTorch, an error
         x.sum(axis=1, dim=0)
+
+
+# ---------------------------------------------------------------- nonlocal stores
+
+
+def makemore_running_stats(torch):
+    """makemore's MLP with a hand-written batchnorm whose running statistics are rebound
+    closure variables (`nonlocal`; as globals in the course's notebook) under no_grad: the
+    store into the compiled function's cell was a break (torch.compile: 1/0)."""
+    F = torch.nn.functional
+    C = rand(torch, 27, 4, seed=3)
+    W1 = rand(torch, 12, 16, seed=4) * 0.3
+    W2 = rand(torch, 16, 27, seed=5) * 0.1
+    bnmean_running = torch.zeros((1, 16))
+    bnstd_running = torch.ones((1, 16))
+
+    def step(Xb, Yb):
+        nonlocal bnmean_running, bnstd_running
+        emb = C[Xb]
+        hpreact = emb.view(emb.shape[0], -1) @ W1
+        bnmeani = hpreact.mean(0, keepdim=True)
+        bnstdi = hpreact.std(0, keepdim=True)
+        hpreact = (hpreact - bnmeani) / bnstdi
+        with torch.no_grad():
+            bnmean_running = 0.999 * bnmean_running + 0.001 * bnmeani
+            bnstd_running = 0.999 * bnstd_running + 0.001 * bnstdi
+        return F.cross_entropy(torch.tanh(hpreact) @ W2, Yb), bnmean_running.sum()
+
+    def state():
+        return [bnmean_running, bnstd_running]
+
+    X = torch.tensor(np.random.default_rng(2).integers(0, 27, (6, 3)))
+    return step, (X, torch.tensor([1, 5, 0, 26, 3, 3])), state
+
+
+def test_nonlocal_tensor_store_compiled():
+    check_like_eager(makemore_running_stats, 1, 0, _same)
+    check_torch_counts(makemore_running_stats, 1, 0)
+
+
+def counter_closure(torch):
+    """`nonlocal count; count += 1` returned: an automatic-dynamic int after its second value
+    (torch: 2 graphs over 4 calls), and a nonlocal store inside an inlined helper."""
+    count = 0
+    scale = 1.0
+
+    def bump():
+        nonlocal scale
+        scale = scale * 0.5
+
+    def step(x):
+        nonlocal count
+        count += 1
+        bump()
+        return x * scale, count
+
+    x = rand(torch, 2, 3)
+    return step, (x,), lambda: [count, scale], [(x,)] * 4
+
+
+def test_nonlocal_counter_entries():
+    import capture
+
+    check_like_eager(counter_closure, 1, 0, _same)
+    check_torch_counts(counter_closure, 1, 0)
+    fn, args, state, calls = counter_closure(eager)
+    capture.reset()
+    compiled = capture.compile(fn)
+    outs = [compiled(*a)[1] for a in calls]
+    assert outs == [1, 2, 3, 4] and state() == [4, 0.0625]
+    assert len(compiled.__wick_compiled__.entries) <= 3  # static, then count (and scale) dynamic
