@@ -66,7 +66,7 @@ class ArrayOps:
     """The update rules' ops on numpy arrays (see the module); `param`, `grad`, `state` the
     arrays the rule starts from."""
 
-    __slots__ = ("_owners", "grad", "param", "state")
+    __slots__ = ("_vcs", "grad", "param", "state")
 
     @classmethod
     def take(cls, p, state: dict):
@@ -79,7 +79,7 @@ class ArrayOps:
         self = cls()
         self.param, self.grad = pd, g
         self.state = mine = {}
-        self._owners = owners = {id(pd): p}
+        self._vcs = vcs = {id(pd): p._vc}  # (array id -> its tensor's version counter)
         for key, t in state.items():
             if key == "step":  # (a 0-d counter of its own)
                 a = t._data
@@ -96,13 +96,13 @@ class ArrayOps:
                     if b.ndim and _overlap(a, b):
                         return None
             mine[key] = a
-            owners[id(a)] = t
+            vcs[id(a)] = t._vc
         return self
 
     def _wrote(self, x):
-        t = self._owners.get(id(x))
-        if t is not None:
-            t._vc[0] += 1
+        vc = self._vcs.get(id(x))
+        if vc is not None:
+            vc[0] += 1
             MUTATIONS[0] += 1
         return x
 
@@ -142,7 +142,12 @@ class ArrayOps:
 
     # in place: the first operand, written
     def add_(self, x, y):
-        return self._wrote(np.add(x, y, out=x))
+        np.add(x, y, out=x)
+        vc = self._vcs.get(id(x))  # (_wrote, inline: the most frequent in-place op)
+        if vc is not None:
+            vc[0] += 1
+            MUTATIONS[0] += 1
+        return x
 
     def mul_(self, x, y):
         return self._wrote(np.multiply(x, y, out=x))
