@@ -120,12 +120,11 @@ def _wgrad_geometry(geo: ConvGeometry, pads) -> ConvGeometry:
 def _padded(x, pads, fresh_key=None):
     """x (N, C, H, W) as a padded channels-last array (N, H + 2 ph, W + 2 pw, C): a new one
     kept for `fresh_key` when given (one copy; its border zeroed face by face), else the
-    registry's scratch copy."""
+    registry's scratch copy. Never looked up here: a forward's array may have been written
+    in place since an earlier step (the probe of `kept` samples it; only the backward of the
+    same step looks its copy up, as the library path's kept columns)."""
     if fresh_key is None:
         return _channels_last(np, x, tuple((p, p) for p in pads))
-    got = kept(x, fresh_key)
-    if got is not None:
-        return got
     (n, c, h, w), (ph, pw) = x.shape, pads
     xh = np.empty((n, h + 2 * ph, w + 2 * pw, c), x.dtype)
     if ph:
@@ -160,7 +159,9 @@ def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
 
 
 def conv_weight_grad(geo: ConvGeometry, pads, x, g, kernel=None):
-    xh = _padded(x, pads, ("direct conv input", pads))
+    xh = kept(x, ("direct conv input", pads))   # the forward's padded copy of this x
+    if xh is None:
+        xh = _padded(x, pads)
     gp = (geo.pg, geo.pg)
     # g padded as the input gradient of the same g kept it (else a scratch copy)
     gh = kept(g, ("direct conv grad", gp)) if geo.pg else None

@@ -221,3 +221,17 @@ def test_plane_gather_and_scatter_add_kernels_match_the_library(dt):
         gather(x, bad)
     with pytest.raises(IndexError):
         scatter(g, bad)
+
+
+def test_forward_never_reuses_a_padded_copy_of_an_input_written_in_place():
+    # the kept padded input serves only the weight gradient of the same step: an input
+    # written in place between steps (where the kept copy's probe does not look) is read anew
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 16, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    a = _attrs(1, 1, 1)
+    geo = CK._geometry(x.shape, w.shape, a)
+    CK.conv_forward(geo, (1, 1), x, w)
+    x.reshape(-1)[1 + 64 * 7] += 3.0    # not a multiple of the probe stride (size / 64)
+    _close(CK.conv_forward(geo, (1, 1), x, w),
+           lib._conv_impl(np, x.astype(np.float64), w.astype(np.float64), **a))
