@@ -108,7 +108,7 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
         return inline(tx, fn, args, kwargs)
     if isinstance(fn, PartialVariable):
         return call_function(tx, fn.fn, fn.args + args, {**fn.kwargs, **kwargs})
-    if isinstance(fn, BuiltinVariable):  # (`len(out)` of a ModelOutput: dict_objects)
+    if isinstance(fn, BuiltinVariable) or pycalls.builtin_class(fn):  # (`type(t)(items)`)
         return dict_objects.call_builtin(tx, fn.value, args, kwargs)
     if isinstance(fn, TensorMethodVariable):
         return call_tensor_method(tx, fn.tensor, fn.name, args, kwargs)

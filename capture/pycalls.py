@@ -37,6 +37,13 @@ PURE_BUILTINS = {
     zip, reversed, dict, set, frozenset, slice, callable, format, map,
 }
 FOLDABLE_MODULES = ("math", "operator", "_operator", "cmath")
+
+
+def builtin_class(fn) -> bool:
+    """A builtin class read as a value (`type(tree)` of a tuple: `type(tree)(items)`), called
+    as the builtin it is."""
+    return isinstance(fn, ConstantVariable) and type(fn.value) is type and \
+        fn.value in PURE_BUILTINS
 CONTAINER_METHODS = {"append", "extend", "insert", "pop", "get", "items", "keys", "values",
                      "copy", "index", "count", "update", "setdefault", "clear", "remove"}
 MUTATING = ("append", "extend", "insert", "pop", "update", "setdefault", "clear", "remove")

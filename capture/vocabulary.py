@@ -75,7 +75,7 @@ def is_internal_frame(tx) -> bool:
 
 
 COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions", "eager.special",
-                "eager.extra_spectral")
+                "eager.extra_spectral", "eager.func")
 COMPOSITION_MODULES = ("eager.extra",)  # exactly (`eager.extra_api` and the like are not)
 
 
@@ -188,9 +188,22 @@ def _rule(prefix: str, name: str):
         return randomness.sampler_rule
     if prefix == "eager" and name == "manual_seed":
         return randomness.manual_seed_rule
+    if prefix == "eager" and name == "vmap":
+        return _vmap
     if prefix == "eager" and name in autocast.QUERIES:
         return autocast.query_rule
     return None
+
+
+def _vmap(tx, fn, args, kwargs):
+    """`torch.vmap(f, in_dims)`: eager's `torch.func.vmap` (a loop over the mapped dim, its
+    results stacked), inlined as a composition; `mapped(...)` then unrolls the loop."""
+    from eager.func import vmap
+
+    from .calls import call_eager
+    from .variables import FunctionVariable
+
+    return call_eager(tx, FunctionVariable(vmap), args, kwargs)
 
 
 def rule_for(fn):

@@ -128,12 +128,34 @@ def monte_carlo_manual_seed(torch):
     return price, (_rand(torch, 1, 3) + 10.0, torch.tensor([9.0, 10.0, 11.0])), state
 
 
+def vmap_per_sample(torch):
+    """`torch.vmap(f, in_dims=(0, None, None))` and `torch.func.vmap(g, out_dims=1)` of
+    per-sample functions (a tuple result, a library function mapped): eager's vmap is a loop
+    over the mapped dim, inlined and unrolled (it was 0 graphs: the whole call eager)."""
+    def rbf_row(x, X, ls):
+        d = ((x - X) ** 2).sum(-1)
+        return torch.exp(-d / (2 * ls ** 2)), d.argmin()
+
+    def scaled(x, w):
+        return x * w
+
+    def kernel(X, Z, W):
+        K, nearest = torch.vmap(rbf_row, in_dims=(0, None, None))(X, Z, 1.5)
+        norms = torch.vmap(torch.linalg.norm)(X)
+        cols = torch.func.vmap(scaled, in_dims=(1, 0), out_dims=1)(X, W)
+        return K, nearest, norms, cols
+
+    return kernel, (_rand(torch, 5, 3), _rand(torch, 4, 3, seed=2),
+                    _rand(torch, 3, seed=3)), lambda: []
+
+
 CASES = [
     (fcos_range_index, 1, 0, 1, 0),
     (fft_lowpass_rfftfreq, 1, 0, 1, 0),
     (stft_spectral_loss, 1, 0, 1, 0),
     (flow_base_distribution, 1, 0, 1, 0),
-    (monte_carlo_manual_seed, 1, 0, 3, 2),  # (torch: manual_seed is a skipped function)
+    (monte_carlo_manual_seed, 1, 0, 3, 2),
+    (vmap_per_sample, 1, 0, 1, 0),  # (torch: manual_seed is a skipped function)
 ]
 
 IDS = [c[0].__name__ for c in CASES]
@@ -168,3 +190,18 @@ def test_compile_turns_off_default_distribution_validation(lib):
     assert D.Normal(mod.tensor([0.0]), mod.tensor([-1.0])).scale.item() == -1.0
     with pytest.raises(ValueError):
         D.Normal(mod.tensor([0.0]), mod.tensor([-1.0]), validate_args=True)
+
+
+def test_vmap_break_inside_and_size_error_as_eager():
+    """A break inside the mapped function runs the vmap call eagerly (named at the user's
+    call); mismatched mapped sizes raise eager's ValueError from the compiled function."""
+    def f(x, y):
+        return eager.vmap(lambda a, b: a * float(b.sum()))(x, y) + 1
+
+    x, y = _rand(eager, 3, 2), _rand(eager, 3, 4, seed=2)
+    capture.reset()
+    np.testing.assert_allclose(capture.compile(f)(x, y).numpy(), f(x, y).numpy(), rtol=1e-6)
+    ex = capture.explain(f)(x, y)
+    assert [b.reason for b in ex.unique_break_reasons] == ["call to builtin float"], str(ex)
+    with pytest.raises(ValueError, match="same size"):
+        capture.compile(f)(x, _rand(eager, 2, 4))
