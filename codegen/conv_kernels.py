@@ -9,13 +9,13 @@ dilation 1 with a multiple of 16 input channels (it is the convolution of g, pad
 k - 1 - p, with the flipped weight); the weight gradient with a multiple of 16 output
 channels. The layouts: the input is copied channels last and padded (the registry's
 `_channels_last`, a copy inside each sample); the weight packed (KH, KW, C, O); the
-result stored (N, C, H, W) by the kernel (transposed in registers). Where the input gradient and the weight
-gradient read the same g (a training step's backward), the padded channels-last g of the
-first is kept (`workspace.keep`) and read by the second at its offset; so is the forward's
-padded input for the weight gradient. The sums run in another order than BLAS's: results
-equal the library impl's up to float32 rounding. A kernel compiles on a background thread
-(`jit.compile_later`); the step runs the library impl until it is ready, so a graph's first
-call does not wait for LLVM. Imports only `ir` and codegen's jit.
+result stored (N, C, H, W) by the kernel (transposed in registers). Where the input
+gradient and the weight gradient read the same g (a training step's backward), the padded
+channels-last g of the first is kept (`workspace.keep`) and read by the second at its
+offset; so is the forward's padded input for the weight gradient. The sums run in another order than BLAS's: results
+equal the library impl's up to float32 rounding. Kernels compile on `codegen.direct`'s
+background worker; the step runs the library impl until its kernel is ready, so a graph's
+first call does not wait for LLVM. Imports only `ir` and codegen's direct, jit, threads.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ir.graph import Node
 from ir.ops.conv import _channels_last, _out_sizes
 from ir.ops.workspace import keep, kept
 
-from . import direct, jit
+from . import direct, jit, threads
 from .conv_render import ConvGeometry, render_conv, render_weight_grad
 
 _NAMES = frozenset({"_conv_nd", "_conv_nd_input_grad", "_conv_nd_weight_grad"})
@@ -138,12 +138,20 @@ def _padded(x, pads, fresh_key=None):
     return xh
 
 
+def _run(kernel, arrays, tasks: int, geo: ConvGeometry) -> None:
+    """The kernel over its tasks, split across the thread pool (`threads.run`) only when
+    its multiply-adds pass ~2^28 (a few ms on one core: the small CNN's ~19 M stay on
+    the calling thread, as numpy's BLAS and torch run on one in the benchmarks)."""
+    macs = geo.N * geo.OH * geo.OW * geo.C * geo.O * geo.KH * geo.KW
+    threads.run(kernel, [a.ctypes.data for a in arrays], tasks, macs >> 8)
+
+
 def conv_forward(geo: ConvGeometry, pads, x, w, kernel=None):
     xh = _padded(x, pads, ("direct conv input", pads))
     wp = np.ascontiguousarray(w.transpose(2, 3, 1, 0))
     y = np.empty((x.shape[0], geo.O, geo.OH, geo.OW), np.float32)
-    (kernel or _kernel("conv", geo))(xh.ctypes.data, wp.ctypes.data, y.ctypes.data, 0,
-                                     x.shape[0] * (geo.OH // geo.blocking()[0]))
+    _run(kernel or _kernel("conv", geo), (xh, wp, y),
+         x.shape[0] * (geo.OH // geo.blocking()[0]), geo)
     return y
 
 
@@ -153,8 +161,8 @@ def conv_input_grad(geo: ConvGeometry, pads, g, w, kernel=None):
     # the transposed convolution's weight: (O, C, KH, KW) flipped, packed (KH, KW, O, C)
     wp = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
     dx = np.empty((g.shape[0], geo.O, geo.OH, geo.OW), np.float32)
-    (kernel or _kernel("conv", geo))(gh.ctypes.data, wp.ctypes.data, dx.ctypes.data, 0,
-                                     g.shape[0] * (geo.OH // geo.blocking()[0]))
+    _run(kernel or _kernel("conv", geo), (gh, wp, dx),
+         g.shape[0] * (geo.OH // geo.blocking()[0]), geo)
     return dx
 
 
@@ -169,8 +177,8 @@ def conv_weight_grad(geo: ConvGeometry, pads, x, g, kernel=None):
         gh = _channels_last(np, g, (gp, gp))
     dw = np.empty((geo.KH, geo.KW, geo.C, geo.O), np.float32)
     cb, vb, _ = geo.wgrad_blocking()
-    (kernel or _kernel("wgrad", geo))(xh.ctypes.data, gh.ctypes.data, dw.ctypes.data, 0,
-                                      geo.KH * geo.KW * (geo.C // cb) * (geo.V // vb))
+    _run(kernel or _kernel("wgrad", geo), (xh, gh, dw),
+         geo.KH * geo.KW * (geo.C // cb) * (geo.V // vb), geo)
     return np.ascontiguousarray(dw.transpose(3, 2, 0, 1))
 
 

@@ -14,7 +14,7 @@ import pytest
 import capture
 import eager
 from codegen import conv_kernels as CK
-from codegen import direct, plane_kernels
+from codegen import direct, plane_kernels, threads
 from codegen.conv_render import ConvGeometry
 from ir import dtypes as D
 from ir.graph import Graph
@@ -235,3 +235,26 @@ def test_forward_never_reuses_a_padded_copy_of_an_input_written_in_place():
     x.reshape(-1)[1 + 64 * 7] += 3.0    # not a multiple of the probe stride (size / 64)
     _close(CK.conv_forward(geo, (1, 1), x, w),
            lib._conv_impl(np, x.astype(np.float64), w.astype(np.float64), **a))
+
+
+def test_kernels_split_across_threads_give_the_same_bits(monkeypatch):
+    # large convolutions split their tasks over the thread pool (disjoint outputs): forced
+    # here on a small one, the results equal the one-thread run exactly
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 16, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    a = _attrs(1, 1, 1)
+    geo = CK._geometry(x.shape, w.shape, a)
+    g = rng.standard_normal((3, 32, 7, 6)).astype(np.float32)
+    gi = ConvGeometry(Hp=9, Wp=8, C=32, O=16, KH=3, KW=3, OH=7, OW=6, N=3, nchw=True)
+    wg = CK._wgrad_geometry(geo, (1, 1))
+
+    def all3():
+        return (CK.conv_forward(geo, (1, 1), x, w), CK.conv_input_grad(gi, (1, 1), g, w),
+                CK.conv_weight_grad(wg, (1, 1), x.copy(), g.copy()))
+
+    one = all3()
+    monkeypatch.setattr(threads, "MIN_PARALLEL", 1)
+    monkeypatch.setenv("WICK_NUM_THREADS", "3")
+    for a1, a2 in zip(one, all3()):
+        np.testing.assert_array_equal(a1, a2)
