@@ -481,7 +481,14 @@ def _new_tensor(tx, fn, args, kwargs):
     return _constant_factory(tx, eager.tensor, [data], kwargs)
 
 
+def _register_hook(tx, fn, args, kwargs):
+    from .grad_hooks import register_hook  # lazy: grad_hooks imports recording
+
+    return register_hook(tx, fn, args, kwargs)
+
+
 METHOD_RULES = {
+    "register_hook": _register_hook,
     "new_tensor": _new_tensor,
     "detach": _detach,
     "contiguous": _contiguous,

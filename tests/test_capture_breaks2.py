@@ -201,6 +201,62 @@ def config_fallbacks(torch):
     return m, (_rand(torch, 3, 4),), lambda: []
 
 
+# ---------------------------------------------------------------- 3. gradient hooks
+
+
+def hooked_intermediates(torch):
+    """Hooks registered in `forward` on intermediates: a gradient-scaling lambda (as in
+    gradient reversal / scaling layers), a clipping method of the module, and a logging hook
+    closing over the module that records each gradient's norm (run at backward time)."""
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 6)
+            self.fc2 = nn.Linear(6, 2)
+            self.clip = 0.05
+            self.norms = []
+
+        def _clip_grad(self, g):
+            return g.clamp(-self.clip, self.clip)
+
+        def forward(self, x):
+            h = self.fc1(x)
+            h.register_hook(lambda g: g * -0.5)
+            a = torch.tanh(h)
+            a.register_hook(self._clip_grad)
+            out = self.fc2(a) + a.sum(-1, keepdim=True)
+            out.register_hook(lambda g: self.norms.append(float(g.norm())))
+            return out
+
+    m = Net()
+    return m, (_rand(torch, 3, 4),), lambda: [list(m.norms)]
+
+
+def test_hooks_run_in_backward_like_eager():
+    """The hooks change the gradients as eagerly and run once per backward, in eager's
+    order (the logging hook's record equals eager's), call after call."""
+    runs = []
+    for compiled in (False, True):
+        eager.manual_seed(0)
+        m, (x,), state = hooked_intermediates(eager)
+        capture.reset()
+        run = capture.compile(m) if compiled else m
+        grads = []
+        for _ in range(2):
+            m.zero_grad()
+            xx = x.detach().requires_grad_()
+            (run(xx) ** 2).sum().backward()
+            grads += [xx.grad.numpy().copy()] + [p.grad.numpy().copy() for p in m.parameters()]
+        runs.append((grads, state()))
+    (ga, sa), (gb, sb) = runs
+    for a, b in zip(ga, gb):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert len(sa[0]) == 2
+    np.testing.assert_allclose(sa[0], sb[0], rtol=1e-5)
+
+
 CASES = [
     (half_rotary_gain, 1, 0, 1, 0),
     (flat_view_bias, 1, 0, 1, 0),
@@ -209,6 +265,7 @@ CASES = [
     (centered_detached_targets, 1, 0, 1, 0),
     (logits_clamped_without_grad, 1, 0, 1, 0),
     (config_fallbacks, 1, 0, 1, 0),
+    (hooked_intermediates, 1, 0, 1, 0),
 ]
 
 IDS = [c[0].__name__ for c in CASES]

@@ -28,3 +28,4 @@ from . import transformer  # noqa: F401  (layer norm and attention weights run w
 from . import batch_norm  # noqa: F401  (training batch norm run whole, one backward node)
 from . import grid_sample  # noqa: F401  (grid_sample as one composite: taps as graph values)
 from . import losses  # noqa: F401  (cross entropy's common case run whole, one backward node)
+from . import grad_hooks  # noqa: F401  (Tensor.register_hook of an intermediate, captured)
