@@ -257,6 +257,88 @@ def test_hooks_run_in_backward_like_eager():
     np.testing.assert_allclose(sa[0], sb[0], rtol=1e-5)
 
 
+# ---------------------------------------------------------------- 4, 7. counts already torch's
+
+
+def local_generator_draws(torch):
+    """Augmentation noise from a local generator seeded in the frame
+    (`g = torch.Generator(device="cpu"); g.manual_seed(7)`), used by randperm and randn, next
+    to a draw from the global generator: the draws are eager's and the global generator is
+    left where eager leaves it (its next draw)."""
+    def f(x):
+        g = torch.Generator(device="cpu")
+        g.manual_seed(7)
+        perm = torch.randperm(x.shape[0], generator=g)
+        noise = torch.randn(x.shape, generator=g) * 0.1
+        return x[perm] + noise, torch.rand(3)
+
+    return f, (_rand(torch, 4, 3),), lambda: [torch.rand(2)]
+
+
+def chained_local_generator(torch):
+    """`torch.Generator().manual_seed(s)` chained, then randn and rand on it."""
+    def f(x):
+        g = torch.Generator().manual_seed(3)
+        return x + torch.randn(x.shape, generator=g) + torch.rand(2, 3, generator=g)
+
+    return f, (_rand(torch, 2, 3),), lambda: [torch.rand(2)]
+
+
+def accumulation_step(torch):
+    """Gradient accumulation over two micro-batches inside one compiled train step
+    (`loss.backward()` in a Python loop, then `opt.step()`): the parameters after each step
+    equal eager's."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(xs, ys):
+        opt.zero_grad()
+        total = 0.0
+        for i in range(2):
+            loss = torch.nn.functional.mse_loss(model(xs[i]), ys[i]) / 2
+            loss.backward()
+            total = total + loss.detach()
+        opt.step()
+        return total
+
+    return step, (_rand(torch, 2, 3, 4), _rand(torch, 2, 3, 1, seed=4)), \
+        lambda: [p.detach().clone() for p in model.parameters()]
+
+
+# (case, wick's counts, torch's counts): wick runs the named calls eagerly where they are
+# (values and state as eager), with no more graphs or breaks than torch.compile
+AS_TORCH = [
+    (local_generator_draws, 1, 0, 1, 0),
+    (chained_local_generator, 1, 0, 2, 1),
+    (accumulation_step, 1, 0, 1, 0),
+]
+AS_IDS = [c[0].__name__ for c in AS_TORCH]
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", AS_TORCH, ids=AS_IDS)
+def test_counts_as_torch_like_eager(case, graphs, breaks, tg, tb):
+    eager.manual_seed(0)
+    fn, args, *_ = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (graphs, breaks), str(ex)
+    want, got = [], []
+    for out, compiled in ((want, False), (got, True)):
+        eager.manual_seed(0)
+        fn, args, state = case(eager)
+        capture.reset()
+        run = capture.compile(fn) if compiled else fn
+        for _ in range(2):
+            eager.manual_seed(1)
+            out.append((run(*args), state()))
+    _same(want, got)
+
+
+@pytest.mark.parametrize("case,graphs,breaks,tg,tb", AS_TORCH, ids=AS_IDS)
+def test_counts_as_torch_torch_counts(case, graphs, breaks, tg, tb):
+    check_torch_counts(case, tg, tb)
+
+
 CASES = [
     (half_rotary_gain, 1, 0, 1, 0),
     (flat_view_bias, 1, 0, 1, 0),
