@@ -319,6 +319,9 @@ class LazyItems(Mapping):
 class LazyDictVariable(DictVariable):
     """A `dict` read from a source whose `items` are a `LazyItems`: guarded on what is read."""
 
+    ordered = False  # (DictVariable's fields for dicts the code made: a read one is neither)
+    default_factory = None
+
     def __init__(self, og: OutputGraph, value: dict, source: str):
         self._items: dict | LazyItems = LazyItems(og, value, source)
         self.source = source
