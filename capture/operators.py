@@ -140,14 +140,20 @@ def _identity_equality(tx, symbol: str, a, b) -> ConstantVariable | None:
         return None
     for v in (a, b):
         if isinstance(v, ObjectVariable):
-            if v.source is None or not _folds_equality(v.value):
+            if not _folds_equality(v.value) or v.source is None and not _plain_class(v.value):
                 return None
-        elif not (v.is_constant() and type(v.value) in _PLAIN):
+        elif not (v.is_constant() and (type(v.value) in _PLAIN or _plain_class(v.value))):
             return None
     for v in (a, b):
-        if isinstance(v, ObjectVariable):
+        if isinstance(v, ObjectVariable) and v.source is not None:
             tx.out.guards.identity(v.source, v.value, type(v.value).__name__)
     return ConstantVariable((a.value == b.value) == (symbol == "=="))
+
+
+def _plain_class(value) -> bool:
+    """A class whose metaclass compares by identity (`type(m) == nn.Linear` in an init
+    function; `type(m)` of a guarded object is a constant)."""
+    return isinstance(value, type) and type(value).__eq__ is object.__eq__
 
 
 def _folds_equality(value) -> bool:

@@ -19,6 +19,8 @@ import eager
 def _flat(v):
     if isinstance(v, (list, tuple)):
         return [type(v).__name__] + [x for item in v for x in _flat(item)]
+    if isinstance(v, dict):
+        return [type(v).__name__] + [x for k in v for x in [k] + _flat(v[k])]
     if isinstance(v, eager.Tensor):
         return [v.detach()]
     return [v]
@@ -265,3 +267,51 @@ def test_nonlocal_counter_entries():
     outs = [compiled(*a)[1] for a in calls]
     assert outs == [1, 2, 3, 4] and state() == [4, 0.0625]
     assert len(compiled.__wick_compiled__.entries) <= 3  # static, then count (and scale) dynamic
+
+
+# ---------------------------------------------------------------- a dict read from the frame
+
+
+def params_dict_isinstance(torch):
+    """The per-sample-gradients tutorial passes `params = {k: v.detach() ...}` into the
+    compiled code; `isinstance(params, dict)` on that dict crashed the capture
+    (AttributeError 'LazyDictVariable' ... 'default_factory': 0 graphs)."""
+    params = {"w": rand(torch, 3, seed=2), "b": rand(torch, 3, seed=3)}
+
+    def fn(x):
+        assert isinstance(params, dict)
+        return {k: v * x for k, v in params.items()}, len(params)
+
+    return fn, (rand(torch, 3),), lambda: []
+
+
+def test_read_dict_type_queries():
+    check_like_eager(params_dict_isinstance, 1, 0, _same)
+    check_torch_counts(params_dict_isinstance, 1, 0)
+
+
+# ---------------------------------------------------------------- type(m) == nn.Linear
+
+
+def apply_init_weights(torch):
+    """The nn tutorial's `net.apply(init_weights)` with `if type(m) == nn.Linear:` under
+    @torch.no_grad(): `==` of two classes was a break (torch.compile: 1/0)."""
+    nn = torch.nn
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2))
+
+    @torch.no_grad()
+    def init_weights(m):
+        if type(m) == nn.Linear:
+            m.weight.fill_(1.0)
+            m.bias.zero_()
+
+    def fn(x):
+        net.apply(init_weights)
+        return net(x), type(net[1]) != nn.ReLU
+
+    return fn, (rand(torch, 3, 2),), lambda: list(net.parameters())
+
+
+def test_class_equality_folds():
+    check_like_eager(apply_init_weights, 1, 0, _same)
+    check_torch_counts(apply_init_weights, 1, 0)
