@@ -315,3 +315,27 @@ def apply_init_weights(torch):
 def test_class_equality_folds():
     check_like_eager(apply_init_weights, 1, 0, _same)
     check_torch_counts(apply_init_weights, 1, 0)
+
+
+# ---------------------------------------------------------------- torch._dynamo
+
+
+def dynamo_reset_graph_break(torch):
+    """torch.compile's tutorial calls `torch._dynamo.reset()` before compiling and
+    `torch._dynamo.graph_break()` to show a break (eager had no `_dynamo`: AttributeError)."""
+    torch._dynamo.reset()
+
+    def fn(x):
+        y = torch.sin(x) + torch.cos(x)
+        torch._dynamo.graph_break()
+        return y * 2
+
+    return fn, (rand(torch, 4),), lambda: []
+
+
+def test_dynamo_module_helpers():
+    check_like_eager(dynamo_reset_graph_break, 2, 1, _same)
+    check_torch_counts(dynamo_reset_graph_break, 2, 1)
+    fn, args, _ = dynamo_reset_graph_break(eager)
+    ex = eager._dynamo.explain(fn)(*args)
+    assert (ex.graph_count, ex.graph_break_count) == (2, 1)
