@@ -6,7 +6,8 @@ builtin that a library file does not shadow, `D.int64`, `F.layer_norm` as `nn.La
 sees it) is part of the library, not of the user's program. Such a guard term - one whose every
 source is a library module or a library module's globals, reading no parameter, cell, user
 global or builtin - is not checked on every call. Instead each library module that such terms
-read gets `_Watched` as its class, whose `__setattr__`/`__delattr__` bump one counter
+read gets `_Watched` as its class (and so does a library module a term reaches through
+another, as `F` in `G_activation['F'].gelu`), whose `__setattr__`/`__delattr__` bump one counter
 (`VERSION`): monkeypatching (`F.gelu = my_gelu`, `setattr(eager.nn.losses, ...)`,
 `unittest.mock.patch`) and importing a new submodule (which sets an attribute on its package) go
 through them. A cache entry's guard checks `VERSION` against the value it last saw (one
@@ -96,7 +97,20 @@ def _is_library_term(node, ns: dict, params: set) -> bool:
     names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - _BUILTINS
     if not roots or names & params or not names <= ns.keys():
         return False
-    return all(library_module(ns[r]) is not None for r in roots)
+    if not all(library_module(ns[r]) is not None for r in roots):
+        return False
+    return all(_owner_watched(n.value, ns) for n in ast.walk(node)
+               if isinstance(n, ast.Attribute) and not isinstance(n.value, ast.Name))
+
+
+def _owner_watched(owner, ns: dict) -> bool:
+    """An attribute read off a value the term reaches (`G_act['F'].gelu`): when that value is
+    a module, writes to it must count too (it is watched), else the term stays per call."""
+    try:
+        value = eval(compile(ast.Expression(owner), "<library term>", "eval"), ns)  # noqa: S307
+    except Exception:  # noqa: BLE001 (not evaluable here: checked on every call instead)
+        return False
+    return not isinstance(value, types.ModuleType) or library_module(value) is not None
 
 
 def split(terms: list, ns: dict, params: set) -> tuple[list, list]:
