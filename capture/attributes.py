@@ -15,7 +15,7 @@ import types
 from eager import Tensor, device
 from ir.dtypes import DType, to_dtype
 
-from . import dict_objects, dynamic, made_modules, objects
+from . import dict_objects, dynamic, local_generators, made_modules, objects
 from .recording import call_op
 from .variables import (
     ConstantMethodVariable,
@@ -228,6 +228,8 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         return super_attr(tx, obj, name)
     if isinstance(obj, made_modules.MadeModuleVariable):
         return made_modules.get_attr(tx, obj, name)
+    if isinstance(obj, local_generators.LocalGeneratorVariable):  # `g.manual_seed`
+        return local_generators.get_attr(tx, obj, name)
     if isinstance(obj, UserObjectVariable) and obj.source is not None:
         stored = tx.out.side_effects.load_attr(obj.value, name)  # `self.n = ...` before
         if stored is not None:

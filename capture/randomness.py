@@ -72,6 +72,11 @@ def _generator(tx, fn, v):
 
     if v is None or isinstance(v, ConstantVariable) and v.value is None:
         return ER.default_generator
+    from .local_generators import template  # lazy: local_generators imports vocabulary
+
+    local = template(tx, fn, v)  # `g = torch.Generator().manual_seed(s)` made by the code
+    if local is not None:
+        return local
     if isinstance(v, ObjectVariable) and isinstance(v.value, ER.Generator) and v.source:
         tx.out.guards.identity(v.source, v.value, "___generator")
         return v.value
@@ -99,11 +104,11 @@ def _draw(tx, fn, gen, kind, size, dtype, args=(), operand=None) -> TensorVariab
         old_commit = rng[id(gen)][1]
         if old_commit is not None:  # only the last state is written back
             tx.out.graph.erase_node(old_commit)
-        commit = record(tx, REGISTRY["_rng_commit_"], (new_state,), {"stream": gen._stream},
-                        False)
+        commit = None if getattr(gen, "_wick_local", False) else record(  # (a local one: none)
+            tx, REGISTRY["_rng_commit_"], (new_state,), {"stream": gen._stream}, False)
     finally:
         tx.out.grad_enabled = prev
-    rng[id(gen)] = (new_state, commit.node)
+    rng[id(gen)] = (new_state, commit and commit.node)
     values.requires_grad = False
     return values
 

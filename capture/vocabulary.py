@@ -142,6 +142,9 @@ def _table() -> dict:
 
     _KEEP.append(Optimizer.zero_grad)  # `p.grad = None` per parameter: Python side effects
     table[id(Optimizer.zero_grad)] = ("eager.optim.Optimizer.zero_grad", zero_grad_rule)
+    from . import local_generators
+
+    local_generators.register(table, _KEEP)  # `torch.Generator().manual_seed(s)` in the frame
     from eager.distributions import kl_divergence
 
     from .objects import kl_rule

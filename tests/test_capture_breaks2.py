@@ -257,7 +257,7 @@ def test_hooks_run_in_backward_like_eager():
     np.testing.assert_allclose(sa[0], sb[0], rtol=1e-5)
 
 
-# ---------------------------------------------------------------- 4, 7. counts already torch's
+# ---------------------------------------------------------------- 4. local generators
 
 
 def local_generator_draws(torch):
@@ -284,6 +284,9 @@ def chained_local_generator(torch):
     return f, (_rand(torch, 2, 3),), lambda: [torch.rand(2)]
 
 
+# ---------------------------------------------------------------- 7. counts already torch's
+
+
 def accumulation_step(torch):
     """Gradient accumulation over two micro-batches inside one compiled train step
     (`loss.backward()` in a Python loop, then `opt.step()`): the parameters after each step
@@ -308,8 +311,6 @@ def accumulation_step(torch):
 # (case, wick's counts, torch's counts): wick runs the named calls eagerly where they are
 # (values and state as eager), with no more graphs or breaks than torch.compile
 AS_TORCH = [
-    (local_generator_draws, 1, 0, 1, 0),
-    (chained_local_generator, 1, 0, 2, 1),
     (accumulation_step, 1, 0, 1, 0),
 ]
 AS_IDS = [c[0].__name__ for c in AS_TORCH]
@@ -348,6 +349,8 @@ CASES = [
     (logits_clamped_without_grad, 1, 0, 1, 0),
     (config_fallbacks, 1, 0, 1, 0),
     (hooked_intermediates, 1, 0, 1, 0),
+    (local_generator_draws, 1, 0, 1, 0),
+    (chained_local_generator, 1, 0, 2, 1),
 ]
 
 IDS = [c[0].__name__ for c in CASES]
