@@ -86,6 +86,12 @@ def _constant_object(value, args: list, kwargs: dict):
     return None
 
 
+# trackers called through their own `call(tx, args, kwargs)`: `super().__setitem__(k, v)`,
+# `loss_fct(x, y)` of a module made in the frame, an object made in the frame with `__call__`
+CALLABLE_TRACKERS = (dict_objects.RawMethodVariable, made_modules.MadeModuleVariable,
+                     objects.NewObjectVariable)
+
+
 def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
     """The tracker of `fn(*args, **kwargs)`, recording ops or inlining; else a graph break."""
     from . import pycalls
@@ -130,7 +136,7 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
 
         if not kwargs:
             return make_super(tx, args)
-    if isinstance(fn, (dict_objects.RawMethodVariable, made_modules.MadeModuleVariable)):
+    if isinstance(fn, CALLABLE_TRACKERS):
         return fn.call(tx, args, kwargs)  # `super().__setitem__(k, v)`, `loss_fct(x, y)`
     if isinstance(fn, UserObjectVariable):
         value = fn.value

@@ -53,6 +53,17 @@ class NewObjectVariable(VariableTracker):
     def describe(self) -> str:
         return f"{self.cls.__qualname__} object made by the code"
 
+    def call(self, tx, args: list, kwargs: dict) -> VariableTracker:
+        """`obj(*args)`: its class's `__call__` inlined on it (`t.inv(y)`: an
+        `_InverseTransform` a distribution made)."""
+        call = next((c.__dict__["__call__"] for c in self.cls.__mro__[:-1]
+                     if "__call__" in c.__dict__), None)
+        if not isinstance(call, types.FunctionType):
+            raise tx.unsupported(f"call to {self.describe()}")
+        from .calls import inline
+
+        return inline(tx, FunctionVariable(call, None, self_var=self), args, kwargs)
+
 
 def constructible(cls) -> bool:
     """True for a class whose call capture models as a new plain object (module doc)."""
@@ -132,6 +143,11 @@ def get_attr(tx, obj: NewObjectVariable, name: str) -> VariableTracker:
     if isinstance(attr, _PLAIN_CONSTANTS) or isinstance(attr, tuple) and \
             all(isinstance(x, _PLAIN_CONSTANTS) for x in attr):
         return ConstantVariable(attr)
+    if obj.cls.__module__.startswith(DISTRIBUTIONS) and \
+            type(attr).__module__.startswith(DISTRIBUTIONS):  # `t.codomain`: a constraint
+        from .variables import UserObjectVariable
+
+        return UserObjectVariable(attr, tx.out.guards.name_for(attr, "___dist_attr"))
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()} ({type(attr).__name__} of "
                          "its class)")
 

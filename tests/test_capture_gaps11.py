@@ -149,13 +149,39 @@ def vmap_per_sample(torch):
                     _rand(torch, 3, seed=3)), lambda: []
 
 
+def transformed_distributions(torch):
+    """LogNormal, a TransformedDistribution of Normal by Affine then Exp transforms (log_prob,
+    cdf, icdf, rsample-free), and a callable object the code makes (`Scale(2.0)(x)`): a
+    transform's class-level constraint (`t.codomain.event_dim`) and the `_InverseTransform`
+    call `t.inv(y)` were breaks (torch.compile: 1/0)."""
+    D = torch.distributions
+
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        def __call__(self, x):
+            return x * self.k
+
+    def f(mu, y, p):
+        ln = D.LogNormal(mu, 0.5)
+        td = D.TransformedDistribution(D.Normal(mu, 1.0),
+                                       [D.AffineTransform(0.5, 2.0), D.ExpTransform()])
+        return (ln.log_prob(y), td.log_prob(y), td.cdf(y), td.icdf(p), ln.mean,
+                Scale(2.0)(y))
+
+    return f, (_rand(torch, 5), _rand(torch, 5, seed=2).abs() + 0.1,
+               torch.tensor([0.1, 0.3, 0.5, 0.7, 0.9])), lambda: []
+
+
 CASES = [
     (fcos_range_index, 1, 0, 1, 0),
     (fft_lowpass_rfftfreq, 1, 0, 1, 0),
     (stft_spectral_loss, 1, 0, 1, 0),
     (flow_base_distribution, 1, 0, 1, 0),
     (monte_carlo_manual_seed, 1, 0, 3, 2),
-    (vmap_per_sample, 1, 0, 1, 0),  # (torch: manual_seed is a skipped function)
+    (vmap_per_sample, 1, 0, 1, 0),
+    (transformed_distributions, 1, 0, 1, 0),  # (torch: manual_seed is a skipped function)
 ]
 
 IDS = [c[0].__name__ for c in CASES]
