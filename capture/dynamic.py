@@ -179,6 +179,10 @@ class SizeVariable(ConstantVariable):
         """`shape[i]` (an int) or `shape[a:b]`."""
         n = len(self.t.meta.shape)
         dims = range(n)[i] if isinstance(i, slice) else (range(n)[i],)
+        if not isinstance(i, slice):  # a dynamic size: compared with another, checked
+            size = symints().size_item(self.tx, self.t, dims[0])  # per specialisation
+            if size is not None:
+                return size
         check_read(self.tx, self.t, dims)
         from eager.tensor import Size
 
@@ -202,6 +206,9 @@ def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: st
         env[ph] = TensorVariable(node, meta, False)
     tx = ShadowTx(None, g, numbers or {})
     for e in tape:
+        if type(e) is not TapeEntry:  # `symints.SizeCheck`: raises where Python would
+            e.check(env)  # have decided otherwise (the call then runs eagerly)
+            continue
         ins = tuple(env[x] if isinstance(x, Node) else x for x in e.inputs)
         if any(isinstance(x, Node) and x not in env for x in e.inputs):
             continue  # an op on a value the graph never saw (dead code of a break)
@@ -443,6 +450,9 @@ def number_compare(tx, symbol: str, a, b):
             return v.value, repr(v.value)
         return None
 
+    same = symints().size_compare(tx, symbol, a, b)  # `k.shape[-2] != v.shape[-2]`
+    if same is not None:
+        return same
     if symbol not in _COMPARE or not any(isinstance(v, SymNumberVariable) for v in (a, b)):
         return None
     sa, sb = side(a), side(b)

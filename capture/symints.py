@@ -355,3 +355,68 @@ def unsqueezed(F, val, basic: list, squeeze: list):
     for d in squeeze:
         val = F.unsqueeze(val, d)
     return val
+
+
+class SymSizeVariable(ConstantVariable):
+    """`t.shape[d]` where the size depends on a dynamic int or dim (its shadow differs):
+    compared for equality with another such size it is checked again at every
+    specialisation (`SizeCheck`); any other use reads `.value` and specialises."""
+
+    unfolded = True
+
+    def __init__(self, tx, t, d: int):
+        self.tx, self.t, self.d, self.source = tx, t, d, None
+        self.number = t.meta.shape[d]
+
+    @property
+    def value(self):
+        from .dynamic import check_read
+
+        check_read(self.tx, self.t, (self.d,))
+        return self.number  # (not reached: the size differs in the shadow)
+
+    def python_type(self) -> type:
+        return int
+
+    def describe(self) -> str:
+        return f"size {self.d} of {self.t.describe()}"
+
+
+def size_item(tx, t, d: int):
+    """The tracker of `t.shape[d]` when that size is dynamic, else None."""
+    sh = t.shadow
+    if sh is None or sh.meta.shape[d] == t.meta.shape[d] or \
+            getattr(tx.out, "tape", None) is None:
+        return None
+    return SymSizeVariable(tx, t, d)
+
+
+class SizeCheck:
+    """A tape entry: sizes `a` and `b` ((node, dim)) were equal (`equal`) when Python
+    compared them at capture; a replay where they are not raises, and the call runs eagerly
+    (the branch Python took would be wrong there)."""
+
+    def __init__(self, a, b, equal: bool):
+        self.a, self.b, self.equal = a, b, equal
+
+    def check(self, env: dict) -> None:
+        def size(side):
+            node, d = side
+            if node not in env:
+                raise RuntimeError("a compared size is not on the tape")
+            return env[node].meta.shape[d]
+
+        if (size(self.a) == size(self.b)) != self.equal:
+            raise RuntimeError("a size comparison that the capture took differs here")
+
+
+def size_compare(tx, symbol: str, a, b):
+    """`a == b` / `a != b` of two dynamic sizes: the capture's answer, checked again at every
+    specialisation (`SizeCheck`), as torch evaluates `s0 == s0` without a guard. None: not
+    this form."""
+    if symbol not in ("==", "!=") or type(a) is not SymSizeVariable or \
+            type(b) is not SymSizeVariable:
+        return None
+    equal = a.number == b.number
+    tx.out.tape.append(SizeCheck((a.t.node, a.d), (b.t.node, b.d), equal))
+    return ConstantVariable(equal == (symbol == "=="))

@@ -3,7 +3,7 @@
 GPT-style decoding as users write it: `model(tok, pos)` with `pos` a Python int that changes
 every call, used as slice bounds of cache writes and reads, of a causal mask and of rotary
 tables, as `narrow`'s length, and as `arange(pos, pos + T)` for `index_copy_` / index stores
-(gpt-fast's form). torch.compile marks `pos` dynamic at its second value and keeps 2 cache
+(gpt-fast's form), and SDPA over the sliced caches. torch.compile marks `pos` dynamic at its second value and keeps 2 cache
 entries over a decode loop; wick must keep <= 2 entries, run every step compiled, and match
 wick eager at each step in the logits and in the caches (the write-back). Edge cases: empty
 slices, bounds past the end of the cache, negative positions (Python's slice semantics), and
@@ -21,7 +21,7 @@ import eager
 
 B, H, D, MAX, V = 1, 2, 8, 64, 32
 C = H * D
-VARIANTS = ("slice", "index_copy", "index_set", "rope", "mask", "narrow")
+VARIANTS = ("slice", "index_copy", "index_set", "rope", "mask", "narrow", "sdpa")
 
 
 def gpt(lib, variant: str):
@@ -64,6 +64,10 @@ def gpt(lib, variant: str):
             else:
                 keys = self.k_cache[:, :, :pos + t]
                 vals = self.v_cache[:, :, :pos + t]
+            if variant == "sdpa":  # (its shape checks compare the cache's sizes)
+                y = F.scaled_dot_product_attention(
+                    q, keys, vals, attn_mask=self.mask[:, :, pos:pos + t, :pos + t] > 0)
+                return y.transpose(1, 2).reshape(b, t, C)
             att = (q @ keys.transpose(-2, -1)) * (1.0 / D ** 0.5)
             if variant == "mask":
                 att = att.masked_fill(self.mask[:, :, pos:pos + t, :pos + t] == 0,
@@ -317,3 +321,19 @@ def test_int_index_of_a_position(positions, entries):
     assert len(cf.entries) <= entries
     with pytest.raises(IndexError, match="out of bounds"):
         compiled(got_cache, eager.ones(6), 6)
+
+
+def test_a_size_comparison_is_checked_at_every_position():
+    """`x.shape[0] == y.shape[0]` of two position-dependent sizes: the capture's answer holds
+    at pos 10 only; other positions find it false again and run eagerly (never the branch
+    the capture took)."""
+    def f(a, pos):
+        x, y = a[:pos], a[:20 - pos]
+        return x.sum() + 1 if x.shape[0] == y.shape[0] else x.sum() - 1
+
+    a = eager.randn(64)
+    compiled = capture.compile(f)
+    for pos in (1, 10, 4, 10, 7, 10):
+        close(compiled(a, pos).numpy(), f(a, pos).numpy())
+    cf = compiled.__wick_compiled__
+    assert cf.dynamic_numbers == {"pos"} and len(cf.entries) == 2 and cf.eager_runs == 2
