@@ -19,9 +19,10 @@ _worker: list = []    # the live worker thread, if any
 
 def start(key, render, name: str, argc: int) -> jit.Pending:
     """The compile of `render(symbol) -> LLVM IR` (argc pointer arguments and the task range
-    lo, hi) under `key`, queued on first sight. One worker thread compiles the queue in
-    order (a thread per kernel made eight LLVM compiles race the graph's own on two cores);
-    with `WICK_COMPILE_THREADS=1`, compiled before this returns."""
+    lo, hi) under `key`, queued on first sight for one worker thread that compiles the
+    queue in order once `kick`ed (a thread per kernel made eight LLVM compiles race the
+    graph's own on two cores); with `WICK_COMPILE_THREADS=1`, compiled before this
+    returns."""
     with _lock:
         pending = _kernels.get(key)
         if pending is not None:
@@ -29,12 +30,18 @@ def start(key, render, name: str, argc: int) -> jit.Pending:
         pending = _kernels[key] = jit.Pending()
         if emit.threads_wanted() > 1:
             _queue.append(((render, name, argc), pending))
-            if not _worker:
-                _worker.append(threading.Thread(target=_work, name="wick-direct-jit"))
-                _worker[0].start()
             return pending
     _compile((render, name, argc), pending)
     return pending
+
+
+def kick() -> None:
+    """Start the worker on the queued kernels (on a step's first run, not when its graph is
+    compiled: the graph's own kernels compile first, without a thread racing them)."""
+    with _lock:
+        if _queue and not _worker:
+            _worker.append(threading.Thread(target=_work, name="wick-direct-jit"))
+            _worker[0].start()
 
 
 def _compile(job, pending: jit.Pending) -> None:
@@ -60,6 +67,7 @@ def _work() -> None:
 
 def wait(pending: jit.Pending):
     """The compiled kernel's ctypes function, waiting for its compile."""
+    kick()
     pending._done.wait()
     if isinstance(pending.result, Exception):
         raise pending.result
@@ -78,6 +86,7 @@ def factory(pending: jit.Pending, library, out: int, ins: tuple, fn):
             kernel = state[0]
             if kernel is None:
                 if not pending.done() or isinstance(pending.result, Exception):
+                    kick()
                     return fallback(env)
                 kernel = state[0] = pending.result.cfunc
             env[out] = fn(kernel, *[env[i] for i in ins])
