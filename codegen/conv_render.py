@@ -1,14 +1,16 @@
 """LLVM IR of direct 2-D convolution kernels on channels-last float32 arrays (a template, as
 Inductor's and oneDNN's register-blocked convolutions): no im2col matrix, no BLAS.
 
-`render_conv(symbol, geo)`: y (N, OH, OW, O) = the convolution of a padded channels-last xh
-(N, Hp, Wp, C) with a weight packed as (KH, KW, C, O). One task is one batch sample's block
+`render_conv(symbol, geo)`: y = the convolution of a padded channels-last xh (N, Hp, Wp, C)
+with a weight packed as (KH, KW, C, O), stored (N, OH, OW, O), or (N, O, OH, OW) with
+`geo.nchw` (each tile transposed in registers first). One task is one batch sample's block
 of R output rows; per task, tiles of R rows x JB pixels x VB vectors of 16 output channels
 are accumulated in registers (R * JB * VB <= 24 vectors: the register file of AVX-512 holds
 32) over the kernel offsets and input channels: per (offset, channel) VB weight vectors are
 loaded and each pixel's input broadcast and fused-multiply-added, then the tile is stored.
 On a 2-core Zen 5 the small CNN's 16 -> 32 channel 3x3 convolution of 64 8x8 images runs at
-~240 GFLOP/s on one thread (BLAS on its AVX2 kernels: ~110, plus the im2col copy).
+240-270 GFLOP/s on one thread, about the FMA peak (numpy's BLAS on the AVX2 kernels this
+environment forces: ~110, plus the im2col copy).
 
 `render_weight_grad(symbol, geo)`: dw (KH * KW, C, O) = sum over samples and output pixels of
 g (channels-last, read at an offset inside a padded copy) times the input windows. One task
