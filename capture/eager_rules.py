@@ -377,9 +377,11 @@ def _members_rule(tx, fn, args, kwargs):
 
 def _train_rule(tx, fn, args, kwargs):
     """`model.train()` / `model.train(mode)` / `model.eval()` of a module read from the frame:
-    each module's flag (as the frame left it so far, else its value guarded) that differs
-    from `mode` is an attribute store (`sideeffects`: later reads see it, it is set after the
-    graph), as Dynamo inlines `Module.train`'s `self.training = mode`."""
+    each module's flag is an attribute store of `mode` (`sideeffects`: later reads see it, it
+    is set after the graph), as Dynamo inlines `Module.train`'s `self.training = mode`; only a
+    flag this frame already set to `mode` is not stored again. The current flags are not
+    read (nor guarded): a script that calls `model.eval()` in its compiled eval step keeps one
+    cache entry, whatever mode the model was in before."""
     mod = args[0] if args else None
     src = getattr(mod, "source", None)
     if src is None or not hasattr(getattr(mod, "value", None), "_modules"):
@@ -399,15 +401,10 @@ def _train_rule(tx, fn, args, kwargs):
     effects = tx.out.side_effects
     for _, m, s in _walk(tx, mod.value, src, True):
         stored = effects.load_attr(m, "training")
-        if stored is None:
-            flag = m.training
-            tx.out.guards.add(f"{s}.training is {flag}")
-        elif isinstance(stored, ConstantVariable):
-            flag = stored.value
-        else:
+        if stored is not None and not isinstance(stored, ConstantVariable):
             raise vocabulary.no_graph_form(tx, fn, "a training flag the code set to "
                                            f"{stored.describe()}")
-        if flag is not mode:
+        if stored is None or stored.value is not mode:
             store_attr(tx, tx.out.wrap(m, s), "training", ConstantVariable(mode))
     return mod
 

@@ -339,3 +339,42 @@ def test_dynamo_module_helpers():
     fn, args, _ = dynamo_reset_graph_break(eager)
     ex = eager._dynamo.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (2, 1)
+
+
+# ---------------------------------------------------------------- model.eval() in the step
+
+
+def eval_inside_step(torch):
+    """`model.eval()` then `with torch.inference_mode():` inside the compiled evaluation (the
+    "learn PyTorch" course): the model starts in train mode, the first call leaves it in eval
+    mode; the current flags were guarded, so the second call recompiled (2 entries, torch: 1)."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2))
+
+    def fn(x):
+        model.eval()
+        with torch.inference_mode():
+            y = model(x)
+        return y, model.training, model[1].training
+
+    x = rand(torch, 5, 4)
+    return fn, (x,), lambda: [model.training, model[2].training] + list(model.buffers()), \
+        [(x,)] * 3
+
+
+def test_eval_inside_step_one_entry():
+    import capture
+
+    check_like_eager(eval_inside_step, 1, 0, _same)
+    check_torch_counts(eval_inside_step, 1, 0)
+    fn, args, state, calls = eval_inside_step(eager)
+    capture.reset()
+    compiled = capture.compile(fn)
+    for a in calls:
+        compiled(*a)
+    assert len(compiled.__wick_compiled__.entries) == 1 and state()[:2] == [False, False]
+    model = next(c.cell_contents for c in fn.__closure__
+                 if isinstance(c.cell_contents, eager.nn.Module))
+    model.train()  # back in train mode before a call: still the same entry
+    compiled(*args)
+    assert len(compiled.__wick_compiled__.entries) == 1 and state()[:2] == [False, False]
