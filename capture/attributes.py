@@ -230,6 +230,10 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         return made_modules.get_attr(tx, obj, name)
     if isinstance(obj, local_generators.LocalGeneratorVariable):  # `g.manual_seed`
         return local_generators.get_attr(tx, obj, name)
+    if getattr(obj, "mapping", None) is not None and isinstance(obj, UserObjectVariable):
+        method = dict_objects.get_attr(tx, obj, name)  # `out.keys()` of a ModelOutput input
+        if method is not None:
+            return method
     if isinstance(obj, UserObjectVariable) and obj.source is not None:
         stored = tx.out.side_effects.load_attr(obj.value, name)  # `self.n = ...` before
         if stored is not None:

@@ -20,7 +20,7 @@ from eager.grad_mode import is_grad_enabled
 from ir import Graph
 from ir.dtypes import DType
 
-from . import autocast, dynamic, pycalls
+from . import autocast, dict_objects, dynamic, pycalls
 from .guards import GuardSet, is_literal
 from .sideeffects import SideEffects
 from .transform import GradRestore, ResumeIter
@@ -110,7 +110,12 @@ class OutputGraph:
         if type(value).__module__ == "builtins" or not hasattr(value, "__dict__") or \
                 type(value).__module__.split(".")[0] == "numpy":
             return UnknownVariable(value, source)
-        return UserObjectVariable(value, source)
+        var = UserObjectVariable(value, source)
+        if dict_objects.dict_base(type(value)) is not None:  # a ModelOutput after a break
+            var.cls = type(value)  # its items read raw (`dict.copy`: no user code), lazily
+            raw = f"{self.guards.name_for(dict.copy, '___dict_copy')}({source})"
+            var.mapping = LazyDictVariable(self, dict.copy(value), raw)
+        return var
 
     def _wrap_tensor(self, value: Tensor, source: str) -> TensorVariable:
         """A graph input (placeholder) guarded on its metadata; dynamic dims get a shadow."""

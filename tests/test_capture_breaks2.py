@@ -9,6 +9,10 @@ require grad are also checked for eager's gradients (`GRAD_CASES`).
 
 from __future__ import annotations
 
+import dataclasses
+from collections import OrderedDict
+from typing import Optional
+
 import numpy as np
 import pytest
 from capture_cases import check_like_eager, check_torch_counts, same
@@ -201,6 +205,84 @@ def config_fallbacks(torch):
     return m, (_rand(torch, 3, 4),), lambda: []
 
 
+# ---------------------------------------------------------------- 2. ModelOutput across a break
+
+
+class _ModelOutput(OrderedDict):
+    """HF's ModelOutput pattern: a dataclass that is also an OrderedDict of its non-None
+    fields, `out["name"]` through `dict(self.items())`, `out[0]` through `to_tuple()`."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                self[f.name] = v
+
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            return dict(self.items())[k]
+        return self.to_tuple()[k]
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class _LMOutput(_ModelOutput):
+    loss: Optional[object] = None
+    logits: Optional[object] = None
+    hidden_states: Optional[tuple] = None
+
+
+def _lm(torch):
+    nn = torch.nn
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(6, 8)
+            self.fc2 = nn.Linear(8, 3)
+
+        def forward(self, x):
+            h = torch.tanh(self.fc1(x))
+            logits = self.fc2(h)
+            return _LMOutput(loss=logits.pow(2).mean(), logits=logits, hidden_states=(x, h))
+
+    return LM()
+
+
+def model_output_after_print(torch):
+    """A HF-style output built by the model, a `print` (a break, as in torch.compile), then
+    its fields read by attribute, by key, by position and through `keys()`/`len`/`in`."""
+    m = _lm(torch)
+
+    def run(x):
+        out = m(x)
+        print("step", tuple(out.logits.shape))
+        extra = out["hidden_states"][1].sum() if "hidden_states" in out else 0.0
+        return out.logits * 2 + extra, out[0], len(out), list(out.keys()), out
+
+    return run, (_rand(torch, 4, 6),), lambda: []
+
+
+def model_output_item_branch(torch):
+    """An output's loss read with `.item()` to pick a Python branch (a break, as in
+    torch.compile), the fields read after it (`out["loss"]`, `out.to_tuple()`, items)."""
+    m = _lm(torch)
+
+    def run(x):
+        out = m(x)
+        scale = 2.0 if out.loss.item() > 0.1 else 0.5
+        pairs = [(k, v) for k, v in out.items() if k != "hidden_states"]
+        return out["logits"] * scale, out["loss"], out.to_tuple()[1], pairs
+
+    return run, (_rand(torch, 4, 6),), lambda: []
+
+
 # ---------------------------------------------------------------- 3. gradient hooks
 
 
@@ -349,6 +431,8 @@ CASES = [
     (logits_clamped_without_grad, 1, 0, 1, 0),
     (config_fallbacks, 1, 0, 1, 0),
     (hooked_intermediates, 1, 0, 1, 0),
+    (model_output_after_print, 2, 1, 2, 1),
+    (model_output_item_branch, 2, 1, 2, 1),
     (local_generator_draws, 1, 0, 1, 0),
     (chained_local_generator, 1, 0, 2, 1),
 ]
@@ -394,3 +478,14 @@ def test_gradients_like_eager(case):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", [model_output_after_print, model_output_item_branch],
+                         ids=["print", "item"])
+def test_model_output_reads_after_the_break_are_in_the_graph(case):
+    """The only break is the named one (print / .item()): the output's reads after it are in
+    the resumed graph (they were eager sites: subscript, len, keys of the object)."""
+    fn, args, *_ = case(eager)
+    capture.reset()
+    ex = capture.explain(fn)(*args)
+    assert len(ex.unique_break_reasons) == 1, str(ex)
