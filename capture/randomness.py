@@ -26,7 +26,8 @@ Dropout's mask is an ordinary value of the graph: its backward multiplies by the
 as eager's.
 
 Named breaks: `out=`, `requires_grad=True`, a device other than the CPU, `normal` with tensor
-mean/std, a generator that is not an argument or global, and graphs with dynamic shapes.
+mean/std, a generator that is not an argument or global, and graphs with dynamic shapes
+(automatic-dynamic numbers elsewhere in the graph are fine: a draw's size must be static).
 Touches `eager.random` (calls the sampler once at capture for its errors and meta), `ir` and
 `capture`.
 """
@@ -113,12 +114,18 @@ def _draw(tx, fn, gen, kind, size, dtype, args=(), operand=None) -> TensorVariab
     return values
 
 
+def _static(shape) -> bool:
+    """Every size a plain int: automatic-dynamic numbers (`self.steps += 1`) elsewhere in the
+    graph leave the draw alone; a size that follows one (a SymInt) does not."""
+    return all(type(d) is int for d in shape)
+
+
 def sampler_rule(tx, fn, args, kwargs):
     """The capture rule of eager's samplers (see the module docstring)."""
     from .vocabulary import _const, no_graph_form
 
     name = fn.__name__
-    if tx.out.dynamic_inputs or tx.out.dynamic_numbers:
+    if tx.out.dynamic_inputs:
         raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
     try:
         ba = inspect.signature(fn).bind(*args, **kwargs)
@@ -132,6 +139,8 @@ def sampler_rule(tx, fn, args, kwargs):
         tensor = a.pop(first)
         if not isinstance(tensor, TensorVariable):
             raise no_graph_form(tx, fn, "the input is not a traced tensor")
+        if not _static(tensor.meta.shape):  # (a size from an automatic-dynamic number)
+            raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
     for k in ("mean", "std"):
         if isinstance(a.get(k), TensorVariable):
             raise no_graph_form(tx, fn, "tensor mean or std")
@@ -200,7 +209,7 @@ def inplace_sampler_rule(tx, fn, args, kwargs):
     from .recording import inplace
     from .vocabulary import no_graph_form
 
-    if tx.out.dynamic_inputs or tx.out.dynamic_numbers:
+    if tx.out.dynamic_inputs:
         raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
     name = fn.__name__
     formula = INVERSE_CDF.get(name)
@@ -221,6 +230,8 @@ def inplace_sampler_rule(tx, fn, args, kwargs):
     gen = _generator(tx, fn, a.pop("generator", None))
     if not isinstance(t, TensorVariable):
         raise no_graph_form(tx, fn, "self is not a traced tensor")
+    if not _static(t.meta.shape):
+        raise no_graph_form(tx, fn, "random ops in a graph with dynamic shapes")
     dt = t.meta.dtype
     if t.meta.device != "cpu" or dt.is_complex or not dt.is_floating_point and \
             name not in ("bernoulli_", "random_"):

@@ -231,3 +231,39 @@ def test_vmap_break_inside_and_size_error_as_eager():
     assert [b.reason for b in ex.unique_break_reasons] == ["call to builtin float"], str(ex)
     with pytest.raises(ValueError, match="same size"):
         capture.compile(f)(x, _rand(eager, 2, 4))
+
+
+def test_random_draw_beside_an_automatic_dynamic_number():
+    """A Metropolis sampler counts `self.accepted += 1` (an automatic-dynamic number from the
+    second call on) and draws with randn_like/rand: the draws stay in the graph (they were a
+    break, "random ops in a graph with dynamic shapes", from the second capture on); results,
+    the counter and the generator follow eager call after call."""
+    nn = eager.nn
+
+    class Sampler(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.accepted = 0
+
+        def forward(self, x):
+            prop = x + 0.5 * eager.randn_like(x)
+            accept = eager.rand(x.shape[0]) < 0.5
+            self.accepted += 1
+            return eager.where(accept.unsqueeze(-1), prop, x)
+
+    runs = []
+    for compiled in (False, True):
+        capture.reset()
+        m = Sampler()
+        fn = capture.compile(m) if compiled else m
+        out = []
+        for i in range(4):
+            eager.manual_seed(i)
+            out.append((fn(_rand(eager, 3, 2)).numpy(), m.accepted, eager.rand(1).item()))
+        runs.append(out)
+        if compiled:
+            entries = [e for cf in capture.registry.COMPILED for e in cf.entries]
+            assert len(entries) == 2 and all(e.break_reason is None for e in entries)
+    for (a, n1, r1), (b, n2, r2) in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+        assert (n1, r1) == (n2, r2)
