@@ -142,12 +142,15 @@ def PUSH_EXC_INFO(self, inst):
     self.exc_info.append(exc.value)
 
 
-def _classes(v) -> tuple:
+def _classes(v, exc) -> tuple:
+    """The classes of an except clause; `except Exception:` only for the user's own raise
+    (any other exception met there may be capture's own)."""
     items = v.items if isinstance(v, TupleVariable) else [v]
     out = []
     for x in items:
         cls = getattr(x, "value", None)
-        if not (isinstance(cls, type) and issubclass(cls, BaseException)) or cls in BROAD:
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)) or \
+                cls in BROAD and not getattr(exc, RAISED, False):
             raise HandlerAbort("an except clause capture does not model")
         out.append(cls)
     return tuple(out)
@@ -155,8 +158,8 @@ def _classes(v) -> tuple:
 
 @handler("CHECK_EXC_MATCH")
 def CHECK_EXC_MATCH(self, inst):
-    classes = _classes(self.pop())
-    exc = self.stack[-1].value
+    exc = self.stack[-2].value
+    classes = _classes(self.pop(), exc)
     if not isinstance(exc, classes):
         raise HandlerAbort("the exception does not match the except clause")
     self.push(ConstantVariable(True))

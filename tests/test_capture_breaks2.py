@@ -160,7 +160,8 @@ def config_fallbacks(torch):
     """A block reading optional settings through a helper that raises `ValueError` for a
     missing key (caught by the caller, which falls back to a default), a custom
     `ConfigError(KeyError)` raised two calls deep after some tensor work, caught with `as e`
-    and its message used, and a helper whose `raise` is not reached."""
+    and its message used, an `except Exception:` fallback, and a helper whose `raise` is not
+    reached."""
     nn = torch.nn
 
     def setting(cfg, key):
@@ -192,7 +193,11 @@ def config_fallbacks(torch):
                 shift = setting(self.cfg, "shift")
             except ValueError:
                 shift = 0.0
-            h = self.fc(x) * scale + shift
+            try:  # (a broad handler of the user's own raise)
+                bias = setting(self.cfg, "bias")
+            except Exception:
+                bias = -0.125
+            h = self.fc(x) * scale + shift + bias
             try:
                 h = activation(h, self.cfg.get("act", "swish"))
                 tag = "ok"
