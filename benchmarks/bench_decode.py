@@ -13,9 +13,11 @@ Reported per peer: the first decode's per-token time (compiles included: wick co
 specialisation per position, torch one dynamic graph), the steady per-token time of later
 decodes over the same positions (median over interleaved rounds, the peers alternating), and
 the cache entries after the first decode. The logits of every peer are checked against torch
-eager at the last step. torch is optional. BLAS and torch use one thread.
+eager at the last step. First decodes start from empty disk caches (temporary WICK_CACHE_DIR
+and TORCHINDUCTOR_CACHE_DIR) unless --warm-cache. torch is optional. BLAS and torch use one
+thread.
 
-    python benchmarks/bench_decode.py [--tokens N] [--rounds R] [--no-inductor]
+    python benchmarks/bench_decode.py [--tokens N] [--rounds R] [--no-inductor] [--warm-cache]
 """
 
 from __future__ import annotations
@@ -28,8 +30,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+if "--warm-cache" not in sys.argv:  # first decodes from empty disk caches (wick's, inductor's)
+    _CACHE = tempfile.mkdtemp(prefix="bench_decode_")
+    os.environ["WICK_CACHE_DIR"] = os.path.join(_CACHE, "wick")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_CACHE, "inductor")
 
 import numpy as np
 
@@ -162,6 +170,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=48)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--warm-cache", action="store_true")
     args = ap.parse_args()
     ps = peers(args)
     first, steady, last = {}, {k: [] for k in ps}, {}
