@@ -451,6 +451,7 @@ def _library_factory(node: Node, slot, xp=np):
         factory = conv_kernels.direct_factory(node, slot, factory)
         factory = plane_kernels.direct_factory(node, slot, factory)
         factory = plane_kernels.pool_factory(node, slot, factory)
+        factory = plane_kernels.row_factory(node, slot, factory)
     return factory
 
 

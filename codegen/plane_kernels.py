@@ -68,15 +68,23 @@ def render_gather(symbol: str, ty: str, plane: int, length: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_scatter_add(symbol: str, ty: str, plane: int, length: int) -> str:
-    """out[r] = 0, then out[r, idx[r, i]] += g[r, i] in order of i, over planes r in
-    [lo, hi): g and idx (R, length), out (R, plane)."""
+def render_scatter_add(symbol: str, ty: str, plane: int, length: int,
+                       onto: bool = False) -> str:
+    """out[r] = 0 (with `onto`: a copy of base[r]), then out[r, idx[r, i]] += g[r, i] in
+    order of i, over planes r in [lo, hi): g and idx (R, length), out and base (R, plane)."""
     out = [(f"define void @{symbol}(ptr noalias %g, ptr noalias %idx, ptr noalias %y, "
-            "ptr noalias %bad, i64 %lo, i64 %hi) {")]
+            "ptr noalias %bad, " + ("ptr noalias %base, " if onto else "")
+            + "i64 %lo, i64 %hi) {")]
     _loop_head(out, length, plane)
-    out += [f"  %zp = getelementptr {ty}, ptr %y, i64 %base_out",
-            f"  call void @llvm.memset.p0.i64(ptr %zp, i8 0, i64 {plane * _size(ty)}, i1 0)",
-            "  br label %elem", "elem:",
+    out.append(f"  %zp = getelementptr {ty}, ptr %y, i64 %base_out")
+    if onto:
+        out += [f"  %bp = getelementptr {ty}, ptr %base, i64 %base_out",
+                (f"  call void @llvm.memcpy.p0.p0.i64(ptr %zp, ptr %bp, i64 "
+                f"{plane * _size(ty)}, i1 0)")]
+    else:
+        out.append(f"  call void @llvm.memset.p0.i64(ptr %zp, i8 0, i64 "
+                   f"{plane * _size(ty)}, i1 0)")
+    out += ["  br label %elem", "elem:",
             "  %i = phi i64 [0, %plane], [%i1, %elem]",
             "  %b = phi i64 [%acc0, %plane], [%acc, %elem]",
             "  %o = add i64 %base_in, %i", "  %ip = getelementptr i64, ptr %idx, i64 %o",
@@ -89,7 +97,8 @@ def render_scatter_add(symbol: str, ty: str, plane: int, length: int) -> str:
             "  %miss = zext i1 %inside to i64", "  %miss1 = xor i64 %miss, 1",
             "  %acc = add i64 %b, %miss1"]
     _loop_tail(out, length, "%acc")
-    out.append("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
+    out.append("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)" if onto else
+               "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
     return "\n".join(out) + "\n"
 
 
@@ -149,6 +158,66 @@ def direct_factory(node: Node, slot, library):
         if bad[0]:  # an index outside its plane: the library impl decides (numpy's
             env = _Env({ins[0]: a, ins[1]: idx})   # IndexError, or a negative index's
             lib_run(env)                            # wrap-around), as eager
+            return env[out_slot]
+        return out
+
+    return direct.factory(pending, library, out_slot, ins, call)
+
+
+def _row_plan(node: Node):
+    """(kind, llvm type, numpy dtype, rows, row length, index length, arg nodes) of a 2-D
+    `gather` / `scatter_add` along dim 1 whose index has the input's rows, else None."""
+    name, args = node.target.name, node.args
+    if name not in ("gather", "scatter_add") or len(args) != (3 if name == "gather" else 4) \
+            or args[1] not in (1, -1) or node.kwargs.get("sparse_grad", False):
+        return None
+    metas = [_meta(a) for a in args[:1] + args[2:]]
+    if any(m is None or len(m.shape) != 2 for m in metas):
+        return None
+    a, idx = metas[0], metas[1]
+    if a.dtype.name not in _TYPES or idx.dtype.name != "int64" or idx.shape[0] != a.shape[0] \
+            or any(m.dtype is not a.dtype or tuple(m.shape) != tuple(idx.shape)
+                   for m in metas[2:]):
+        return None
+    ty, _, np_dt = _TYPES[a.dtype.name]
+    return name, ty, np_dt, a.shape[0], a.shape[1], idx.shape[1], (args[0],) + args[2:]
+
+
+def row_factory(node: Node, slot, library):
+    """The step factory of a 2-D `gather` or `scatter_add` along dim 1 (cross entropy's pick
+    of each row's target and its gradient) run by the plane kernels with one row a plane;
+    `library` itself for other nodes (and, through it, bad indices: eager's error)."""
+    try:
+        plan = _row_plan(node)
+    except Exception:  # noqa: BLE001 (an unexpected node form: the library impl runs)
+        plan = None
+    if plan is None or min(plan[3:6]) < 1:
+        return library
+    kind, ty, np_dt, rows, plane, length, nodes = plan
+    if kind == "gather":
+        pending = direct.start(("plane", "gather", ty, plane, length),
+                               lambda sym: render_gather(sym, ty, plane, length),
+                               "wick_gather", 4)
+    else:
+        pending = direct.start(("plane", "scatter onto", ty, plane, length),
+                               lambda sym: render_scatter_add(sym, ty, plane, length, True),
+                               "wick_scatter_onto", 5)
+    lib_run = library(())
+    ins, out_slot = tuple(slot[n] for n in nodes), slot[node]
+
+    def call(kernel, a, idx, src=None):
+        ac, ic = np.ascontiguousarray(a, np_dt), np.ascontiguousarray(idx)
+        bad = np.zeros(1, np.int64)
+        if src is None:
+            out = np.empty(idx.shape, np_dt)
+            kernel(ac.ctypes.data, ic.ctypes.data, out.ctypes.data, bad.ctypes.data, 0, rows)
+        else:
+            sc, out = np.ascontiguousarray(src, np_dt), np.empty(a.shape, np_dt)
+            kernel(sc.ctypes.data, ic.ctypes.data, out.ctypes.data, bad.ctypes.data,
+                   ac.ctypes.data, 0, rows)
+        if bad[0]:  # an index outside its row: the library impl raises eager's error
+            env = _Env(zip(ins, (a, idx, src)))
+            lib_run(env)
             return env[out_slot]
         return out
 

@@ -258,3 +258,59 @@ def test_kernels_split_across_threads_give_the_same_bits(monkeypatch):
     monkeypatch.setenv("WICK_NUM_THREADS", "3")
     for a1, a2 in zip(one, all3()):
         np.testing.assert_array_equal(a1, a2)
+
+
+def _row_step(name, arrays, dtypes):
+    """The compiled step of a 2-D gather / scatter_add along dim 1, its kernel compiled."""
+    g = Graph()
+    ins = [g.placeholder(f"a{i}") for i in range(len(arrays))]
+    for i, a, dt in zip(ins, arrays, dtypes):
+        i.meta["val"] = TensorMeta(a.shape, dt)
+    args = (ins[0], 1) + tuple(ins[1:])
+    node = g.call_function(REGISTRY[name], args, {})
+    slot = {n: k for k, n in enumerate(ins)}
+    slot[node] = len(ins)
+
+    def library(free):
+        def run(env):
+            env[len(ins)] = REGISTRY[name].impl(np, env[0], 1, *[env[k] for k in
+                                                                 range(1, len(ins))])
+        return run
+
+    make = plane_kernels.row_factory(node, slot, library)
+    assert make is not library
+    for p in list(direct._kernels.values()):
+        direct.wait(p)
+    run = make(())
+
+    def call(*arrs):
+        env = [*arrs, None]
+        run(env)
+        return env[-1]
+
+    return call
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_row_gather_and_scatter_add_kernels_match_the_library(dt):
+    # cross entropy's pick of each row's target and its gradient (onto zeros, or any input)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((5, 7)).astype(dt)
+    idx = rng.integers(0, 7, (5, 9))
+    src = rng.standard_normal((5, 9)).astype(dt)
+    ddt, i64 = (D.float32 if dt == np.float32 else D.float64), D.int64
+    gather = _row_step("gather", [x, idx], [ddt, i64])
+    np.testing.assert_array_equal(gather(x, idx), np.take_along_axis(x, idx, 1))
+    scatter = _row_step("scatter_add", [x, idx, src], [ddt, i64, ddt])
+    want = x.copy()
+    np.add.at(want, (np.arange(5)[:, None], idx), src)
+    np.testing.assert_allclose(scatter(x, idx, src), want, rtol=1e-6)
+    neg = idx.copy()
+    neg[1, 4] = -2                     # negative: the library's wrap-around, as eager
+    np.testing.assert_array_equal(gather(x, neg), np.take_along_axis(x, neg % 7, 1))
+    bad = idx.copy()
+    bad[2, 3] = 7                      # out of range: the library's error, as eager
+    with pytest.raises(IndexError):
+        gather(x, bad)
+    with pytest.raises(IndexError):
+        scatter(x, bad, src)
