@@ -1,6 +1,7 @@
-"""Direct convolution kernels (`codegen/conv_kernels.py`, `codegen/conv_render.py`): the LLVM
-kernels that run a compiled graph's float32 2-D convolutions (forward, input gradient, weight
-gradient) without im2col or BLAS. References: the registry impls (`ir/ops/conv.py`) in
+"""Direct kernels of compiled graphs (`codegen/direct.py`): the convolutions of
+`codegen/conv_kernels.py` / `conv_render.py`, LLVM kernels that run a compiled graph's float32
+2-D convolutions (forward, input gradient, weight gradient) without im2col or BLAS, and the
+plane and row gathers / scatter-adds of `codegen/plane_kernels.py`. References: the registry impls (`ir/ops/conv.py`) in
 float64, themselves checked against the direct-sum reference in the op tests; compiled
 training steps against eager's values and gradients. The kernels run on any x86-64 CPU
 (LLVM splits their 16-lane vectors without AVX-512), so the tests force the path on where
