@@ -24,7 +24,6 @@ KNOWN_CYCLES = {
         "eager", "eager.array_api", "eager.array_api._core", "eager.array_api._info",
         "eager.array_api._shape", "eager.array_api._stats", "eager.array_api.linalg",
     }): "the array API namespace reads eager's top-level functions, and eager exposes it",
-    frozenset({"eager.utils.data", "eager.utils.data.distributed"}): "DistributedSampler",
 }
 
 CORE = ("eager.autograd", "eager.tensor", "eager.dispatch", "eager.fastpaths")

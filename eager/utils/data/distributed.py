@@ -14,7 +14,7 @@ import math
 
 from ... import distributed as dist
 from ...random import Generator, randperm
-from . import Sampler
+from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
 
