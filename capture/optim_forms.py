@@ -241,11 +241,39 @@ def _check_unmodified(tx, fn, opt_var) -> None:
         mine.update((id(group), id(group["params"])))
     mine.update(id(s) for s in opt.state.values())
     real = {id(var): val for val, var in out.containers_by_id.values()}
-    if any(id(real.get(id(c))) in mine for c in se.containers.values()) or \
+    groups = {id(group) for group in opt.param_groups}
+    if any(id(real.get(id(c))) in mine and not (
+            id(real.get(id(c))) in groups and _only_lr_set(c, real[id(c)]))
+            for c in se.containers.values()) or \
             any(rec[0] == "attr" and id(rec[4]) in mine and
                 rec[2] not in ("_in_step", "_opt_called") for rec in se.stores.values()):
         raise _break(tx, fn, "the optimizer's param_groups or state were changed earlier in "
                      "the compiled function")
+
+
+def _only_lr_set(var, group: dict) -> bool:
+    """Group dict tracker `var` differs from the real `group` at most by a number stored
+    under 'lr' (an lr finder's `for g in opt.param_groups: g['lr'] = lr` before the step)."""
+    items = var.items
+    if not isinstance(items, dict) or list(items) != list(group):
+        return False
+    lr = items.get("lr")
+    if not isinstance(lr, ConstantVariable) or lr.python_type() not in (int, float) or \
+            lr.source is None:
+        return False
+    return all(k == "lr" or getattr(v, "source", None) is not None and
+               v.source.endswith(f"[{k!r}]") for k, v in items.items())
+
+
+def _lr_set_in_frame(tx, group: dict):
+    """The tracker this frame stored into `group['lr']` (`_only_lr_set`), or None."""
+    seen = tx.out.containers_by_id.get(id(group))
+    if seen is None or seen[0] is not group or \
+            id(seen[1]) not in tx.out.side_effects.containers:
+        return None
+    lr = seen[1].items.get("lr")
+    src = getattr(lr, "source", None)
+    return None if src is not None and src.endswith("['lr']") else lr
 
 
 def _hyper(tx, fn, keys: tuple, group: dict, gsrc: str) -> dict:
@@ -264,6 +292,11 @@ def _hyper(tx, fn, keys: tuple, group: dict, gsrc: str) -> dict:
     if group.get("differentiable"):
         raise _break(tx, fn, "differentiable=True")
     g.add(f"not {gsrc}.get('differentiable')")
+    stored = _lr_set_in_frame(tx, group)
+    if stored is not None:  # the number the frame set (an argument: read on every call)
+        number = getattr(stored, "number", None)
+        hp["lr"] = _lr_input(tx, stored.source, stored.value if number is None else number)
+        return hp
     lr = group.get("lr")
     if type(lr) not in (int, float):
         raise _break(tx, fn, f"lr={lr!r} is not a Python number")

@@ -378,3 +378,40 @@ def test_eval_inside_step_one_entry():
     model.train()  # back in train mode before a call: still the same entry
     compiled(*args)
     assert len(compiled.__wick_compiled__.entries) == 1 and state()[:2] == [False, False]
+
+
+# ---------------------------------------------------------------- lr set before the step
+
+
+def lr_finder_step(torch):
+    """An lr finder / manual schedule: `for g in opt.param_groups: g['lr'] = lr` then
+    `opt.step()` in the compiled step: the step broke ('param_groups ... changed earlier'),
+    0 graphs (torch.compile: 1/0). The lr the frame set is the step's lr input."""
+    nn, F = torch.nn, torch.nn.functional
+    model = nn.Linear(4, 3)
+    with torch.no_grad():
+        model.weight.copy_(rand(torch, 3, 4, seed=5))
+        model.bias.copy_(rand(torch, 3, seed=6))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    F.cross_entropy(model(rand(torch, 6, 4)), torch.tensor([0, 1, 2, 0, 1, 2])).backward()
+
+    def set_lr_and_step(lr: float):
+        for g in optimizer.param_groups:
+            g['lr'] = lr
+        optimizer.step()
+        return optimizer.param_groups[0]['lr']
+
+    return set_lr_and_step, (0.01,), lambda: list(model.parameters()), \
+        [(0.01,), (0.02,), (0.04,)]
+
+
+def test_lr_set_in_frame_then_step():
+    import capture
+
+    check_like_eager(lr_finder_step, 1, 0, _same)
+    check_torch_counts(lr_finder_step, 1, 0)
+    fn, _, _, calls = lr_finder_step(eager)
+    capture.reset()
+    compiled = capture.compile(fn)
+    assert [compiled(*a) for a in calls] == [0.01, 0.02, 0.04]
+    assert len(compiled.__wick_compiled__.entries) <= 2  # the lr an automatic-dynamic input
