@@ -8,6 +8,8 @@ and `eager.compile` (a lazy alias of `capture.compile`). Imports only `ir`.
 
 from __future__ import annotations
 
+import importlib as _importlib
+
 from builtins import bool as builtins_bool
 from builtins import int as builtins_int
 
@@ -241,7 +243,17 @@ Tensor.allclose = allclose  # (Tensor.allclose / Tensor.equal, as PyTorch's meth
 Tensor.equal = equal
 
 
-from . import array_api  # noqa: E402  (the array API namespace; installs Tensor.__array_namespace__)
+def __array_namespace__(api_version=None):
+    """The Python array API namespace of eager tensors, `eager.array_api` (also
+    `x.__array_namespace__()`); ValueError for an api_version other than 2021.12-2024.12."""
+    # (imported on first use, not with eager: the namespace is built on eager's public names)
+    xp = _importlib.import_module(__name__ + ".array_api")
+    return xp._namespace(None, api_version)
+
+
+Tensor.__array_namespace__ = lambda self, api_version=None: __array_namespace__(api_version)
+Tensor.__pos__ = positive  # (unary plus: the tensor itself; RuntimeError for bool, as torch's)
+
 
 from . import legacy_tensors as _legacy_tensors  # noqa: E402
 

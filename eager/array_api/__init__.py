@@ -61,8 +61,4 @@ def _to_device(self, device, /, *, stream=None):
     return self.to(device)
 
 
-_e.Tensor.__array_namespace__ = _namespace
-_e.Tensor.to_device = _to_device
-if not hasattr(_e.Tensor, "__pos__"):
-    _e.Tensor.__pos__ = lambda self: self.clone()  # unary plus, as torch's
-_e.__array_namespace__ = lambda api_version=None: _namespace(None, api_version)
+_e.Tensor.to_device = _to_device  # (the standard's array method; torch has none)
