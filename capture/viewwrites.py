@@ -124,7 +124,7 @@ def inplace_view(tx, target: TensorVariable, compute):
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")
     new = _scatter_up(tx, chain, trackers, result, tracked, target.requires_grad)
-    if not tracked and root_var.requires_grad and tx.out.grad_enabled:
+    if not tracked and root_var.requires_grad:
         from .writeback import _straight_through  # the value written, identity gradient
 
         new = _straight_through(tx, new, root_var)
@@ -168,7 +168,7 @@ def _rebind_family(tx, root, new, trackers) -> None:
             parent = replay(node.args[0])
             detached = bool(node.meta.get("detached"))
             prev = out.grad_enabled
-            out.grad_enabled = prev and node.meta.get("grad_enabled", True) and not detached
+            out.grad_enabled = node.meta.get("grad_enabled", True) and not detached
             try:
                 v = record(tx, node.target, (parent,) + tuple(node.args[1:]), dict(node.kwargs))
             finally:

@@ -427,6 +427,20 @@ def test_counts_as_torch_torch_counts(case, graphs, breaks, tg, tb):
     check_torch_counts(case, tg, tb)
 
 
+def view_scaled_without_grad(torch):
+    """A column view taken with grad, scaled in place under `no_grad` (a manual rescale of
+    part of an activation), the base and the view used after: both keep their gradient
+    history (identity through the write), as eagerly."""
+    def f(x):
+        h = x * 2
+        v = h[:, :1]
+        with torch.no_grad():
+            v.mul_(0.5)
+        return (h * x).sum() + v.sum(), v
+
+    return f, (_rand(torch, 3, 2),), lambda: []
+
+
 CASES = [
     (half_rotary_gain, 1, 0, 1, 0),
     (flat_view_bias, 1, 0, 1, 0),
@@ -434,6 +448,7 @@ CASES = [
     (buffer_flat_counter, 1, 0, 1, 0),
     (centered_detached_targets, 1, 0, 1, 0),
     (logits_clamped_without_grad, 1, 0, 1, 0),
+    (view_scaled_without_grad, 1, 0, 1, 0),
     (config_fallbacks, 1, 0, 1, 0),
     (hooked_intermediates, 1, 0, 1, 0),
     (model_output_after_print, 2, 1, 2, 1),
@@ -472,7 +487,7 @@ def _grads(case, compiled: bool):
 
 
 GRAD_CASES = [half_rotary_gain, flat_view_bias, made_histogram_columns,
-              centered_detached_targets, logits_clamped_without_grad]
+              centered_detached_targets, logits_clamped_without_grad, view_scaled_without_grad]
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=[c.__name__ for c in GRAD_CASES])
