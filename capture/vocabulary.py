@@ -44,7 +44,7 @@ import numpy as np
 
 from ir import dtypes as D
 
-from . import autocast, randomness, symints
+from . import autocast, number_tensors, randomness, symints
 from .variables import ConstantVariable, SequenceVariable, TensorVariable, VariableTracker
 
 INTERNAL_ROOTS = ("eager", "ir", "numpy", "capture")
@@ -287,7 +287,8 @@ def _constant_factory(tx, fn, args, kwargs):
     if "out" in kwargs:
         raise no_graph_form(tx, fn, "out= writes into a tensor")
     if fn.__name__ in ("tensor", "as_tensor", "asarray"):
-        var = _array_factory(tx, fn, args, kwargs)
+        var = _array_factory(tx, fn, args, kwargs) or number_tensors.tensor_of_number(
+            tx, args, kwargs, _record, lambda v: _const(tx, fn, v))
         if var is not None:
             return var
     sym = symints.factory_args(tx, fn, args, kwargs, lambda v: _const(tx, fn, v))

@@ -415,3 +415,18 @@ def test_lr_set_in_frame_then_step():
     compiled = capture.compile(fn)
     assert [compiled(*a) for a in calls] == [0.01, 0.02, 0.04]
     assert len(compiled.__wick_compiled__.entries) <= 2  # the lr an automatic-dynamic input
+
+
+def test_one_hot_label_is_a_dynamic_int():
+    """torch.tensor(y) of a label that changes every call: an automatic-dynamic int after its
+    second value (torch: 2 graphs over 4 labels), was one entry per label."""
+    import capture
+
+    fn, *_ = one_hot_target_transform(eager)
+    capture.reset()
+    compiled = capture.compile(fn)
+    for y in (3, 5, 7, 1):
+        np.testing.assert_array_equal(compiled(y).numpy(), np.eye(10, dtype=np.float32)[y])
+    assert len(compiled.__wick_compiled__.entries) == 2
+    g = capture.compile(lambda y: eager.tensor(y, dtype=eager.float64) / 4)
+    assert [float(g(k)) for k in (1, 2, 3)] == [0.25, 0.5, 0.75] and g(5).dtype is eager.float64
