@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ir import OpNamespace
 
-from . import dynamic, eager_rules
+from . import eager_rules
 from .variables import TensorVariable
 
 _BIJECTIVE = frozenset({"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze"})
@@ -118,8 +118,8 @@ def inplace_view(tx, target: TensorVariable, compute):
     tracked = tx.out.grad_enabled and not detached
     if base is not None and not tracked and root_var.requires_grad:
         return None
-    if any(t.shadow is not None for t in trackers):  # attributes below are for these sizes
-        raise dynamic.Specialize(None)
+    if any(t.shadow is not None for t in trackers):  # dynamic sizes: the attributes below
+        return None  # are for these sizes (a break, so the entry stays dynamic)
     result = compute()
     if result.meta.shape != target.meta.shape or result.meta.dtype is not target.meta.dtype:
         raise tx.unsupported("in-place op whose result changes its target's shape or dtype")

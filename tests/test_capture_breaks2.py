@@ -509,3 +509,21 @@ def test_model_output_reads_after_the_break_are_in_the_graph(case):
     capture.reset()
     ex = capture.explain(fn)(*args)
     assert len(ex.unique_break_reasons) == 1, str(ex)
+
+
+def test_view_writes_with_changing_sizes_stay_two_entries():
+    """Writes through views, called with a new batch size each time: eager's values, and the
+    automatic dynamic entry serves every later size (the write there is a break, as before),
+    not one entry per size."""
+    def f(x, y):
+        h = x.clone()
+        h[:, 0].mul_(2)
+        h.view(-1).add_(1)
+        return h + y
+
+    capture.reset()
+    c = capture.compile(f)
+    for n in (3, 4, 5, 6, 7):
+        x, y = _rand(eager, n, 4), _rand(eager, n, 4, seed=n)
+        np.testing.assert_allclose(c(x, y).numpy(), f(x, y).numpy(), rtol=1e-6)
+    assert len(c.__wick_compiled__.entries) == 2
