@@ -14,8 +14,8 @@ gradient and the weight gradient read the same g (a training step's backward), t
 channels-last g of the first is kept (`workspace.keep`) and read by the second at its
 offset; so is the forward's padded input for the weight gradient. The sums run in another order than BLAS's: results
 equal the library impl's up to float32 rounding. Kernels compile on `codegen.direct`'s
-background worker; the step runs the library impl until its kernel is ready, so a graph's
-first call does not wait for LLVM. Imports only `ir` and codegen's direct, jit, threads.
+background worker; a graph's first run uses the library impl, so it does not wait for LLVM,
+and every later run the kernel (deterministically: see `direct.factory`). Imports only `ir` and codegen's direct, jit, threads.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Library steps of a compiled graph run by hand-written LLVM kernels (direct kernels: the
 convolutions of `conv_kernels`, the plane gathers of `plane_kernels`) in place of the op's
 numpy impl: one compile per kernel text, queued for one background worker thread; the
-library impl's runner until it is ready (so a graph's first call never waits for LLVM) and
-for good where the compile failed. Imports only codegen's emit and jit.
+library impl's runner on a graph's first run (so the first call never waits for LLVM), the
+kernel from the second run on (waiting for its compile there: deterministic, never chosen by
+timing), and the library's for good where the compile failed. Imports only codegen's emit and jit.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ _kernels: dict = {}   # key -> jit.Pending of its compile
 _lock = threading.Lock()
 _queue: list = []     # (job, pending) not yet compiled
 _worker: list = []    # the live worker thread, if any
+_FAILED = object()    # (a step's kernel whose compile raised)
 
 
 def start(key, render, name: str, argc: int) -> jit.Pending:
@@ -75,20 +77,30 @@ def wait(pending: jit.Pending):
 
 
 def factory(pending: jit.Pending, library, out: int, ins: tuple, fn):
-    """A `CompiledGraph` step factory: `env[out] = fn(kernel, *env[ins])` once `pending` is
-    compiled, the `library` factory's runner until then."""
+    """A `CompiledGraph` step factory: `env[out] = fn(kernel, *env[ins])`, except on the
+    graph's first run, which runs the `library` factory's runner while the kernel compiles in
+    the background. From the second run on the kernel runs, waited for if its compile is not
+    done: which impl a call uses depends on the call's position only, never on timing, so
+    repeated runs of a program give the same numbers (the kernel's sums run in another order
+    than the library's). Where the compile failed, the library runner for good."""
 
     def make(free):
         fallback = library(free)
-        state = [None]
+        state = [None, False]  # (the kernel once taken, whether the first run is done)
 
         def run(env):
             kernel = state[0]
             if kernel is None:
-                if not pending.done() or isinstance(pending.result, Exception):
+                if not state[1]:
+                    state[1] = True
                     kick()
                     return fallback(env)
-                kernel = state[0] = pending.result.cfunc
+                try:
+                    kernel = state[0] = wait(pending)
+                except Exception:  # noqa: BLE001 (the compile failed: the library impl runs)
+                    kernel = state[0] = _FAILED
+            if kernel is _FAILED:
+                return fallback(env)
             env[out] = fn(kernel, *[env[i] for i in ins])
             for s in free:
                 env[s] = None

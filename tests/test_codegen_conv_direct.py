@@ -315,3 +315,37 @@ def test_row_gather_and_scatter_add_kernels_match_the_library(dt):
         gather(x, bad)
     with pytest.raises(IndexError):
         scatter(x, bad, src)
+
+
+class _Kernel:
+    cfunc = "kernel"
+
+
+def test_impl_is_chosen_by_call_position_not_timing():
+    """A graph's first run takes the library runner; every later run the kernel, waiting for a
+    compile still running: so two runs of a program give the same numbers whatever the
+    compile's timing. A failed compile leaves the library runner for good."""
+    import threading
+    import time
+
+    from codegen import jit
+
+    for fails in (False, True):
+        pending = jit.Pending()
+        calls = []
+        make = direct.factory(pending, lambda free: lambda env: calls.append("library"), 0,
+                              (), lambda kernel: calls.append(kernel))
+        run = make(())
+
+        def finish(pending=pending, fails=fails):
+            time.sleep(0.05)
+            pending.result = RuntimeError("no LLVM") if fails else _Kernel()
+            pending._done.set()
+
+        run({})  # (compile not done: the library runner, as on a first run)
+        t = threading.Thread(target=finish)
+        t.start()
+        run({})  # (still compiling: waits for it)
+        run({})
+        t.join()
+        assert calls == ["library"] * 3 if fails else ["library", "kernel", "kernel"], calls
