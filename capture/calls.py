@@ -80,6 +80,11 @@ def _constant_object(value, args: list, kwargs: dict):
         return ConstantVariable(value(*pos))
     if value is device:
         return ConstantVariable(value(*pos, **kw))
+    from .handlers import make_exception  # lazy: handlers imports builders, which imports us
+
+    exc = make_exception(value, pos, kw)  # `ValueError("bad key " + k)`
+    if exc is not None:
+        return ConstantVariable(exc)
     if isinstance(value, type) and value.__module__ == "numpy" and \
             issubclass(value, np.generic) and not kw:
         return ConstantVariable(value(*pos))
