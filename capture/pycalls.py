@@ -185,12 +185,12 @@ def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
                 tx.out.guards.add(f"not hasattr({src}, {args[1].value!r})")
             return ConstantVariable(False)
         return ConstantVariable(True)
-    if f is setattr and len(args) == 3 and not kwargs and args[1].is_constant():
-        from .objects import NewObjectVariable, store_attr
+    if f is setattr and len(args) == 3 and not kwargs and args[1].is_constant() and \
+            isinstance(args[1].value, str):  # as STORE_ATTR (the pruning pre-hook's setattr)
+        from .sideeffects import store_attr
 
-        if isinstance(args[0], NewObjectVariable) and isinstance(args[1].value, str):
-            store_attr(tx, args[0], args[1].value, args[2])  # (an object the code made)
-            return ConstantVariable(None)
+        store_attr(tx, args[0], args[1].value, args[2])
+        return ConstantVariable(None)
     if f is getattr and len(args) in (2, 3) and args[1].is_constant():
         try:
             return calls.get_attr(tx, args[0], args[1].value)

@@ -430,3 +430,38 @@ def test_one_hot_label_is_a_dynamic_int():
     assert len(compiled.__wick_compiled__.entries) == 2
     g = capture.compile(lambda y: eager.tensor(y, dtype=eager.float64) / 4)
     assert [float(g(k)) for k in (1, 2, 3)] == [0.25, 0.5, 0.75] and g(5).dtype is eager.float64
+
+
+# ---------------------------------------------------------------- setattr(obj, name, v)
+
+
+def pruning_tutorial(torch):
+    """The pruning tutorial: prune.l1_unstructured installs a forward pre-hook that calls
+    `setattr(module, 'weight', weight_orig * weight_mask)`: the builtin setattr on a module
+    was a break site (torch.compile: 1/0); `setattr(self, name, v)` in user code too."""
+    import importlib
+
+    nn, F = torch.nn, torch.nn.functional
+    prune = importlib.import_module(torch.__name__ + ".nn.utils.prune")
+    conv = nn.Conv2d(1, 3, 3)
+    with torch.no_grad():
+        conv.weight.copy_(rand(torch, 3, 1, 3, 3, seed=4))
+    prune.l1_unstructured(conv, name="weight", amount=0.3)
+
+    class Meter:
+        def __init__(self):
+            self.last = None
+
+    meter = Meter()
+
+    def fn(x):
+        y = F.relu(conv(x)).mean((2, 3))
+        setattr(meter, "last", y.sum())
+        return y
+
+    return fn, (rand(torch, 2, 1, 6, 6),), lambda: [meter.last]
+
+
+def test_builtin_setattr_is_a_store():
+    check_like_eager(pruning_tutorial, 1, 0, _same)
+    check_torch_counts(pruning_tutorial, 1, 0)
