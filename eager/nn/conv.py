@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir import dtypes as D
+
 from ..amp.policy import autocast_function
 from ..creation import as_tensor
 from ..dispatch import FUNCTIONS
@@ -29,6 +31,7 @@ __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool
 _pad = FUNCTIONS["pad"]
 _matmul = FUNCTIONS["matmul"]
 _conv_nd = FUNCTIONS["_conv_nd"]
+_HALF = (D.float16, D.bfloat16)
 _max_pool_indices = FUNCTIONS["_max_pool_indices"]
 _plane_gather = FUNCTIONS["_plane_gather"]
 _max_pool_tiled_indices = FUNCTIONS["_max_pool_tiled_indices"]
@@ -138,10 +141,15 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd: int, name:
                            f"actual input size")
     if any(lo != hi for lo, hi in pads):  # "same" with an odd total: the extra on the right
         x = _pad(x, _pad_list(tuple((0, hi - lo) for lo, hi in pads)))
+    low = bias is not None and x.dtype in _HALF and weight.dtype is x.dtype
+    if low:  # (PyTorch adds a half type's bias to the float32 sums and rounds once)
+        x, weight, bias = x.float(), weight.float(), bias.float()
     y = _conv_nd(x, weight, stride=stride, padding=tuple(lo for lo, _ in pads),
                  dilation=dilation, groups=groups)
     if bias is not None:
         y = y + bias.reshape((out_ch,) + (1,) * nd)
+        if low:
+            y = y.to(input.dtype)
     return y.squeeze(0) if unbatched else y
 
 
