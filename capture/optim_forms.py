@@ -24,7 +24,9 @@ The first step, which creates the state (momentum buffer, Adam's moments and cou
 captured too: the new state tensors are graph outputs stored into `opt.state[p]` after the
 graph by a recorded side effect (`_StateWriter`), in eager's order and key order.
 
-Named breaks remain for: a closure, step hooks, a Tensor learning rate or beta, parameters
+A 0-d floating Tensor lr is a graph input too (cast to float64 as eager's `lr.item()`).
+
+Named breaks remain for: a closure, step hooks, a Tensor beta or a Tensor lr of another kind, parameters
 other than float32/float64 (complex; half types, whose fused kernels would round otherwise),
 a grad of another shape or dtype, state missing some key, the optimizers without a form
 (ASGD, Rprop, Adafactor, LBFGS, SparseAdam, Muon), and the optimizer's groups or state
@@ -35,6 +37,7 @@ step's nodes are marked `optimizer_step` (explain's counts under Dynamo's rules)
 """
 from __future__ import annotations
 
+from eager import Tensor
 from eager.optim.update_rules import FORMS, sgd_update
 from ir import dtypes as D
 
@@ -298,10 +301,24 @@ def _hyper(tx, fn, keys: tuple, group: dict, gsrc: str) -> dict:
         hp["lr"] = _lr_input(tx, stored.source, stored.value if number is None else number)
         return hp
     lr = group.get("lr")
+    if isinstance(lr, Tensor):  # (torch's compiled-optimizer tutorial: lr=torch.tensor(0.01))
+        hp["lr"] = _tensor_lr(tx, fn, f"{gsrc}['lr']", lr)
+        return hp
     if type(lr) not in (int, float):
         raise _break(tx, fn, f"lr={lr!r} is not a Python number")
     hp["lr"] = _lr_input(tx, f"{gsrc}['lr']", lr)
     return hp
+
+
+def _tensor_lr(tx, fn, src: str, lr) -> TensorVariable:
+    """A 0-d floating CPU Tensor lr as a graph input, read on every call (a scheduler's
+    `fill_` takes effect without a recompile), in float64 as eager's step takes it
+    (`lr.item()`)."""
+    var = tx.out.wrap(lr, src)
+    if not isinstance(var, TensorVariable) or var.meta.shape != () or \
+            not var.meta.dtype.is_floating_point or lr.requires_grad:
+        raise _break(tx, fn, f"lr={lr!r} is not a 0-d floating tensor without grad")
+    return GraphOps(tx).cast(var, D.float64)
 
 
 def _lr_input(tx, src: str, lr) -> TensorVariable:
