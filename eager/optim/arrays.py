@@ -49,13 +49,20 @@ def _param_arrays(p):
         return None
     g = p.grad
     dt = pd.dtype
-    if not _plain(g, dt, pd.shape) or np.may_share_memory(g._data, pd):
+    if not _plain(g, dt, pd.shape) or _overlap(g._data, pd):
         return None
     return pd, g._data
 
 
 _NUMBERS = (int, float)
-_overlap = np.may_share_memory
+
+
+def _overlap(a, b) -> bool:
+    """Whether arrays `a` and `b` may share memory: two distinct arrays that own their data
+    cannot (the common case, answered without numpy's bounds check)."""
+    if a.base is None and b.base is None:
+        return a is b
+    return np.may_share_memory(a, b)
 
 
 def _number(x) -> bool:
