@@ -79,3 +79,23 @@ def check_torch_counts(case, tg: int, tb: int, before=None) -> None:
         before(torch)
     ex = torch._dynamo.explain(fn)(*args)
     assert (ex.graph_count, ex.graph_break_count) == (tg, tb)
+
+
+def case_tests(cases: list, same):
+    """The two tests of a table of capture cases `(case, graphs, breaks, torch_graphs,
+    torch_breaks)`, parametrized by case name: `test_compiled_like_eager` (check_like_eager with
+    the file's `same`) and `test_torch_compile_counts` (check_torch_counts). A test file binds
+    them to those names at module level, where pytest collects them."""
+    table = pytest.mark.parametrize("case,graphs,breaks,tg,tb", cases,
+                                    ids=[c[0].__name__ for c in cases])
+
+    @table
+    def test_compiled_like_eager(case, graphs, breaks, tg, tb):
+        check_like_eager(case, graphs, breaks, same)
+
+    @table
+    def test_torch_compile_counts(case, graphs, breaks, tg, tb):
+        check_torch_counts(case, tg, tb)
+
+    return test_compiled_like_eager, test_torch_compile_counts
+

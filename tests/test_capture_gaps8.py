@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import case_tests, same
 from capture_cases import rand as _rand
 
 import capture
@@ -389,17 +389,7 @@ CASES = [
     (python_functional_shapes, 1, 0, 2, 1),  # torch: max(key=...) is a break in Dynamo
 ]
 
-IDS = [c[0].__name__ for c in CASES]
-
-
-@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
-def test_compiled_like_eager(case, graphs, breaks, tg, tb):
-    check_like_eager(case, graphs, breaks, _same_types)
-
-
-@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
-def test_torch_compile_counts(case, graphs, breaks, tg, tb):
-    check_torch_counts(case, tg, tb)
+test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same_types)
 
 
 def test_factory_rule_when_functional_imports_it(monkeypatch):

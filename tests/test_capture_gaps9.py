@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import case_tests, same
 from capture_cases import rand as _rand
 
 import capture
@@ -192,17 +192,7 @@ CASES = [
     (numpy_interop, 1, 0, 1, 0),
 ]
 
-IDS = [c[0].__name__ for c in CASES]
-
-
-@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
-def test_compiled_like_eager(case, graphs, breaks, tg, tb):
-    check_like_eager(case, graphs, breaks, _same)
-
-
-@pytest.mark.parametrize("case,graphs,breaks,tg,tb", CASES, ids=IDS)
-def test_torch_compile_counts(case, graphs, breaks, tg, tb):
-    check_torch_counts(case, tg, tb)
+test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)
 
 
 def test_double_backward_through_compiled_graph():
