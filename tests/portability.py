@@ -116,7 +116,39 @@ def matrix_kernels(limit: int | None = None) -> dict[str, tuple[str, str]]:
             break
     for argc in range(1, 9):
         add(f"trampoline{argc}", _trampoline_ir("wick_tramp", argc, 16))
+    for label, text in direct_kernels():
+        add(label, text)
     return found
+
+
+def direct_kernels() -> list[tuple[str, str]]:
+    """(label, IR) of the direct kernels compiled graphs run beside the fused ones: float32
+    convolutions (forward channels-last and channels-first, strided, dilated, input and weight
+    gradients: `codegen.conv_kernels`), plane gathers and scatter-adds (cross entropy's picks)
+    and tiled max pooling (`codegen.plane_kernels`), at sizes of the CNN benchmark and tests."""
+    from codegen.conv_kernels import _wgrad_geometry
+    from codegen.conv_render import ConvGeometry, render_conv, render_weight_grad
+    from codegen.plane_kernels import render_gather, render_pool_indices, render_scatter_add
+
+    geos = [ConvGeometry(Hp=10, Wp=10, C=1, O=16, KH=3, KW=3, OH=8, OW=8, N=4),
+            ConvGeometry(Hp=10, Wp=10, C=16, O=32, KH=3, KW=3, OH=8, OW=8, N=2, nchw=True),
+            ConvGeometry(Hp=11, Wp=11, C=8, O=64, KH=3, KW=3, OH=5, OW=5, sh=2, sw=2),
+            ConvGeometry(Hp=12, Wp=12, C=4, O=16, KH=3, KW=3, OH=8, OW=8, dh=2, dw=2),
+            ConvGeometry(Hp=9, Wp=8, C=32, O=16, KH=3, KW=3, OH=7, OW=6, N=3, nchw=True)]
+    out = []
+    for i, geo in enumerate(geos):
+        out.append((f"direct-conv-{i}", render_conv("wick_conv", geo)))
+        out.append((f"direct-wgrad-{i}",
+                    render_weight_grad("wick_wgrad", _wgrad_geometry(geo, (1, 1)))))
+    for ty in ("float", "double"):
+        out.append((f"direct-gather-{ty}", render_gather("wick_gather", ty, 10, 1)))
+        for onto in (False, True):
+            out.append((f"direct-scatter-{ty}-{onto}",
+                        render_scatter_add("wick_scatter", ty, 10, 3, onto)))
+        for h, w, k in ((8, 8, 2), (12, 9, 3)):
+            out.append((f"direct-pool-{ty}-{h}x{w}-{k}",
+                        render_pool_indices("wick_pool", ty, h, w, k, k)))
+    return out
 
 
 def target_machine(triple: str, cpu: str):

@@ -332,3 +332,17 @@ def test_kernel_subset_calls_only_runtime_symbols(triple, cpu):
     bad = {label: v for label, text in _subset_kernels()
            if (v := violations(text, triple, cpu, tm))}
     assert bad == {}
+
+
+@pytest.mark.parametrize("triple,cpu", _TARGETS, ids=[c for _, c in _TARGETS])
+def test_direct_kernels_call_only_runtime_symbols(triple, cpu):
+    """The direct convolution, plane and pooling kernels (chosen at run time on AVX-512
+    CPUs for convolutions, on every CPU for planes and pools) compile for each target with
+    nothing the JIT cannot resolve."""
+    from portability import direct_kernels, target_machine
+
+    tm = target_machine(triple, cpu)
+    kernels = direct_kernels()
+    assert len(kernels) >= 20
+    bad = {label: v for label, text in kernels if (v := violations(text, triple, cpu, tm))}
+    assert bad == {}
