@@ -37,7 +37,7 @@ from .dispatch import (
     _meta,
     _whole,
 )
-from .tensor import Tensor
+from .tensor import NEW_TENSOR_STATE, Tensor, wrap_array
 
 
 def _fast_eligible(op: OpDef) -> bool:
@@ -64,6 +64,7 @@ def _kernel(op: OpDef, compute=None):
 
 
 _tnew = Tensor.__new__
+_STATE = "    " + NEW_TENSOR_STATE.replace("\n", "\n    ")  # (wrap_array's body, inlined)
 
 
 # The fast paths' common end: the kernel's result `r` as a new tensor, recording a grad_fn over
@@ -72,11 +73,8 @@ _FAST_RESULT = """    if type(r) is not nd:
         r = asarray(r)
     if r.dtype is not onp and r.dtype != onp:
         r = r.astype(onp)
-    t = tnew(tensor)
-    t._data = r
-    t.requires_grad = t._retains_grad = False
-    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-    t._vc = [0]
+    arr = r
+{state}
     if rec and backward is not None:
         t.requires_grad = True
         t.grad_fn = record(op, {operands}, defaults, t, ids)
@@ -172,7 +170,8 @@ def _fast_code(nin: int, exact: bool, reflected: bool):
         guard = "pass" if exact else f"if rest or kw:\n        return fallback({params}, " \
             "*rest, **kw)"
         operands = "x, ONE" if nin == 1 else "x, y"
-        src = _FAST_SRC[nin].format(params=params, extra=extra, guard=guard, operands=operands)
+        src = _FAST_SRC[nin].format(params=params, extra=extra, guard=guard, operands=operands,
+                                    state=_STATE)
         code = _FAST_CODE[key] = compile(src, f"<eager fast path, {nin} operand(s)>", "exec")
     return code
 
@@ -308,11 +307,7 @@ def _make_matmul_fast(op: OpDef, fallback, exact: bool = False):
         dt = a.dtype
         if b.dtype is not dt or dt not in floats or a.shape[1] != b.shape[0]:
             return fallback(x, y)
-        t = _tnew(Tensor)
-        t._data = matmul(a, b)
-        t.requires_grad = t._retains_grad = False
-        t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-        t._vc = [0]
+        t = wrap_array(matmul(a, b))
         if (x.requires_grad or y.requires_grad) and backward is not None and _grad_enabled():
             t.requires_grad = True
             t.grad_fn = record(op, x, y, _NO_ATTRS, t, ids[dt])
@@ -397,11 +392,7 @@ def _make_reduce_fast(op: OpDef, fallback):
                 r = np.asarray(r)
             if r.dtype != onp:
                 r = r.astype(onp)
-        t = _tnew(Tensor)
-        t._data = r
-        t.requires_grad = t._retains_grad = False
-        t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-        t._vc = [0]
+        t = wrap_array(r)
         if floating and x.requires_grad and backward is not None and _grad_enabled():
             t.requires_grad = True
             t.grad_fn = record(node_op, x, ONE, attrs, t, ids)

@@ -574,16 +574,27 @@ def _untensor(seq):
             _untensor(x) if isinstance(x, (list, tuple)) else x for x in seq]
 
 
-def wrap_array(arr) -> Tensor:
-    """A plain Tensor over array `arr` (no copy, no checks, no history): the one helper by
-    which the engine, backward plans, programs and lazy results make Tensors of arrays they
-    computed (the same state as `Tensor._init_autograd`, set in one go)."""
-    t = _tnew(Tensor)
-    t._data = arr
-    t.requires_grad = t._retains_grad = False
-    t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
-    t._vc = [0]
-    return t
+# A new plain tensor's state, as statements on `t` over array `arr`: the text of `wrap_array`'s
+# body, which the fast paths' generated code (`eager.fastpaths`) inlines to save the call.
+NEW_TENSOR_STATE = """t = tnew(tensor)
+t._data = arr
+t.requires_grad = t._retains_grad = False
+t.grad = t.grad_fn = t._base = t._backward_hooks = t._fw_grad = None
+t._vc = [0]"""
 
 
-_tnew = Tensor.__new__
+def _define_wrap_array():
+    src = "def wrap_array(arr):\n    " + NEW_TENSOR_STATE.replace("\n", "\n    ") + \
+        "\n    return t\n"
+    scope = {"tnew": Tensor.__new__, "tensor": Tensor}
+    exec(compile(src, "<eager.tensor.wrap_array>", "exec"), scope)  # noqa: S102
+    fn = scope["wrap_array"]
+    fn.__doc__ = ("A plain Tensor over array `arr` (no copy, no checks, no history): the one "
+                  "helper by which the engine, backward plans, programs, fast paths and lazy "
+                  "results make Tensors of arrays they computed (the state of "
+                  "`Tensor._init_autograd`, set in one go; `NEW_TENSOR_STATE` is its body).")
+    fn.__module__ = __name__
+    return fn
+
+
+wrap_array = _define_wrap_array()
