@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ir import dtypes as D
+from ir.meta_array import MetaArray
 
 from .device import resolve, to_device
 from .out_arg import write_out
@@ -89,9 +90,22 @@ def from_numpy(a: np.ndarray) -> Tensor:
     return Tensor._make(a)
 
 
+def meta_or_none(shape: tuple, dt: D.DType, device, requires_grad=False, out=None):
+    """A new tensor of `shape` and `dt` on the meta device when `device` (or the default
+    device) is meta and there is no `out`: no data is made, no random number drawn (as
+    PyTorch's factories on meta); None otherwise."""
+    if out is None and resolve(device).type == "meta":
+        return Tensor._make(MetaArray(shape, dt.np), requires_grad)
+    return None
+
+
 def _filled(size, value, dtype, device, requires_grad, out):
     dt = _dtype_or_default(dtype)
-    return _finish(np.full(_sizes(size), value, dt.np), device, requires_grad, out)
+    shape = _sizes(size)
+    t = meta_or_none(shape, dt, device, requires_grad, out)
+    if t is not None:
+        return t
+    return _finish(np.full(shape, value, dt.np), device, requires_grad, out)
 
 
 def zeros(*size, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -1,11 +1,13 @@
 """Devices: `eager.device("cpu")`, `"cuda"`, `"cuda:0"`, and moving arrays between them.
 
 CPU tensors hold numpy arrays, CUDA tensors hold cupy arrays; cupy is imported only when a CUDA
-device is used, so wick runs without it. Semantics: `torch.device` (type, index, equality,
-repr) and PyTorch's device errors. The default device of factory calls without `device=`
-(`set_default_device`, `get_default_device`, `with device("cuda"):`) is kept per thread, as
-PyTorch's (torch/__init__.py `_GLOBAL_DEVICE_CONTEXT`, torch/utils/_device.py `DeviceContext`).
-Imports only numpy (and cupy lazily).
+device is used, so wick runs without it. Tensors on the `meta` device hold an `ir.MetaArray`
+(shape, dtype and strides, no data; see ir/meta_array.py). Semantics: `torch.device` (type,
+index, equality, repr) and PyTorch's device errors. The default device of factory calls without
+`device=` (`set_default_device`, `get_default_device`, `with device("cuda"):`) is kept per
+thread, as PyTorch's (torch/__init__.py `_GLOBAL_DEVICE_CONTEXT`, torch/utils/_device.py
+`DeviceContext`).
+Imports only numpy and `ir.meta_array` (and cupy lazily).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from typing import Self
 
 import numpy as np
 
+from ir.meta_array import NO_DATA, MetaArray
+
 
 class device:
     """`eager.device("cuda:1")`, `device("cuda", 0)`, `device(other_device)`.
 
-    `type` is "cpu" or "cuda"; `index` an int or None. Raises RuntimeError for an unknown
-    device string, as `torch.device`.
+    `type` is "cpu", "cuda" or "meta" (tensors with a shape and a dtype but no data); `index`
+    an int or None. Raises RuntimeError for an unknown device string, as `torch.device`.
     """
 
     __slots__ = ("index", "type")
@@ -33,8 +37,8 @@ class device:
             self.type, self.index = "cuda", spec
             return
         kind, _, idx = str(spec).partition(":")
-        if kind not in ("cpu", "cuda") or (idx and not idx.isdigit()):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
+        if kind not in _TYPES or (idx and not idx.isdigit()):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device "
                                f"string: {spec}")
         self.type = kind
         self.index = int(idx) if idx else index
@@ -62,6 +66,9 @@ class device:
 
     def __exit__(self, exc_type, exc_val, exc_tb) -> None:
         _DEFAULTS.stack.pop()
+
+
+_TYPES = ("cpu", "cuda", "meta")
 
 
 class _Defaults(threading.local):
@@ -98,12 +105,15 @@ def get_default_device() -> device:
     d = default_device()
     if d is None or d.type == "cpu":
         return CPU if d is None or d.index is None else d
+    if d.type == "meta":
+        return META
     if d.index is None:
         return cuda_device(cupy().cuda.runtime.getDevice())
     return d
 
 
 CPU = device("cpu")
+META = device("meta")
 _CUDA = {}
 
 
@@ -118,6 +128,8 @@ def device_of_array(a) -> device:
     """The device an array lives on (numpy -> cpu, cupy -> cuda:N)."""
     if isinstance(a, np.ndarray):
         return CPU
+    if type(a) is MetaArray:
+        return META
     return cuda_device(a.device.id)
 
 
@@ -146,7 +158,12 @@ def cuda_is_available() -> bool:
 
 
 def to_device(arr, dev: device):
-    """`arr` moved to `dev` (the same array when already there; a copy otherwise)."""
+    """`arr` moved to `dev` (the same array when already there; a copy otherwise). To the meta
+    device: a MetaArray of its shape and dtype; from it: NotImplementedError (no data)."""
+    if dev.type == "meta":
+        return arr if type(arr) is MetaArray else MetaArray(arr.shape, arr.dtype)
+    if type(arr) is MetaArray:
+        raise NotImplementedError(NO_DATA)
     if dev.type == "cpu":
         if isinstance(arr, np.ndarray):
             return arr
@@ -169,4 +186,6 @@ def resolve(dev) -> device:
     d = dev if isinstance(dev, device) else device(dev)
     if d.type == "cuda" and d.index is None:
         return cuda_device(0)
+    if d.type == "meta" and d.index is not None:
+        return META  # (one meta device: torch prints meta:0 tensors' device as meta)
     return d

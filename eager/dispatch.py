@@ -25,6 +25,7 @@ import numpy as np
 from ir import REGISTRY, OpDef, OpNamespace
 from ir import dtypes as D
 from ir.execute import namespace_of, run_kernel
+from ir.meta_array import META_XP, MetaArray, run_meta
 from ir.opdef import TensorMeta, is_number
 
 from . import grad_mode
@@ -89,6 +90,8 @@ def _operand(op: OpDef, name: str, x):
 def _meta(d) -> TensorMeta:
     if type(d) is _ND:
         return TensorMeta(d.shape, D.from_numpy(d.dtype), "cpu")
+    if type(d) is MetaArray:
+        return TensorMeta(d.shape, D.from_numpy(d.dtype), "meta")
     return TensorMeta(d.shape, D.from_numpy(d.dtype), f"cuda:{d.device.id}")
 
 
@@ -212,13 +215,15 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
     arrays = tuple([x._data if isinstance(x, Tensor) else x for x in inputs])
-    xp = np
     if key is None:  # (a call key means numpy arrays and numbers only)
-        for a in arrays:
-            if not is_number(a) and type(a) is not _ND:
-                xp = namespace_of(a)
-                break
-    out = Tensor._make(run_kernel(xp, op, arrays, attrs, compute, out_dtype))
+        xp = _namespace(arrays)
+        if xp is META_XP:  # the meta device: shapes, dtypes and strides, no data
+            out = Tensor._make(run_meta(op, arrays, attrs, out_dtype))
+        else:
+            out = Tensor._make(run_kernel(xp, op, arrays, attrs, compute, out_dtype))
+    else:
+        xp = np
+        out = Tensor._make(run_kernel(np, op, arrays, attrs, compute, out_dtype))
     if op.kind in VIEW_KINDS:
         base = inputs[0]
         if xp.may_share_memory(out._data, base._data):
@@ -233,6 +238,15 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         for hook in POST_HOOKS:
             hook(op, inputs, attrs, out)
     return out
+
+
+def _namespace(arrays: tuple):
+    """The array namespace of operands that have no call key: numpy, cupy or the meta
+    device's."""
+    for a in arrays:
+        if not is_number(a) and type(a) is not _ND:
+            return namespace_of(a)
+    return np
 
 
 F = OpNamespace(apply)

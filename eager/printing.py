@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ir import dtypes as D
+from ir.meta_array import MetaArray
 
 _DEFAULTS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
              "sci_mode": None}
@@ -193,6 +194,11 @@ def tensor_repr(t) -> str:
     indent = len(prefix)
     a = t._data
     suffixes = []
+    if type(a) is MetaArray:  # no data: PyTorch prints "..." and the size
+        suffixes += ["device='meta'", f"size={tuple(a.shape)}"]
+        if t.dtype is not D.get_default_dtype():
+            suffixes.append(f"dtype={t.dtype!r}")
+        return _add_suffixes(prefix + "...", suffixes + _grad_suffixes(t), indent)
     if not isinstance(a, np.ndarray):
         suffixes.append(f"device='{t.device}'")
         a = a.get()
@@ -210,10 +216,12 @@ def tensor_repr(t) -> str:
         if not has_default:
             suffixes.append(f"dtype={dt!r}")
         body = array_str(a, indent)
+    return _add_suffixes(prefix + body, suffixes + _grad_suffixes(t), indent)
+
+
+def _grad_suffixes(t) -> list:
     node = t.grad_fn
     if node is not None:
         name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
-        suffixes.append(f"grad_fn=<{name}>")
-    elif t.requires_grad:
-        suffixes.append("requires_grad=True")
-    return _add_suffixes(prefix + body, suffixes, indent)
+        return [f"grad_fn=<{name}>"]
+    return ["requires_grad=True"] if t.requires_grad else []

@@ -22,7 +22,7 @@ import numpy as np
 from ir import dtypes as D
 from ir.ops import random as R
 
-from .creation import _finish
+from .creation import _finish, meta_or_none
 from .creation import _sizes as sizes
 from .device import device as _device
 from .device import to_device
@@ -124,6 +124,9 @@ def rand(*size, generator=None, out=None, dtype=None, device=None,
     """Uniform samples in [0, 1) of shape `size`; default float dtype; RuntimeError for
     integer dtypes."""
     dt = _float_dtype(dtype, "check_uniform_bounds")
+    t = meta_or_none(_sizes(size), dt, device, requires_grad, out)
+    if t is not None:
+        return t
     return _make(R.draw(_gen(generator), "uniform", _sizes(size), dt), dt, device,
                  requires_grad, out)
 
@@ -132,6 +135,9 @@ def randn(*size, generator=None, out=None, dtype=None, device=None,
           requires_grad=False) -> Tensor:
     """Standard normal samples of shape `size`; default float dtype."""
     dt = _float_dtype(dtype, "normal_kernel_cpu")
+    t = meta_or_none(_sizes(size), dt, device, requires_grad, out)
+    if t is not None:
+        return t
     return _make(R.draw(_gen(generator), "normal", _sizes(size), dt), dt, device,
                  requires_grad, out)
 
@@ -156,6 +162,9 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, device=None,
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
+    t = meta_or_none(_sizes((size,)), dt, device, requires_grad, out)
+    if t is not None:
+        return t
     arr = R.draw(_gen(generator), "integers", _sizes((size,)), dt, (low, high))
     return _make(arr, dt, device, requires_grad, out)
 
@@ -285,7 +294,20 @@ def exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
                               (1.0 / lambd,)))
 
 
+def _none_on_meta(sampler):
+    """`sampler` for a meta tensor: nothing drawn, nothing written (as PyTorch's)."""
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        if self.is_meta:
+            self._check_inplace()
+            return self
+        return sampler(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = sampler.__name__
+    method.__doc__ = sampler.__doc__
+    return method
+
+
 def install(tensor_cls) -> None:
-    """The in-place samplers as Tensor methods."""
+    """The in-place samplers as Tensor methods (drawing nothing on meta tensors)."""
     for fn in (uniform_, normal_, bernoulli_, random_, exponential_):
-        setattr(tensor_cls, fn.__name__, fn)
+        setattr(tensor_cls, fn.__name__, _none_on_meta(fn))

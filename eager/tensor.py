@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import dtypes as D
+from ir.meta_array import MetaArray
 from ir.opdef import TensorMeta, normalize_dim
 
 from . import grad_mode
@@ -126,6 +127,11 @@ class Tensor(TensorCopyMixin):
 
     def element_size(self) -> int:
         return self._data.itemsize
+
+    @property
+    def is_meta(self) -> bool:
+        """On the meta device: a shape, a dtype and strides, no data (ir/meta_array.py)."""
+        return type(self._data) is MetaArray
 
     @property
     def itemsize(self) -> int:
@@ -274,6 +280,8 @@ class Tensor(TensorCopyMixin):
         a = self._data
         if a.size != 1:
             raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
+        if type(a) is MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         a = self._host()
         if a.dtype in (D.bfloat16.np, D.float16.np):
             return float(a.reshape(()).astype(np.float32))

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as D
+from .meta_array import META_XP, MetaArray
 from .opdef import OpDef, OpNamespace, TensorMeta, is_number
 
 warnings.filterwarnings("ignore", r"(divide by zero|invalid value|overflow|underflow) encountered",
@@ -41,10 +42,13 @@ def array_meta(a) -> TensorMeta:
 
 
 def namespace_of(a):
-    """The array namespace of `a`: numpy for numpy arrays, cupy (imported here, on first use)
-    for anything else."""
+    """The array namespace of `a`: numpy for numpy arrays, `META_XP` for meta arrays (whose
+    kernel is `ir.meta_array.run_meta`), cupy (imported here, on first use) for anything
+    else."""
     if isinstance(a, (np.ndarray, np.generic)):
         return np
+    if type(a) is MetaArray:
+        return META_XP
     import cupy
 
     return cupy
@@ -81,7 +85,8 @@ def run_kernel(xp, op: OpDef, inputs: tuple, attrs: dict, compute: D.DType, out:
             args.append(a)
     r = op.impl(xp, *args, **attrs)
     if not isinstance(r, xp.ndarray) and not isinstance(r, np.ndarray) and \
-            getattr(r, "__cuda_array_interface__", None) is None:  # (`_to_copy` moves devices)
+            getattr(r, "__cuda_array_interface__", None) is None and \
+            type(r) is not MetaArray:  # (`_to_copy` moves devices, to meta too)
         r = xp.asarray(r)
     return r if r.dtype == out.np else r.astype(out.np)
 

@@ -453,7 +453,7 @@ def test_device_objects():
     assert eager.device("cpu") == "cpu" and eager.device("cuda", 0) == eager.device("cuda:0")
     assert repr(eager.device("cuda:0")) == "device(type='cuda', index=0)"
     assert eager.ones(2).device == eager.device("cpu") and eager.ones(2).is_cpu
-    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda.* device type"):
         eager.device("tpu")
     x = eager.ones(2)
     assert x.to("cpu") is x and x.cpu() is x and x.to(eager.float64).dtype is eager.float64

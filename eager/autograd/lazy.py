@@ -18,6 +18,7 @@ import numpy as np
 from ir import REGISTRY
 from ir import dtypes as D
 from ir.execute import namespace_of, opmath, run_kernel
+from ir.meta_array import META_XP, run_meta
 from ir.opdef import OpDef, TensorMeta
 
 from ..tensor import Size, Tensor, wrap_array
@@ -92,7 +93,10 @@ def _xp(arrays):
 def _run(op: OpDef, inputs: tuple, attrs: dict, compute, out_dtype):
     def thunk():
         arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
-        return run_kernel(_xp(arrays), op, arrays, attrs, compute, out_dtype)
+        xp = _xp(arrays)
+        if xp is META_XP:  # the meta device: shapes, dtypes and strides, no data
+            return run_meta(op, arrays, attrs, out_dtype)
+        return run_kernel(xp, op, arrays, attrs, compute, out_dtype)
 
     return thunk
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from ir import dtypes as D
 
+from ..creation import empty_like
 from ..dispatch import FUNCTIONS, PLAIN_SUBCLASSES
 from ..grad_mode import no_grad
 from ..random import rand
@@ -485,6 +486,12 @@ class Module(ModuleHooks):
 
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse: bool = True):
+        """Parameters and buffers replaced by uninitialised tensors of their shapes and dtypes
+        on `device` (here zeros), their values not copied: how a module built on the meta
+        device gets memory (`torch.nn.Module.to_empty`). In place; returns self."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse)
+
     def _float_cast(self, dtype):
         return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
 
@@ -562,16 +569,28 @@ class Module(ModuleHooks):
 
 
 class Linear(Module):
-    """y = x @ weight.T + bias (`torch.nn.Linear`): x (*, in_features) -> (*, out_features)."""
+    """y = x @ weight.T + bias (`torch.nn.Linear`): x (*, in_features) -> (*, out_features);
+    `weight` (out_features, in_features), `bias` (out_features) on `device` in `dtype`."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
-        w = rand(out_features, in_features, dtype=dtype) * (2 * bound) - bound
-        self.weight = Parameter(w)
-        self.bias = Parameter(rand(out_features, dtype=dtype) * (2 * bound) - bound) \
-            if bias else None
+        self.weight = Parameter(self._uniform((out_features, in_features), device, dtype))
+        self.bias = Parameter(self._uniform((out_features,), device, dtype)) if bias else None
+
+    def _uniform(self, shape, device, dtype):
+        """U(-1/sqrt(in_features), 1/sqrt(in_features)) samples (0 when in_features is 0): the
+        distribution of PyTorch's kaiming_uniform_(a=sqrt(5)) on the weight, and of the bias."""
+        bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+        return rand(*shape, dtype=dtype, device=device) * (2 * bound) - bound
+
+    def reset_parameters(self) -> None:
+        """Draw weight and bias again, in place (none drawn on meta)."""
+        with no_grad():
+            for p in (self.weight, self.bias):
+                if p is not None:
+                    p.copy_(self._uniform(tuple(p.shape), p.device, p.dtype))
 
     def forward(self, input):
         return FUNCTIONS["linear"](input, self.weight, self.bias)  # (F.linear, as PyTorch's)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..meta_array import MetaArray
 from ..opdef import OpDef, TensorMeta, register
 
 
@@ -20,7 +21,10 @@ def _cuda_index(device: str) -> int:
 
 
 def _to_copy_impl(xp, x, device="cpu"):
-    """`x` (a numpy or cupy array) copied to `device` ("cpu" or "cuda:N")."""
+    """`x` (a numpy or cupy array) copied to `device` ("cpu", "cuda:N" or "meta": an array
+    with x's shape and dtype and no data)."""
+    if device == "meta":
+        return MetaArray(x.shape, x.dtype)
     if device == "cpu":
         return x.copy() if isinstance(x, np.ndarray) else x.get()
     import cupy
@@ -33,8 +37,11 @@ def _device_attrs(inputs, attrs):
     device = str(attrs["device"])
     if device == "cuda":
         device = "cuda:0"
-    if device != "cpu" and not device.startswith("cuda:"):
-        raise RuntimeError(f"_to_copy(): expected a device 'cpu' or 'cuda:N', got '{device}'")
+    if device.startswith("meta"):
+        device = "meta"
+    elif device != "cpu" and not device.startswith("cuda:"):
+        raise RuntimeError(f"_to_copy(): expected a device 'cpu', 'cuda:N' or 'meta', got "
+                           f"'{device}'")
     return {"device": device}
 
 
