@@ -32,8 +32,6 @@ import numpy as np
 from ..opdef import OpDef, register
 from .elementwise import FLOATS
 
-
-
 # ---------------------------------------------------------------- kernels' helpers
 # GRU steps keep the gates gate-major, (k, B, H) contiguous blocks: h_{t-1} @ W (k, H, H) is one
 # batched matmul. LSTM steps keep PyTorch's (B, 4H) rows (no reordering copies of gx or d_gx)
@@ -70,10 +68,14 @@ def _prev(states, t, reverse, first):
     return first if p < 0 or p >= T else states[p]
 
 
-def _shifted(xp, hs, h0, reverse):
-    """(T, B, H): the state before each step (h0 before the first processed one)."""
-    h0 = h0[None]
-    return xp.concatenate([hs[1:], h0] if reverse else [h0, hs[:-1]], axis=0)
+def _dw_hh(xp, dg, hs, h0, reverse, out=None):
+    """d W_hh (G, H) = sum_t dg_t^T h_prev(t) for dg (T, B, G): one GEMM over the steps whose
+    previous state is in `hs`, one for h0's step (no shifted copy of hs)."""
+    G, H = dg.shape[2], hs.shape[2]
+    d, h, first = (dg[:-1], hs[1:], -1) if reverse else (dg[1:], hs[:-1], 0)
+    out = xp.matmul(d.reshape(-1, G).T, h.reshape(-1, H), out=out)
+    out += xp.matmul(dg[first].T, h0)
+    return out
 
 
 def _gate_major(xp, w, k):
@@ -206,8 +208,7 @@ def _lstm_backward_impl(xp, grad, out, gx, h0, c0, w_hh, reverse=False):
         xp.copyto(d[:, 2], p[3])
         xp.copyto(d[:, 3], p[2])
         xp.matmul(dgx[t], w, out=dh)
-    xp.matmul(dgx.reshape(T * B, G).T, _shifted(xp, hs, h0, reverse).reshape(T * B, H),
-              out=flat[n + 2 * s:].reshape(G, H))
+    _dw_hh(xp, dgx, hs, h0, reverse, out=flat[n + 2 * s:].reshape(G, H))
     return flat if flat.dtype == dt else flat.astype(dt)
 
 
@@ -284,7 +285,7 @@ def _gru_backward_impl(xp, grad, out, gx, h0, w_hh, b_hh, reverse=False):
     dgx = dgh.copy()
     dgx[..., 2 * H:] = dN
     flat_g = dgh.reshape(T * B, G)
-    dw = flat_g.T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
+    dw = _dw_hh(xp, dgh, hs, h0, reverse)
     return _result(xp, (dgx, dh, dw, flat_g.sum(0)), dt)
 
 
@@ -322,7 +323,7 @@ def _rnn_backward_impl(xp, grad, out, gx, h0, w_hh, nonlinearity="tanh", reverse
         else:
             da *= hs[t] > 0
         dh = da @ w
-    dw = dgx.reshape(T * B, H).T @ _shifted(xp, hs, h0, reverse).reshape(T * B, H)
+    dw = _dw_hh(xp, dgx, hs, h0, reverse)
     return _result(xp, (dgx, dh, dw), dt)
 
 
@@ -332,7 +333,7 @@ def _rnn_backward_impl(xp, grad, out, gx, h0, w_hh, nonlinearity="tanh", reverse
 def _lstm_jvp_impl(xp, out, gx, h0, c0, w, tgx, th0, tc0, tw, reverse=False):
     (out, gx, h0, c0, w, tgx, th0, tc0, tw), dt = _work(xp, out, gx, h0, c0, w, tgx, th0,
                                                         tc0, tw)
-    T, B, G = gx.shape
+    T, _, G = gx.shape
     H = G // 4
     hs, cs, I, Fg, O, Gg = out
     res = xp.empty(out.shape, out.dtype)
@@ -354,7 +355,7 @@ def _lstm_jvp_impl(xp, out, gx, h0, c0, w, tgx, th0, tc0, tw, reverse=False):
 
 def _gru_jvp_impl(xp, out, gx, h0, w, b, tgx, th0, tw, tb, reverse=False):
     (out, gx, h0, w, tgx, th0, tw, tb), dt = _work(xp, out, gx, h0, w, tgx, th0, tw, tb)
-    T, B, G = gx.shape
+    T, _, G = gx.shape
     H = G // 3
     hs, R, Z, N, HN = out
     res = xp.empty(out.shape, out.dtype)
@@ -443,7 +444,7 @@ def _checker(name, k, nstate, bias=False):
         if gx.ndim != 3 or gx.shape[2] % k:
             raise RuntimeError(f"{name}: expected gates of shape (T, B, {k} * H), got "
                                f"{list(gx.shape)}")
-        T, B, G = gx.shape
+        _, B, G = gx.shape
         H = G // k
         want = [(B, H)] * nstate + [(G, H)] + ([(G,)] if bias else [])
         for m, s in zip(inputs[1:], want):
