@@ -12,7 +12,14 @@
 Cases 3 and 4 also run under `autocast("cpu", dtype=bfloat16)` (forward and loss in the region,
 backward outside, as the AMP recipe has it), beside float32.
 
-Run: `python benchmarks/bench_train.py [--repeat N] [--only lstm,decoder]`. Prints the median
+The recurrent cases add a third row, `numpy GEMMs`: the step's matrix products alone (per
+layer the input projection, one recurrent GEMM per time step, and in backward one per step
+for d h plus d W_ih, d W_hh and d x), run by numpy's BLAS on arrays of the step's shapes: no
+implementation of the step on numpy's BLAS can be faster than this floor.
+
+Run: `python benchmarks/bench_train.py [--repeat N] [--only lstm,decoder]
+[--openblas-coretype SkylakeX]` (the last sets `OPENBLAS_CORETYPE` before numpy loads
+OpenBLAS, to measure on other kernels than the environment's). Prints the median
 time of one step (forward, backward, optimizer step) per peer and the ratio wick / torch; both
 peers start from the same weights and data, and the script checks that their losses agree over
 the timed steps (bfloat16: within 2%). No goal is asserted (timings are not tests); BLAS and
@@ -27,15 +34,18 @@ AVX-512 CPU (where torch's oneDNN uses AVX-512) that halves wick's GEMM speed; u
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+for _i, _a in enumerate(sys.argv):  # before numpy loads OpenBLAS (argparse runs too late)
+    if _a.startswith("--openblas-coretype"):
+        os.environ["OPENBLAS_CORETYPE"] = _a.partition("=")[2] or sys.argv[_i + 1]
 
 import argparse
 import contextlib
 import functools
 import itertools
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -165,6 +175,32 @@ def make_lstm_step(lib, seq=32, batch=32, hidden=256, layers=2, classes=10, lr=0
     return step, lambda: float(last[-1].item())
 
 
+def make_gemm_floor(seq=32, batch=32, hidden=256, layers=2, kind="LSTM"):
+    """The matrix products of one `make_lstm_step` step on numpy arrays (float32, the
+    step's shapes), in the faster of the two orientations where BLAS's speed depends on it:
+    the floor of any numpy implementation of the step. Returns a callable."""
+    rng = np.random.default_rng(0)
+    G = {"LSTM": 4, "GRU": 3}[kind] * hidden
+    f32 = functools.partial(np.ones, dtype=np.float32)
+    x, w_ih, w_hh = f32((seq * batch, hidden)), f32((G, hidden)), f32((G, hidden))
+    gx, at, h = f32((seq * batch, G)), f32((G, batch)), rng.random((batch, hidden), np.float32)
+    dh, dw = f32((batch, hidden)), f32((G, hidden))
+
+    def step():
+        for layer in range(layers):
+            np.matmul(x, w_ih.T, out=gx)  # the input projection, all steps
+            for _ in range(seq):
+                np.matmul(w_hh, h.T, out=at)  # one recurrent GEMM per step
+        for layer in range(layers):
+            for t in range(seq):
+                np.matmul(gx[t * batch:(t + 1) * batch], w_hh, out=dh)  # d h per step
+            np.matmul(gx.T, x, out=dw)  # d W_hh
+            np.matmul(gx.T, x, out=dw)  # d W_ih
+            if layer:
+                np.matmul(gx, w_ih, out=x)  # d x of the layer above
+    return step
+
+
 def blas_core() -> str:
     """numpy's BLAS and the kernels it runs (threadpoolctl's report), or '' if unknown."""
     try:
@@ -182,6 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=600)
     ap.add_argument("--lstm-repeat", type=int, default=30)
     ap.add_argument("--only", default="", help="comma-separated: small,mnist,lstm,gru,decoder")
+    ap.add_argument("--openblas-coretype", default="",
+                    help="OPENBLAS_CORETYPE for numpy's OpenBLAS (e.g. SkylakeX, Haswell)")
     args = ap.parse_args(argv)
     if torch is not None:
         torch.set_num_threads(1)
@@ -209,6 +247,8 @@ def main(argv=None) -> int:
             if lib is None:
                 continue
             peers[label], losses[label] = make(lib)
+        if key in ("lstm", "gru") and "bf16" not in name:
+            peers["numpy GEMMs"] = make_gemm_floor(kind=key.upper())
         t = medians_us(peers, repeat, rounds=min(15, repeat), warmup=5 if repeat > 30 else 2)
         if "torch eager" in peers:  # both ran the same number of steps from the same start
             a, b = losses["wick"](), losses["torch eager"]()
