@@ -15,6 +15,7 @@ draws equal eager's bit for bit and advance the generator exactly as eager does.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -295,15 +296,15 @@ def exponential_(self: Tensor, lambd=1.0, *, generator=None) -> Tensor:
 
 
 def _none_on_meta(sampler):
-    """`sampler` for a meta tensor: nothing drawn, nothing written (as PyTorch's)."""
+    """`sampler` for a meta tensor: nothing drawn, nothing written (as PyTorch's). The
+    wrapper carries `sampler`'s signature (`__wrapped__`: capture binds the call to it)."""
+    @functools.wraps(sampler)
     def method(self: Tensor, *args, **kwargs) -> Tensor:
         if self.is_meta:
             self._check_inplace()
             return self
         return sampler(self, *args, **kwargs)
 
-    method.__name__ = method.__qualname__ = sampler.__name__
-    method.__doc__ = sampler.__doc__
     return method
 
 
