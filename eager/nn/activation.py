@@ -211,7 +211,7 @@ class PReLU(Module):
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
         self.num_parameters, self.init = num_parameters, init
-        self.weight = Parameter(full((num_parameters,), init, dtype=dtype))
+        self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
 
     def reset_parameters(self) -> None:
         with no_grad():

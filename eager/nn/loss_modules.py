@@ -23,8 +23,7 @@ from .module import Linear, Module
 
 
 def _linear(n_in, n_out, bias, device, dtype):
-    m = Linear(n_in, n_out, bias=bias, dtype=dtype)
-    return m if device is None else m.to(device)
+    return Linear(n_in, n_out, bias=bias, device=device, dtype=dtype)
 
 
 class CTCLoss(_Loss):

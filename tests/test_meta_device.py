@@ -1,0 +1,333 @@
+"""The meta device (tensors with a shape, a dtype and strides, no data) against PyTorch's:
+factories, views' strides and storage offsets, elementwise layouts, printing, the errors of data
+access, `.to("meta")`, modules built on meta (`with device("meta")`, `set_default_device`),
+`Module.to_empty`, autograd on meta; every registry op's meta result against its CPU result
+(eager as the reference); and the factory keywords (`device`, `dtype`) of every `torch.nn`
+module that has them, against the module PyTorch builds.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+from opinfo import dtypes_of, samples
+
+import eager
+import eager.nn as wnn
+import ir
+from eager.dispatch import _default_attrs, apply
+from eager.tensor import Tensor
+from ir import dtypes as D
+
+torch = pytest.importorskip("torch")
+
+
+def _same_meta(w, t):
+    """A wick meta tensor shows what the PyTorch meta tensor shows (strides of size-1 dims
+    aside: wick's CPU views, numpy's, give `x[None]` a 0 stride there, PyTorch a product)."""
+    assert w.is_meta and t.is_meta
+    assert tuple(w.shape) == tuple(t.shape)
+    assert w.dtype.name == str(t.dtype).removeprefix("torch.")
+    assert [s for s, n in zip(w.stride(), w.shape) if n != 1] == \
+        [s for s, n in zip(t.stride(), t.shape) if n != 1]
+    assert w.storage_offset() == t.storage_offset()
+    assert w.is_contiguous() == t.is_contiguous()
+    if w.grad_fn is None:  # (node names: wick's linear records AddBackward0, not Addmm)
+        assert repr(w).replace("eager.", "torch.") == repr(t)
+
+
+FACTORIES = [
+    ("zeros", (3, 4), {}), ("ones", ((2, 5),), {"dtype": "float64"}),
+    ("empty", (0, 3), {}), ("full", ((2, 3), 7), {}), ("full", ((2,), True), {}),
+    ("rand", (4, 2), {}), ("randn", (3,), {"dtype": "float16"}),
+    ("randint", (10, (6,)), {}), ("arange", (5,), {}), ("arange", (0.0, 1.0, 0.25), {}),
+    ("tensor", ([[1, 2], [3, 4]],), {}), ("tensor", (2.5,), {}),
+    ("eye", (3,), {}), ("linspace", (0, 1, 5), {}),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs", FACTORIES, ids=lambda x: str(x))
+def test_factories_on_meta(name, args, kwargs):
+    def call(lib):
+        kw = {k: getattr(lib, v) if k == "dtype" else v for k, v in kwargs.items()}
+        return getattr(lib, name)(*args, device="meta", **kw)
+
+    _same_meta(call(eager), call(torch))
+
+
+def test_like_factories_and_requires_grad():
+    for lib in (eager, torch):
+        m = lib.ones(3, 4, device="meta", requires_grad=True)
+        assert m.requires_grad and m.is_leaf
+    w, t = eager.empty(2, 3, device="meta"), torch.empty(2, 3, device="meta")
+    for fn in ("zeros_like", "ones_like", "empty_like", "rand_like", "randn_like"):
+        _same_meta(getattr(eager, fn)(w), getattr(torch, fn)(t))
+    z = eager.zeros_like(w, device="cpu")
+    assert z.device.type == "cpu" and np.array_equal(z.numpy(), np.zeros((2, 3), np.float32))
+
+
+VIEWS = [
+    lambda x: x.t(), lambda x: x.transpose(0, 1)[1:], lambda x: x[1:, ::2],
+    lambda x: x[2], lambda x: x[:, 1], lambda x: x.unsqueeze(1), lambda x: x[None, ..., None],
+    lambda x: x.view(2, 6), lambda x: x.reshape(12), lambda x: x.t().reshape(12),
+    lambda x: x.t().contiguous(), lambda x: x.expand(2, 3, 4), lambda x: x.permute(1, 0),
+    lambda x: x.diagonal(), lambda x: x.diagonal(1), lambda x: x.unfold(1, 2, 1),
+    lambda x: x.as_strided((2, 2), (1, 2), 3), lambda x: x[1:].as_strided((2,), (2,)),
+    lambda x: x.squeeze(), lambda x: x.narrow(1, 1, 2), lambda x: x.select(1, 3),
+    lambda x: x.flatten(), lambda x: x.t().flatten(), lambda x: x.unbind(0)[1],
+    lambda x: x.chunk(2, 1)[1], lambda x: x.split([1, 3], 1)[1],
+    lambda x: x.to(eager.complex64 if isinstance(x, Tensor) else torch.complex64).real,
+    lambda x: (x.to(eager.complex64 if isinstance(x, Tensor) else torch.complex64)
+               .view(3, 2, 2).imag),
+]
+
+
+@pytest.mark.parametrize("i", range(len(VIEWS)))
+def test_views_strides_and_offsets(i):
+    w, t = eager.empty(3, 4, device="meta"), torch.empty(3, 4, device="meta")
+    _same_meta(VIEWS[i](w), VIEWS[i](t))
+
+
+def test_view_shares_base_and_view_as_real():
+    w = eager.empty(3, 4, device="meta")
+    v = w[1:].t()
+    assert v._base is w and v._version == w._version
+    c = eager.empty(2, 3, dtype=eager.complex64, device="meta")
+    t = torch.empty(2, 3, dtype=torch.complex64, device="meta")
+    _same_meta(eager.view_as_real(c)[:, 1:], torch.view_as_real(t)[:, 1:])
+    r = eager.empty(2, 3, 2, device="meta")
+    _same_meta(eager.view_as_complex(r), torch.view_as_complex(torch.empty(2, 3, 2,
+                                                                           device="meta")))
+
+
+LAYOUTS = [
+    lambda x: x.t() + 1, lambda x: (x.t() * x.t()).exp(), lambda x: x + x,
+    lambda x: x.t() @ x, lambda x: x.sum(0), lambda x: x.t().sum(1),
+    lambda x: x.t().int(), lambda x: x.t() > 0, lambda x: x.mean(), lambda x: x[:, :2] * 2,
+]
+
+
+@pytest.mark.parametrize("i", range(len(LAYOUTS)))
+def test_results_layouts(i):
+    w, t = eager.empty(3, 4, device="meta"), torch.empty(3, 4, device="meta")
+    _same_meta(LAYOUTS[i](w), LAYOUTS[i](t))
+
+
+def _raises_like(fw, ft):
+    with pytest.raises(Exception) as et:
+        ft()
+    with pytest.raises(type(et.value)) as ew:
+        fw()
+    return str(ew.value), str(et.value)
+
+
+@pytest.mark.parametrize("what", ["item", "item1", "bool", "float", "tolist", "cpu", "numpy",
+                                  "copy_to_cpu", "nonzero", "masked_select", "unique"])
+def test_data_access_errors(what):
+    calls = {
+        "item": lambda x: x.item(), "item1": lambda x: x[0, 0].item(),
+        "bool": lambda x: bool(x[0, 0]), "float": lambda x: float(x[0, 0]),
+        "tolist": lambda x: x.tolist(), "cpu": lambda x: x.cpu(), "numpy": lambda x: x.numpy(),
+        "nonzero": lambda x: x.nonzero(), "masked_select": lambda x: x.masked_select(x > 0),
+        "unique": lambda x: x.unique(),
+    }
+    if what == "copy_to_cpu":
+        w, t = eager.ones(3, 4), torch.ones(3, 4)
+        wm, tm = eager.ones(3, 4, device="meta"), torch.ones(3, 4, device="meta")
+        mw, mt = _raises_like(lambda: w.copy_(wm), lambda: t.copy_(tm))
+    else:
+        w, t = eager.ones(3, 4, device="meta"), torch.ones(3, 4, device="meta")
+        mw, mt = _raises_like(lambda: calls[what](w), lambda: calls[what](t))
+    if what not in ("nonzero", "masked_select", "unique"):
+        assert mw.replace("eager", "torch") == mt
+    else:
+        assert "attempted to run this operator with Meta tensors" in mw
+
+
+def test_to_meta_writes_and_storage():
+    c = eager.arange(12.0).reshape(3, 4)
+    m = c.to("meta")
+    assert m.is_meta and not c.is_meta and m.device == eager.device("meta")
+    assert m.to("meta") is m and m.to(device="meta:0") is m
+    assert str(m.device) == "meta" and repr(m.device) == "device(type='meta')"
+    assert eager.device("meta", 0) == torch.device("meta", 0).__str__()
+    t = torch.arange(12.0).reshape(3, 4).to("meta")
+    _same_meta(m, t)
+    for fn in (lambda x: x.zero_(), lambda x: x.fill_(2.0), lambda x: x.mul_(3),
+               lambda x: x.copy_(c if isinstance(x, Tensor) else torch.ones(3, 4)),
+               lambda x: x.uniform_(), lambda x: x.normal_(), lambda x: x[1:].add_(1)):
+        assert fn(m).is_meta
+        fn(t)
+    assert m.untyped_storage().nbytes() == t.untyped_storage().nbytes() == 48
+    assert np.array_equal(c.numpy(), np.arange(12.0, dtype=np.float32).reshape(3, 4))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        m + c
+    _same_meta(m + eager.tensor(2.0), t + torch.tensor(2.0))  # a 0-d CPU tensor joins in
+
+
+def test_meta_draws_no_random_numbers():
+    eager.manual_seed(0)
+    a = eager.randn(5)
+    eager.manual_seed(0)
+    eager.randn(100, device="meta")
+    eager.rand(7, device="meta").uniform_().normal_()
+    with eager.device("meta"):
+        wnn.Linear(20, 30)
+        wnn.Conv2d(3, 4, 3)
+    b = eager.randn(5)
+    assert np.array_equal(a.numpy(), b.numpy())
+
+
+def _module_state(m, shapes=True):
+    """(name, shape, dtype, device, requires_grad) of each parameter and buffer (no shape for
+    the uninitialised parameters of a lazy module)."""
+    return [(n, tuple(p.shape) if shapes else None, str(p.dtype).split(".")[-1], p.device.type,
+             p.requires_grad) for n, p in list(m.named_parameters()) + list(m.named_buffers())]
+
+
+def test_modules_on_meta_by_context_and_default_device():
+    with eager.device("meta"):
+        w = wnn.Sequential(wnn.Linear(4, 8), wnn.ReLU(), wnn.LayerNorm(8), wnn.Linear(8, 2))
+        x = eager.randn(5, 4)
+    with torch.device("meta"):
+        t = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.LayerNorm(8),
+                                torch.nn.Linear(8, 2))
+        tx = torch.randn(5, 4)
+    assert _module_state(w) == _module_state(t)
+    _same_meta(w(x), t(tx))
+    assert eager.zeros(2).device.type == "cpu"
+    eager.set_default_device("meta")
+    try:
+        assert eager.get_default_device() == eager.device("meta")
+        _same_meta(eager.zeros(2, 3), torch.zeros(2, 3, device="meta"))
+        assert wnn.Linear(2, 3).weight.is_meta
+    finally:
+        eager.set_default_device(None)
+    assert eager.zeros(2).device.type == "cpu"
+
+
+def test_module_to_meta_and_to_empty():
+    w = wnn.Linear(3, 4).to("meta")
+    assert w.weight.is_meta and isinstance(w.weight, wnn.Parameter)
+    r = w.to_empty(device="cpu")
+    assert r is w and w.weight.device.type == "cpu" and w.weight.requires_grad
+    t = torch.nn.Linear(3, 4, device="meta").to_empty(device="cpu")
+    assert _module_state(w) == _module_state(t)
+    w.reset_parameters()
+    assert float(w.weight.abs().max()) <= 1 / 3 ** 0.5
+    b = wnn.BatchNorm1d(3, device="meta").to_empty(device="cpu")
+    tb = torch.nn.BatchNorm1d(3, device="meta").to_empty(device="cpu")
+    assert _module_state(b) == _module_state(tb)
+
+
+def test_autograd_on_meta():
+    def run(lib, nn):
+        with lib.device("meta"):
+            m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+            x = lib.randn(6, 4, requires_grad=True)
+        y = m(x).t().exp()[1:].sum()
+        y.backward()
+        g = lib.autograd.grad((x ** 2).mean(), x, create_graph=True)[0]
+        return [x.grad, g] + [p.grad for p in m.parameters()]
+
+    for gw, gt in zip(run(eager, wnn), run(torch, torch.nn)):
+        assert gw.is_meta and tuple(gw.shape) == tuple(gt.shape) and gw.dtype.name == \
+            str(gt.dtype).removeprefix("torch.")
+
+
+# ---------------------------------------------------------------- every registry op
+
+
+def _leaves(r):
+    if isinstance(r, Tensor):
+        return [r]
+    if isinstance(r, (tuple, list)):
+        return [x for y in r for x in _leaves(y)]
+    return []
+
+
+def _ops():
+    return [op for op in ir.REGISTRY.values() if op.name != "_to_copy"]
+
+
+@pytest.mark.parametrize("op", _ops(), ids=lambda op: op.name)
+def test_registry_op_on_meta_matches_cpu(op):
+    """The op's meta result has its CPU result's shape and dtype (a view also its strides);
+    an op whose result's shape depends on the data raises NotImplementedError, as PyTorch's."""
+    dts = dtypes_of(op)
+    dt = D.float32 if D.float32 in dts else dts[0]
+    checked = 0
+    for ins, attrs in samples(op, dt):
+        attrs = {**_default_attrs(op), **attrs}
+        cpu = tuple(eager.tensor(x) if isinstance(x, np.ndarray) else x for x in ins)
+        try:
+            ref = apply(op, cpu, dict(attrs))
+        except (RuntimeError, ValueError, TypeError, IndexError):
+            continue  # (a sample the op rejects on the CPU too)
+        meta = tuple(x.to("meta") if isinstance(x, Tensor) else x for x in cpu)
+        if op.dynamic_shape or op.name in ("nonzero", "unique"):
+            with pytest.raises(NotImplementedError, match="Meta tensors"):
+                apply(op, meta, dict(attrs))
+            return
+        got = apply(op, meta, dict(attrs))
+        for a, b in zip(_leaves(ref), _leaves(got), strict=True):
+            assert b.is_meta and tuple(a.shape) == tuple(b.shape) and a.dtype is b.dtype
+            if op.kind == "view":
+                assert a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+        checked += 1
+    if op.kind not in ("random",):
+        assert checked or not list(samples(op, dt))
+
+
+# ---------------------------------------------------------------- module factory keywords
+
+_ARGS = {
+    "AdaptiveLogSoftmaxWithLoss": (8, 10, [4]), "Bilinear": (3, 4, 5), "Embedding": (10, 3),
+    "EmbeddingBag": (10, 3), "GRUCell": (3, 4), "LSTMCell": (3, 4), "RNNCell": (3, 4),
+    "GroupNorm": (2, 4), "LayerNorm": (4,), "RMSNorm": (4,), "Linear": (3, 4),
+    "LinearCrossEntropyLoss": (4, 5), "MultiheadAttention": (8, 2), "PReLU": (),
+    "Transformer": (8, 2, 1, 1, 16), "TransformerDecoderLayer": (8, 2, 16),
+    "TransformerEncoderLayer": (8, 2, 16), "GRU": (3, 4), "LSTM": (3, 4), "RNN": (3, 4),
+}
+
+
+def _factory_modules():
+    names = []
+    for name in dir(torch.nn):
+        cls = getattr(torch.nn, name)
+        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)) or \
+                name in ("RNNBase", "RNNCellBase", "SyncBatchNorm") or name.startswith("_"):
+            continue
+        try:
+            params = inspect.signature(cls.__init__).parameters
+        except (TypeError, ValueError):
+            continue
+        if "device" in params or name in ("GRU", "LSTM", "RNN"):
+            names.append(name)
+    return names
+
+
+def _args(name):
+    if name in _ARGS:
+        return _ARGS[name]
+    if "Conv" in name:
+        return (2, 4, 3) if not name.startswith("Lazy") else (4, 3)
+    if "Norm" in name:
+        return (4,) if not name.startswith("Lazy") else ()
+    return (3, 4) if name == "Lazy" + "Linear" or not name.startswith("Lazy") else (4,)
+
+
+@pytest.mark.parametrize("name", _factory_modules())
+def test_module_factory_kwargs(name):
+    """`Module(..., device="meta", dtype=float64)`: every parameter and buffer where PyTorch
+    puts it, of PyTorch's shapes and dtypes (integer buffers keep theirs)."""
+    args = (4,) if name == "LazyLinear" else _args(name)
+    shapes = not name.startswith("Lazy")
+    t = getattr(torch.nn, name)(*args, device="meta", dtype=torch.float64)
+    w = getattr(wnn, name)(*args, device="meta", dtype=eager.float64)
+    assert _module_state(w, shapes) == _module_state(t, shapes)
+    w = getattr(wnn, name)(*args, dtype=eager.float64)
+    t = getattr(torch.nn, name)(*args, dtype=torch.float64)
+    assert _module_state(w, shapes) == _module_state(t, shapes)
