@@ -215,12 +215,10 @@ def apply(op: OpDef, inputs: tuple, attrs: dict):
         return op.decomp(F, *inputs, **attrs)
     compute, out_dtype = dts
     arrays = tuple([x._data if isinstance(x, Tensor) else x for x in inputs])
-    if key is None:  # (a call key means numpy arrays and numbers only)
+    if key is None:  # other devices (a call key means numpy arrays and numbers only)
         xp = _namespace(arrays)
-        if xp is META_XP:  # the meta device: shapes, dtypes and strides, no data
-            out = Tensor._make(run_meta(op, arrays, attrs, out_dtype))
-        else:
-            out = Tensor._make(run_kernel(xp, op, arrays, attrs, compute, out_dtype))
+        kernel = run_meta if xp is META_XP else run_kernel  # (meta: no data, no kernel)
+        out = Tensor._make(kernel(xp, op, arrays, attrs, compute, out_dtype))
     else:
         xp = np
         out = Tensor._make(run_kernel(np, op, arrays, attrs, compute, out_dtype))

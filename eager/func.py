@@ -238,12 +238,15 @@ def linearize(func, *primals):
 def stack_module_state(models):
     """`torch.func.stack_module_state`: (params, buffers), dicts of each name's tensors of the
     models stacked on a new leading dim (parameters as new leaves that require grad); models
-    must share structure. RuntimeError for an empty list or mixed requires_grad."""
+    must share structure. RuntimeError for an empty list, models of different classes or
+    training modes, mixed requires_grad."""
     if len(models) == 0:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
     if not (all(m.training for m in models) or all(not m.training for m in models)):
         raise RuntimeError("stack_module_state: Expected all models to have the same "
                            "training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
     stack = FUNCTIONS["stack"]
 
     def stacked(named):

@@ -250,9 +250,11 @@ def _tensor_meta(a) -> TensorMeta | object:
     return TensorMeta(a.shape, D.from_numpy(a.dtype), "meta") if type(a) is MetaArray else a
 
 
-def run_meta(op: OpDef, arrays: tuple, attrs: dict, out_dtype: D.DType) -> MetaArray:
+def run_meta(xp, op: OpDef, arrays: tuple, attrs: dict, compute: D.DType,
+             out_dtype: D.DType) -> MetaArray:
     """The meta result of primitive `op` on meta arrays and numbers (canonical `attrs`, checked
-    by the caller against the same rules): what `run_kernel` is for numpy and cupy arrays.
+    by the caller against the same rules): what `ir.execute.run_kernel` is for numpy and cupy
+    arrays, with its signature (`xp` is META_XP; `compute` plays no part).
     NotImplementedError for ops whose result's shape depends on the data (nonzero,
     masked_select, unique...) and for copies out of the meta device, as PyTorch."""
     if op.dynamic_shape:

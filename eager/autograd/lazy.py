@@ -94,9 +94,8 @@ def _run(op: OpDef, inputs: tuple, attrs: dict, compute, out_dtype):
     def thunk():
         arrays = tuple(x._data if isinstance(x, Tensor) else x for x in inputs)
         xp = _xp(arrays)
-        if xp is META_XP:  # the meta device: shapes, dtypes and strides, no data
-            return run_meta(op, arrays, attrs, out_dtype)
-        return run_kernel(xp, op, arrays, attrs, compute, out_dtype)
+        kernel = run_meta if xp is META_XP else run_kernel  # (meta: no data, no kernel)
+        return kernel(xp, op, arrays, attrs, compute, out_dtype)
 
     return thunk
 
