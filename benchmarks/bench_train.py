@@ -181,10 +181,13 @@ def make_gemm_floor(seq=32, batch=32, hidden=256, layers=2, kind="LSTM"):
     the floor of any numpy implementation of the step. Returns a callable."""
     rng = np.random.default_rng(0)
     G = {"LSTM": 4, "GRU": 3}[kind] * hidden
-    f32 = functools.partial(np.ones, dtype=np.float32)
-    x, w_ih, w_hh = f32((seq * batch, hidden)), f32((G, hidden)), f32((G, hidden))
-    gx, at, h = f32((seq * batch, G)), f32((G, batch)), rng.random((batch, hidden), np.float32)
-    dh, dw = f32((batch, hidden)), f32((G, hidden))
+    def f32(*shape):
+        return rng.random(shape, np.float32)
+
+    x, dx, w_ih, w_hh = f32(seq * batch, hidden), f32(seq * batch, hidden), f32(G, hidden), \
+        f32(G, hidden)
+    gx, at, h, dh, dw = f32(seq * batch, G), f32(G, batch), f32(batch, hidden), \
+        f32(batch, hidden), f32(G, hidden)
 
     def step():
         for layer in range(layers):
@@ -197,7 +200,7 @@ def make_gemm_floor(seq=32, batch=32, hidden=256, layers=2, kind="LSTM"):
             np.matmul(gx.T, x, out=dw)  # d W_hh
             np.matmul(gx.T, x, out=dw)  # d W_ih
             if layer:
-                np.matmul(gx, w_ih, out=x)  # d x of the layer above
+                np.matmul(gx, w_ih, out=dx)  # d x of the layer above
     return step
 
 
