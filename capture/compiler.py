@@ -64,7 +64,11 @@ class GraphRunner:
             return []
         graph, compiled = self.graph, self.compiled
         if self.specs is not None:
-            graph, compiled = self.specs.get(self.specs.key(inputs))
+            key = self.specs.key(inputs)
+            hit = self.specs.get(key)
+            if hit is None:  # a key's first call: the tape runs eagerly (compiled later)
+                return list(self.specs.run_tape(key, inputs))
+            graph, compiled = hit
         if self.aot is not None and self.specs is None:
             try:
                 return list(self.aot(*inputs))
@@ -229,9 +233,8 @@ class CompiledFunction:
         try:
             outs = entry.runner(inputs)
         except Exception as e:  # noqa: BLE001 - a backend/replay failure must not cost the call
-            if not isinstance(e, dynamic.ShapeLimit):  # (that one warned once already)
-                logs.log("graph", f"graph of {self.name} failed at run time "
-                                  f"({type(e).__name__}: {e}); running the frame eagerly")
+            logs.log("graph", f"graph of {self.name} failed at run time "
+                              f"({type(e).__name__}: {e}); running the frame eagerly")
             self.eager_runs += 1
             return self.fn(*args, **kwargs)
         self.graph_runs += 1

@@ -5,9 +5,10 @@ resolved, a mean's divisor, a softmax's reduced dim...), so a graph captured at 
 not valid at another. Instead of symbolic sizes in the IR, a dynamic entry keeps the *op tape*
 of the capture: every user-level op call with its user-level attributes, in order. For a new
 concrete shape the tape is replayed through `calls.record` into a fresh graph (attributes
-re-canonicalised, decompositions and metas re-derived), compiled by the backend on first use
-and cached per input shapes inside the entry (`Specializations`, at most
-`config.dynamic_shape_limit` shapes: past it, new shapes run eagerly).
+re-canonicalised, decompositions and metas re-derived), compiled by the backend on the shape's
+second call (`config.dynamic_compile_after`; the first runs the tape on eager tensors) and
+cached per input shapes inside the entry (`Specializations`, at most
+`config.dynamic_shape_limit` shapes: past it, new shapes run the tape eagerly).
 
 What the tape cannot replay is Python that reads a size as a value (`x.shape[0] * 2`,
 `if x.size(1) > 3`): such a read *specialises* the dimension (its guard becomes exact). To know
@@ -223,18 +224,18 @@ def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: st
     return g
 
 
-class ShapeLimit(Exception):
-    """A dynamic entry already holds `config.dynamic_shape_limit` specialisations: the call
-    runs eagerly (each new size compiles new kernels; without a bound, memory grows with
-    every size ever seen)."""
-
-
 class Specializations:
     """The per-shape graphs of one dynamic entry: input shapes -> (graph, compiled).
 
-    At most `config.dynamic_shape_limit` shapes are kept (first come); `get` of a new shape
-    past that raises `ShapeLimit` (warned once per entry). Thread-safe: a shape is replayed
-    and compiled once, under the entry's lock."""
+    Tiered, as a JIT: a key (shapes, dynamic ints) is compiled on its
+    `config.dynamic_compile_after`-th call; before that `get` answers None and the call runs
+    the op tape on eager tensors (`run_tape`: eager's kernels, no replay, no compile), so a
+    KV-cache decode that meets each position once runs at eager speed instead of compiling a
+    graph per token, and positions met again (the next generation) run compiled. At most
+    `config.dynamic_shape_limit` shapes are compiled (first come; without a bound, memory
+    grows with every size ever seen): past it, new shapes run the tape (warned once per
+    entry). Thread-safe: a shape is replayed and
+    compiled once, under the entry's lock."""
 
     def __init__(self, tape, graph: Graph, compile_fn, name: str = "", numbers=()):
         self.numbers = tuple(numbers)  # (source, input index) of dynamic ints in the key
@@ -245,6 +246,7 @@ class Specializations:
         self.compile_fn = compile_fn
         self.name = name or graph.name
         self.by_shape: dict[tuple, tuple] = {}
+        self.seen: dict[tuple, int] = {}  # calls of keys not compiled yet (bounded)
         self.lock = threading.Lock()
         self.warned = False
 
@@ -258,8 +260,9 @@ class Specializations:
             return shapes
         return shapes, tuple(int(inputs[i]._data) for _, i in self.numbers)
 
-    def get(self, key: tuple) -> tuple:
-        """The (graph, compiled) of a `key`."""
+    def get(self, key: tuple) -> tuple | None:
+        """The (graph, compiled) of a `key`; None while the key has had fewer than
+        `config.dynamic_compile_after` calls (the caller runs `run_tape`)."""
         hit = self.by_shape.get(key)
         if hit is not None:
             return hit
@@ -267,25 +270,68 @@ class Specializations:
             hit = self.by_shape.get(key)
             if hit is not None:
                 return hit
+            calls = self.seen.get(key, 0) + 1
+            if calls < config.dynamic_compile_after:
+                if len(self.seen) >= _SEEN_LIMIT:
+                    self.seen.clear()
+                self.seen[key] = calls
+                return None
             if len(self.by_shape) >= config.dynamic_shape_limit:
-                msg = (f"capture: the dynamic entry of {self.name} reached "
-                       f"config.dynamic_shape_limit ({config.dynamic_shape_limit} shapes); "
-                       "new shapes run eagerly")
-                if not self.warned:
+                if not self.warned:  # (past the bound, every new key runs the tape)
                     self.warned = True
+                    msg = (f"capture: the dynamic entry of {self.name} reached "
+                           f"config.dynamic_shape_limit ({config.dynamic_shape_limit} "
+                           "shapes); new shapes run eagerly")
                     logs.log("recompiles", msg)
-                    warnings.warn(msg, stacklevel=2)
-                raise ShapeLimit(msg)
-            shapes, numbers = key, {}
-            if self.numbers:
-                shapes, values = key
-                numbers = {src: v for (src, _), v in zip(self.numbers, values)}
+                    warnings.warn(msg, stacklevel=3)
+                return None
+            self.seen.pop(key, None)
+            shapes, numbers = self._split(key)
             metas = [TensorMeta(s, ph.val.dtype, ph.val.device)
                      for s, ph in zip(shapes, self.placeholders)]
             g = replay(self.tape, self.placeholders, self.outputs, metas, self.graph.name,
                        numbers)
             hit = self.by_shape[key] = (g, self.compile_fn(g))
         return hit
+
+    def _split(self, key: tuple) -> tuple:
+        """(input shapes, {source: int} of the dynamic ints) of a key."""
+        if not self.numbers:
+            return key, {}
+        shapes, values = key
+        return shapes, {src: v for (src, _), v in zip(self.numbers, values)}
+
+    def run_tape(self, key: tuple, inputs) -> tuple:
+        """The entry's outputs for eager `inputs` (of `key`) by running the op tape through
+        `eager.dispatch.apply`, each op under its captured grad mode, its dynamic ints
+        evaluated for the key (`replay`'s semantics without building a graph: values are
+        eager's, autograd records as for `backends.run_with_autograd`). A size comparison
+        the capture took that does not hold here raises, and the call runs the frame
+        eagerly."""
+        from eager import dispatch, grad_mode  # lazy: eager's op path, as backends'
+
+        from . import symints as sym  # lazy: symints imports this module
+
+        numbers = self._split(key)[1]
+        env = dict(zip(self.placeholders, inputs))
+        for e in self.tape:
+            if type(e) is not TapeEntry:  # `symints.SizeCheck` on the tensors' shapes
+                e.check(env, lambda t: t.shape)
+                continue
+            if any(isinstance(x, Node) and x not in env for x in e.inputs):
+                continue  # an op on a value the graph never saw (dead code of a break)
+            args = tuple(env[x] if isinstance(x, Node) else x for x in e.inputs)
+            attrs = {k: sym.resolve(v, numbers) for k, v in e.attrs.items()}
+            with grad_mode.set_grad_enabled(e.grad_enabled):
+                r = dispatch.apply(e.op, args, attrs)
+            if isinstance(e.result, tuple):
+                env.update(zip(e.result, r))
+            else:
+                env[e.result] = r
+        return tuple(env[n] for n in self.outputs)
+
+
+_SEEN_LIMIT = 4096  # keys counted before compiling (cleared when full: counts restart)
 
 
 def make_specializations(out, graph: Graph, compiled, compile_fn, name: str):

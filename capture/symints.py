@@ -399,12 +399,14 @@ class SizeCheck:
     def __init__(self, a, b, equal: bool):
         self.a, self.b, self.equal = a, b, equal
 
-    def check(self, env: dict) -> None:
+    def check(self, env: dict, shape=lambda v: v.meta.shape) -> None:
+        """Raise unless the comparison holds for `env` ({node: value}; `shape(value)` its
+        sizes: a tracker's meta, or an eager tensor's)."""
         def size(side):
             node, d = side
             if node not in env:
                 raise RuntimeError("a compared size is not on the tape")
-            return env[node].meta.shape[d]
+            return shape(env[node])[d]
 
         if (size(self.a) == size(self.b)) != self.equal:
             raise RuntimeError("a size comparison that the capture took differs here")
