@@ -231,10 +231,14 @@ def _gru_impl(xp, gx, h0, w_hh, b_hh, reverse=False):
     gxg = _by_gate(gx, 3)
     a = xp.empty((3, B, H), gx.dtype)
     h = h0
-    for t in _steps(T, reverse):
+    skip = not h0.any()  # the first step's GEMM adds nothing (the default zero state)
+    for k, t in enumerate(_steps(T, reverse)):
         r, z, n, hn = out[1, t], out[2, t], out[3, t], out[4, t]
-        xp.matmul(h, wt, out=a)
-        a += b3
+        if k or not skip:
+            xp.matmul(h, wt, out=a)
+            a += b3
+        else:
+            a[...] = b3
         hn[...] = a[2]
         a[:2] += gxg[t, :2]
         _sig(xp, a[0], r)
@@ -304,10 +308,14 @@ def _rnn_impl(xp, gx, h0, w_hh, nonlinearity="tanh", reverse=False):
     out = xp.empty(gx.shape, gx.dtype)
     wt = w.T
     h = h0
-    for t in _steps(T, reverse):
+    skip = not h0.any()  # the first step's GEMM adds nothing (the default zero state)
+    for k, t in enumerate(_steps(T, reverse)):
         a = out[t]
-        xp.matmul(h, wt, out=a)
-        a += gx[t]
+        if k or not skip:
+            xp.matmul(h, wt, out=a)
+            a += gx[t]
+        else:
+            a[...] = gx[t]
         if nonlinearity == "tanh":
             xp.tanh(a, out=a)
         else:
