@@ -167,7 +167,10 @@ def getitem(self: Tensor, key):
     """`self[key]`: a view for basic keys, a copy for advanced ones (PyTorch semantics)."""
     if type(key) is Tensor and key.dtype is D.bool_ and key.shape == self.shape and key.ndim:
         return FUNCTIONS["masked_select"](self, key)  # x[mask]: one op instead of four
-    return index_ops(EAGER_F, self, *parse_key(self, key))
+    basic, idx, dims = parse_key(self, key)
+    if idx and type(self._data) is not np.ndarray:  # CPU index tensors join self's device
+        idx = [i.to(self.device) for i in idx]
+    return index_ops(EAGER_F, self, basic, idx, dims)
 
 
 def put_ops(F, x, basic, idx, dims, value, accumulate=False):

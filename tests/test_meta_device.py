@@ -331,3 +331,14 @@ def test_module_factory_kwargs(name):
     w = getattr(wnn, name)(*args, dtype=eager.float64)
     t = getattr(torch.nn, name)(*args, dtype=torch.float64)
     assert _module_state(w, shapes) == _module_state(t, shapes)
+
+
+def test_advanced_indexing_and_embedding_on_meta():
+    w, t = eager.empty(5, 4, device="meta"), torch.empty(5, 4, device="meta")
+    for key in (lambda lib: lib.tensor([0, 2]), lambda lib: lib.tensor([1, 3], device="meta"),
+                lambda lib: [0, 4]):
+        _same_meta(w[key(eager)], t[key(torch)])
+        _same_meta(w[key(eager), 1:], t[key(torch), 1:])
+    ew, et = wnn.Embedding(10, 3, device="meta"), torch.nn.Embedding(10, 3, device="meta")
+    _same_meta(ew(eager.tensor([[1, 2, 9]], device="meta")).detach(),
+               et(torch.tensor([[1, 2, 9]], device="meta")).detach())
