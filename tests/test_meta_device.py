@@ -342,3 +342,18 @@ def test_advanced_indexing_and_embedding_on_meta():
     ew, et = wnn.Embedding(10, 3, device="meta"), torch.nn.Embedding(10, 3, device="meta")
     _same_meta(ew(eager.tensor([[1, 2, 9]], device="meta")).detach(),
                et(torch.tensor([[1, 2, 9]], device="meta")).detach())
+
+
+def test_init_functions_draw_nothing_on_meta():
+    init = wnn.init
+    fills = (init.uniform_, init.normal_, init.trunc_normal_, init.xavier_uniform_,
+             init.xavier_normal_, init.kaiming_uniform_, init.kaiming_normal_, init.orthogonal_,
+             lambda t: init.sparse_(t, 0.5), init.zeros_, init.ones_, init.eye_)
+    eager.manual_seed(3)
+    a = eager.rand(4)
+    eager.manual_seed(3)
+    for fill in fills:
+        m = eager.empty(4, 5, device="meta")
+        assert fill(m) is m and m.is_meta
+    assert init.dirac_(eager.empty(4, 4, 3, device="meta")).is_meta
+    assert np.array_equal(eager.rand(4).numpy(), a.numpy())

@@ -78,6 +78,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
+    if tensor.is_meta:  # nothing drawn on meta (PyTorch's draws by uniform_, a no-op there)
+        return tensor
     rng = _gen(generator)
     n = tensor.numel()
     out = np.empty(0)
@@ -209,7 +211,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     fewer than 2 dimensions."""
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.is_meta:  # (nothing drawn on meta, as PyTorch's)
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -231,6 +233,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tuple(tensor.shape)
     num_zeros = math.ceil(sparsity * rows)
+    if tensor.is_meta:  # (nothing drawn on meta, as PyTorch's)
+        return tensor
     with no_grad():
         tensor.normal_(0, std, generator=generator)
         for col in range(cols):
