@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ir import dtypes as D
+from ir.meta_array import MetaArray
 
 from . import creation, extra
 from . import random as R
@@ -24,8 +25,13 @@ from .tensor import Tensor, bump_version
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **_):
-    """A zero-filled C-contiguous tensor of `size` (wick's strides are numpy's)."""
-    return creation.zeros(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    """A zero-filled C-contiguous tensor of `size` (wick's strides are numpy's); on the meta
+    device, of `size` and `stride` (no data, so any strides are kept, as PyTorch's)."""
+    t = creation.zeros(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    if t.is_meta:
+        a = t._data
+        t._data = MetaArray(a.shape, a.dtype, tuple(s * a.itemsize for s in stride))
+    return t
 
 
 # ---------------------------------------------------------------- Tensor introspection, new_*
