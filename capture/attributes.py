@@ -212,6 +212,26 @@ def _user_property(value, name: str):
     return None
 
 
+def _user_getattr(value, name: str):
+    """The `__getattr__` written in Python of `value`'s class (an `AttributeDict(dict)`, a
+    config wrapper) when `value.name` is found nowhere else, so Python calls it, and nothing
+    else intercepts the read (no `__getattribute__` of the user's); else None. Inlined as
+    Dynamo does; the name's absence is fixed by the guards on the object and its class."""
+    cls = type(value)
+    if isinstance(value, (type, types.ModuleType)) or \
+            getattr(cls, "__getattribute__", None) is not object.__getattribute__ and \
+            not _trusted(_owner(cls, "__getattribute__")):
+        return None
+    fn = _owner(cls, "__getattr__").__dict__.get("__getattr__")
+    if not isinstance(fn, types.FunctionType) or _trusted(_owner(cls, "__getattr__")):
+        return None
+    try:
+        inspect.getattr_static(value, name)
+    except AttributeError:
+        return fn
+    return None
+
+
 def _owner(cls, name: str):
     return next((c for c in cls.__mro__ if name in c.__dict__), object)
 
@@ -250,6 +270,13 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
                 obj.source is not None:  # `cfg.pool.value`: the member's (guarded) constant
             tx.out.guards.identity(obj.source, obj.value, type(obj.value).__name__)
             return tx.out.wrap(getattr(obj.value, name), f"{obj.source}.{name}")
+        fget = _user_getattr(obj.value, name)
+        if fget is not None and obj.source is not None:  # `hparams.lr`: __getattr__ inlined
+            from .calls import call_function
+
+            tx.out.guards.identity(f"type({obj.source}).__getattr__", fget, fget.__name__)
+            return call_function(tx, FunctionVariable(fget, None),
+                                 [obj, ConstantVariable(name)], {})
         if _getter_runs_user_code(obj.value, name):  # a descriptor, __getattr__: eagerly
             raise tx.unsupported(f"attribute {name!r} of {obj.describe()} is computed by user "
                                  "code (a property or __getattr__)")

@@ -31,8 +31,10 @@ _MAPPING_METHODS = ("keys", "items", "values", "get", "pop", "setdefault", "upda
                     "clear")
 
 
-def dict_base(cls) -> type | None:
-    """`OrderedDict`/`dict` for a user class built on it (module doc), else None."""
+def dict_base(cls, read: bool = False) -> type | None:
+    """`OrderedDict`/`dict` for a user class built on it (module doc), else None. `read`: an
+    object read from a source (not made in the frame) may also define `__getattr__`
+    (Lightning's `AttributeDict`): attribute reads inline it (`attributes`)."""
     if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, dict):
         return None
     mro = cls.__mro__
@@ -40,8 +42,9 @@ def dict_base(cls) -> type | None:
     if builtin not in ([OrderedDict, dict, object], [dict, object]):
         return None
     for c in mro[:mro.index(builtin[0])]:
-        if any(n in c.__dict__ for n in ("__slots__", "__getattr__", "__del__", "__new__",
-                                          "__getattribute__")):
+        if any(n in c.__dict__ for n in ("__slots__", "__del__", "__new__",
+                                          "__getattribute__")) or \
+                "__getattr__" in c.__dict__ and not read:
             return None
     return builtin[0]
 

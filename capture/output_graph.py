@@ -16,12 +16,13 @@ from collections import OrderedDict
 from collections.abc import Mapping
 
 from eager import Tensor, device
+from eager.extra_settings import layout, memory_format
 from eager.grad_mode import is_grad_enabled
 from ir import Graph
 from ir.dtypes import DType
 
 from . import autocast, dict_objects, dynamic, pycalls
-from .guards import GuardSet, is_literal
+from .guards import NUMPY_SCALARS, GuardSet, is_literal
 from .sideeffects import SideEffects
 from .transform import GradRestore, ResumeIter
 from .variables import (
@@ -111,7 +112,7 @@ class OutputGraph:
                 type(value).__module__.split(".")[0] == "numpy":
             return UnknownVariable(value, source)
         var = UserObjectVariable(value, source)
-        if dict_objects.dict_base(type(value)) is not None:  # a ModelOutput after a break
+        if dict_objects.dict_base(type(value), read=True) is not None:  # a ModelOutput
             var.cls = type(value)  # its items read raw (`dict.copy`: no user code), lazily
             raw = f"{self.guards.name_for(dict.copy, '___dict_copy')}({source})"
             var.mapping = LazyDictVariable(self, dict.copy(value), raw)
@@ -147,11 +148,14 @@ class OutputGraph:
             if type(value) is int:  # int64 arithmetic in the graph is Python's in this range
                 g.add(f"-{1 << 31} <= {source} < {1 << 31}")
             return dynamic.SymNumberVariable(self, value, source)
-        if type(value) is not list and is_literal(value) or type(value) is float:
+        if type(value) is not list and is_literal(value) or type(value) is float or \
+                type(value).__module__ == "numpy" and type(value).__name__ in NUMPY_SCALARS:
+            # (a numpy scalar, `schedule[epoch]` read before a break: a number, as torch's)
             # (inf/nan too: `x.masked_fill(m, _NEG_INF)`; the guard names the value)
             g.constant(source, value)
             return ConstantVariable(value, source)
-        if isinstance(value, (DType, device)) or value is Ellipsis:
+        if isinstance(value, (DType, device, memory_format, layout)) or value is Ellipsis:
+            # (`zeros_like(p, memory_format=torch.preserve_format)`: a guarded constant)
             g.identity(source, value, getattr(value, "name", "___c"))
             return ConstantVariable(value, source)
         if isinstance(value, tuple) and type(value) is not tuple:  # Size, named tuples

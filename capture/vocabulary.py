@@ -288,7 +288,8 @@ def _constant_factory(tx, fn, args, kwargs):
         raise no_graph_form(tx, fn, "out= writes into a tensor")
     if fn.__name__ in ("tensor", "as_tensor", "asarray"):
         var = _array_factory(tx, fn, args, kwargs) or number_tensors.tensor_of_number(
-            tx, args, kwargs, _record, lambda v: _const(tx, fn, v))
+            tx, args, kwargs, _record, lambda v: _const(tx, fn, v)) or \
+            number_tensors.of_tensor(tx, fn, args, kwargs, _cast, _const, no_graph_form)
         if var is not None:
             return var
     sym = symints.factory_args(tx, fn, args, kwargs, lambda v: _const(tx, fn, v))
