@@ -358,3 +358,17 @@ def test_init_functions_draw_nothing_on_meta():
         assert fill(m) is m and m.is_meta
     assert init.dirac_(eager.empty(4, 4, 3, device="meta")).is_meta
     assert np.array_equal(eager.rand(4).numpy(), a.numpy())
+
+
+def test_skip_init_builds_on_meta():
+    eager.manual_seed(5)
+    a = eager.rand(3)
+    eager.manual_seed(5)
+    for name in ("Linear", "Conv2d", "LayerNorm"):
+        args = {"Linear": (3, 4), "Conv2d": (2, 4, 3), "LayerNorm": (4,)}[name]
+        w = wnn.utils.skip_init(getattr(wnn, name), *args)
+        t = torch.nn.utils.skip_init(getattr(torch.nn, name), *args)
+        assert _module_state(w) == _module_state(t)
+    assert np.array_equal(eager.rand(3).numpy(), a.numpy())  # nothing drawn
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
+        wnn.utils.skip_init(wnn.ReLU)

@@ -18,13 +18,16 @@ __all__ = ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_
 
 
 def skip_init(module_cls, *args, **kwargs):
-    """`module_cls(*args, **kwargs)` with (in torch) uninitialised parameters. RuntimeError
-    when `module_cls` is not a Module subclass."""
+    """`module_cls(*args, **kwargs)` with uninitialised parameters (here zeros): built on the
+    meta device, then `to_empty(device=...)` (default "cpu"), as PyTorch's. RuntimeError when
+    `module_cls` is not a Module subclass or takes no `device` argument."""
     if not (inspect.isclass(module_cls) and issubclass(module_cls, Module)):
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
-        kwargs.pop("device", None)  # (wick's modules without a device argument: CPU)
-    return module_cls(*args, **kwargs)
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    final_device = kwargs.pop("device", "cpu")
+    kwargs["device"] = "meta"
+    return module_cls(*args, **kwargs).to_empty(device=final_device)
 
 
 def convert_conv2d_weight_memory_format(module, memory_format):
