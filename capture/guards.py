@@ -27,6 +27,9 @@ from . import library
 from .moduleguards import ModuleReads, cached_arrays, cached_disjoint
 
 _SIMPLE = (bool, int, float, str, type(None), complex)
+# numpy's scalar number types (`np.float64(0.05)` read from a schedule array): guarded constants
+NUMPY_SCALARS = frozenset(("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                           "uint8", "uint16", "uint32", "uint64", "bool", "bool_"))
 
 
 def is_literal(value) -> bool:

@@ -13,6 +13,7 @@ from eager import Tensor
 from ir.opdef import is_number
 
 from . import dynamic
+from .guards import NUMPY_SCALARS
 from .recording import call_op, inplace
 from .variables import (
     ConstantVariable,
@@ -96,8 +97,19 @@ def inplace_op(tx, a, name, b):
     return inplace(tx, a, lambda: _dunder(tx, f"__{name}__", f"__r{name}__", a, b, name))
 
 
+def _numpy_number(v):
+    """A numpy scalar constant (`np.float32(2.0)`, `schedule[i]`) as the Python number it
+    stands for in a tensor operator (torch treats numpy scalars as Python scalars)."""
+    if v.is_constant() and type(v.value).__module__ == "numpy" and \
+            type(v.value).__name__ in NUMPY_SCALARS:
+        return ConstantVariable(v.value.item())
+    return v
+
+
 def _dunder(tx, fwd: str, rev: str, a, b, symbol: str) -> VariableTracker:
     a, b = dynamic.number_operands(tx, fwd, a, b)
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        a, b = _numpy_number(a), _numpy_number(b)
     if not (_operand_ok(a) and _operand_ok(b)):
         raise tx.unsupported(f"operator {symbol} on {a.describe()} and {b.describe()}")
     if isinstance(a, TensorVariable):

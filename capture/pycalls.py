@@ -16,6 +16,7 @@ import builtins
 from eager import Tensor
 
 from . import calls, dynamic, eager_rules, pyfunctional, subscripts, vocabulary
+from .guards import NUMPY_SCALARS
 from .variables import (
     ConstantVariable,
     DictVariable,
@@ -27,6 +28,7 @@ from .variables import (
     SetVariable,
     TensorVariable,
     TupleVariable,
+    UnknownVariable,
     UserObjectVariable,
     VariableTracker,
 )
@@ -428,7 +430,31 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
             return entries[index.value][1]  # an IndexError here is the user's
     if isinstance(obj, TensorVariable):
         return subscripts.getitem(tx, obj, index)
+    if isinstance(obj, UnknownVariable) and obj.source and index.is_constant():
+        item = _array_item(tx, obj, index.value)
+        if item is not None:
+            return item
     raise tx.unsupported(f"subscript of {obj.describe()}")
+
+
+def _array_item(tx, obj, i):
+    """`schedule[epoch]`: one number of a numpy array read from an attribute or a global, at a
+    constant index: a constant guarded on the array's dtype and that element's value (a new
+    value recompiles), as eagerly a numpy scalar (None: not such a read)."""
+    arr = obj.value
+    if type(arr).__name__ != "ndarray" or type(arr).__module__ != "numpy" or \
+            not (isinstance(i, int) or isinstance(i, tuple) and
+                 all(isinstance(k, int) for k in i)) or isinstance(i, bool):
+        return None
+    value = arr[i]  # an IndexError here is the user's
+    if type(value).__name__ not in NUMPY_SCALARS:
+        return None
+    g = tx.out.guards
+    g.add(f"{obj.source}.dtype == {g.name_for(arr.dtype, '___dtype')}")
+    g.add(f"{obj.source}.shape == {tuple(arr.shape)!r}")
+    source = f"{obj.source}[{i!r}]"
+    g.constant(source, value)
+    return ConstantVariable(value, source)
 
 
 def store_subscript(tx, obj, index, value) -> None:

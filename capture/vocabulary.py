@@ -75,7 +75,7 @@ def is_internal_frame(tx) -> bool:
 
 
 COMPOSITIONS = ("eager.nn", "eager.extra_scatter", "eager.distributions", "eager.special",
-                "eager.extra_spectral", "eager.func")
+                "eager.extra_spectral", "eager.func", "eager.extra_foreach")
 COMPOSITION_MODULES = ("eager.extra",)  # exactly (`eager.extra_api` and the like are not)
 
 
@@ -181,7 +181,7 @@ def _rule(prefix: str, name: str):
         return _dtype_info
     if prefix == "eager" and name == "Size":
         return _constant_size
-    if prefix == "eager" and name in FACTORIES:
+    if prefix == "eager" and (name in FACTORIES or name == "Tensor"):  # (`Tensor([1e10])`)
         return _constant_factory
     if prefix == "eager" and name == "from_numpy":
         return _from_numpy

@@ -172,6 +172,10 @@ from . import extra, extra_api  # issue 16's sweep: compositions and naming (ins
 extra.install(globals(), Tensor)
 extra_api.install(globals(), Tensor)
 
+from . import extra_foreach  # noqa: E402  (torch._foreach_*)
+
+extra_foreach.install(globals())
+
 from . import version  # noqa: E402  (torch.version / torch.__version__)
 from .version import __version__  # noqa: E402
 

@@ -22,6 +22,7 @@ from .device import CPU, device, device_of_array, resolve, to_device
 from .printing import tensor_repr
 from .storage import Size, UntypedStorage, _ptr, _root
 from .tensor_copy import TensorCopyMixin
+from .tensor_ctor import constructor_data
 
 __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
@@ -55,9 +56,9 @@ class Tensor(TensorCopyMixin):
     # `np.log(2 * np.pi) + t` (a numpy scalar on the left) is a Tensor, not an ndarray
     __array_priority__ = 1000
 
-    def __init__(self, data=None, *, dtype=None, requires_grad=False):
-        arr = _to_array(data if data is not None else [], dtype)
-        self._init(arr, requires_grad)
+    def __init__(self, *args, dtype=None, requires_grad=False):
+        data, dtype = constructor_data(args, dtype, _has_tensor)  # (or sizes: `Tensor(2, 3)`)
+        self._init(_to_array(data, dtype), requires_grad)
 
     def _init(self, arr, requires_grad=False):
         self._data = arr
@@ -459,7 +460,7 @@ class Tensor(TensorCopyMixin):
     def copy_(self, src, non_blocking=False) -> Tensor:
         """Copy `src` (broadcast to self's shape, any dtype, any device) into self."""
         if not isinstance(src, Tensor):
-            src = Tensor(src)
+            src = Tensor(np.asarray(src))
         if src.device != self.device:
             src = _move(src, self.device)
         if src.dtype is not self.dtype:
