@@ -32,7 +32,7 @@ _SAFE = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("eager.serialization", "_rebuild_tensor"), ("eager.tensor", "Tensor"), ("eager.tensor", "Size"),
-    ("eager.nn.module", "Parameter"),
+    ("eager.nn.module", "Parameter"), ("ir.meta_array", "MetaArray"),
 }
 _SAFE_MODULES = ("ml_dtypes", "numpy.dtypes")  # dtype classes of bfloat16 & co.
 _USER_SAFE: dict = {}

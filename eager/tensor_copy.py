@@ -13,6 +13,8 @@ import copy
 
 import numpy as np
 
+from ir.meta_array import MetaArray
+
 from .storage import _ptr, _root
 
 # [eager.serialization._rebuild_tensor]: filled when eager/serialization.py is imported (by eager)
@@ -44,7 +46,10 @@ def _shares_root(arr: np.ndarray):
 
 
 def _host_and_geometry(arr):
-    """What a tensor pickles: (array, None) or (owning array, geometry of the view)."""
+    """What a tensor pickles: (array, None) or (owning array, geometry of the view); a meta
+    array pickles itself (shape, dtype, strides: no data)."""
+    if type(arr) is MetaArray:
+        return arr, None
     if not isinstance(arr, np.ndarray):
         return arr.get(), None
     root = _shares_root(arr)

@@ -117,6 +117,11 @@ class MetaArray:
     def __repr__(self) -> str:
         return f"MetaArray(shape={self.shape}, dtype={self.dtype})"
 
+    def __reduce__(self):
+        """Pickled as its constructor's arguments (what `torch.save` keeps of a meta
+        tensor)."""
+        return MetaArray, (self.shape, self.dtype, self.strides, self.offset, self.base)
+
     # ---- no data: reads raise, writes do nothing
 
     def __array__(self, dtype=None, copy=None):

@@ -372,3 +372,26 @@ def test_skip_init_builds_on_meta():
     assert np.array_equal(eager.rand(3).numpy(), a.numpy())  # nothing drawn
     with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
         wnn.utils.skip_init(wnn.ReLU)
+
+
+def test_save_load_pickle_deepcopy_meta():
+    import copy
+    import io
+    import pickle
+
+    w = eager.empty(3, 4, device="meta")[1:].t()
+    t = torch.empty(3, 4, device="meta")[1:].t()
+    bw, bt = io.BytesIO(), io.BytesIO()
+    eager.save({"v": w, "sd": wnn.Linear(2, 3, device="meta").state_dict()}, bw)
+    torch.save({"v": t, "sd": torch.nn.Linear(2, 3, device="meta").state_dict()}, bt)
+    bw.seek(0)
+    bt.seek(0)
+    lw, lt = eager.load(bw), torch.load(bt)
+    v = lw["v"]  # (PyTorch's loaded meta view forgets its storage offset; wick's keeps it)
+    assert v.is_meta and v.stride() == lt["v"].stride() == w.stride() and v.shape == w.shape
+    assert v.storage_offset() == w.storage_offset() == 4
+    for k in lt["sd"]:
+        _same_meta(lw["sd"][k], lt["sd"][k])
+    p = pickle.loads(pickle.dumps(w))
+    assert p.is_meta and p.stride() == w.stride() and p.shape == w.shape
+    assert copy.deepcopy(w).is_meta and tuple(copy.deepcopy(w).shape) == (4, 2)
