@@ -395,3 +395,24 @@ def test_save_load_pickle_deepcopy_meta():
     p = pickle.loads(pickle.dumps(w))
     assert p.is_meta and p.stride() == w.stride() and p.shape == w.shape
     assert copy.deepcopy(w).is_meta and tuple(copy.deepcopy(w).shape) == (4, 2)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
+def test_optimizer_steps_on_meta(name):
+    """A training step of a model built on meta: meta gradients, and optimizer state where
+    PyTorch keeps it (meta moments, a CPU step count)."""
+    def run(lib):
+        with lib.device("meta"):
+            m = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 2))
+            x = lib.randn(3, 4)
+        kw = {"lr": 0.1, **({"momentum": 0.9} if name == "SGD" else {})}
+        opt = getattr(lib.optim, name)(m.parameters(), **kw)
+        for _ in range(2):
+            m(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+        return m, {k: (v.device.type, tuple(v.shape)) for k, v in opt.state[m[0].weight].items()
+                   if isinstance(v, (Tensor, torch.Tensor))}
+
+    (mw, sw), (mt, st) = run(eager), run(torch)
+    assert _module_state(mw) == _module_state(mt) and sw == st
