@@ -97,7 +97,7 @@ def test_stack_module_state_errors_as_torch():
 
 def test_model_ensembling_gradients_flow_to_stacked_params():
     models, minibatches, _ = _wick_setup(3)
-    params, buffers, _, p1, _ = _ensemble(eager, wnn, WF, models, minibatches, minibatches[0])
+    params, _, _, p1, _ = _ensemble(eager, wnn, WF, models, minibatches, minibatches[0])
     p1.sum().backward()
     for i, m in enumerate(models):
         out = m(minibatches[i]).sum()

@@ -416,3 +416,37 @@ def test_optimizer_steps_on_meta(name):
 
     (mw, sw), (mt, st) = run(eager), run(torch)
     assert _module_state(mw) == _module_state(mt) and sw == st
+
+
+# ---------------------------------------------------------------- module forwards on meta
+
+_FORWARD_CASES = [
+ ("Conv1d", (2, 4, 3), (2, 2, 9)), ("Conv2d", (2, 4, 3), (2, 2, 7, 7)), ("Conv3d", (2, 4, 3), (1, 2, 5, 5, 5)),
+ ("ConvTranspose1d", (2, 4, 3), (2, 2, 9)), ("ConvTranspose2d", (2, 4, 3, 2), (2, 2, 5, 5)),
+ ("BatchNorm2d", (3,), (2, 3, 4, 4)), ("GroupNorm", (2, 4), (2, 4, 3)), ("LayerNorm", (5,), (2, 3, 5)),
+ ("InstanceNorm1d", (3,), (2, 3, 6)), ("RMSNorm", (5,), (2, 5)),
+ ("LSTM", (3, 5, 2), (4, 2, 3)), ("GRU", (3, 5), (4, 2, 3)), ("RNN", (3, 5), (4, 2, 3)),
+ ("LSTMCell", (3, 5), (2, 3)), ("GRUCell", (3, 5), (2, 3)),
+ ("MaxPool2d", (2,), (2, 3, 6, 6)), ("AvgPool1d", (2,), (2, 3, 6)), ("AdaptiveAvgPool2d", ((2, 3),), (2, 3, 7, 7)),
+ ("Upsample", (None, 2), (1, 2, 3, 3)), ("PixelShuffle", (2,), (1, 8, 3, 3)), ("Flatten", (), (2, 3, 4)),
+ ("Dropout", (0.3,), (4, 5)), ("GELU", (), (3, 4)), ("Softmax", (1,), (3, 4)), ("PReLU", (), (3, 4)),
+ ("Bilinear", (3, 4, 5), None), ("Embedding", (10, 3), None), ("TransformerEncoderLayer", (8, 2, 16), (5, 2, 8)),
+ ("MultiheadAttention", (8, 2), None),
+]
+def _forward(lib, nn, name, args, shape):
+    """A module built under `with device("meta")` called on meta inputs: its outputs' metadata."""
+    with lib.device("meta"):
+        m = getattr(nn, name)(*args)
+        if name == "Bilinear": out = m(lib.randn(2, 3), lib.randn(2, 4))
+        elif name == "Embedding": out = m(lib.tensor([[1, 2]]))
+        elif name == "MultiheadAttention": out = m(*[lib.randn(3, 2, 8)] * 3)
+        else: out = m(lib.randn(*shape))
+    outs = out if isinstance(out, tuple) else (out,)
+    flat = []
+    for o in outs:
+        flat += list(o) if isinstance(o, tuple) else [o]
+    return [(tuple(o.shape), str(o.dtype).split(".")[-1], o.device.type) for o in flat if o is not None]
+
+@pytest.mark.parametrize("name,args,shape", _FORWARD_CASES, ids=lambda x: str(x))
+def test_module_forward_on_meta(name, args, shape):
+    assert _forward(eager, wnn, name, args, shape) == _forward(torch, torch.nn, name, args, shape)
