@@ -16,7 +16,7 @@ from .dispatch import FUNCTIONS as _F
 def _window(window, win_length, n_fft, like):
     if window is None:
         window = creation.ones(win_length, dtype=like.dtype if like.dtype.is_floating_point
-                               else like.real.dtype)
+                               else like.real.dtype, device=like.device)
     if window.ndim != 1 or window.shape[0] != win_length:
         raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length="
                            f"{win_length}, but got window with size {list(window.shape)}")
@@ -95,17 +95,18 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     n_frames = frames.shape[-2]
     total = n_fft + hop_length * (n_frames - 1)
     pos = (np.arange(n_frames)[:, None] * hop_length + np.arange(n_fft)[None, :]).reshape(-1)
-    idx = creation.tensor(pos)
-    out = _F["index_add"](creation.zeros(frames.shape[0], total, dtype=frames.dtype), 1, idx,
-                          frames.reshape(frames.shape[0], -1))
+    dev = frames.device
+    idx = creation.tensor(pos, device=dev)
+    out = _F["index_add"](creation.zeros(frames.shape[0], total, dtype=frames.dtype, device=dev),
+                          1, idx, frames.reshape(frames.shape[0], -1))
     wsq = _F["mul"](w, w) if not w.dtype.is_complex else _F["square"](_F["abs"](w))
-    env = _F["index_add"](creation.zeros(total, dtype=wsq.dtype), 0, idx,
+    env = _F["index_add"](creation.zeros(total, dtype=wsq.dtype, device=dev), 0, idx,
                           wsq.repeat(n_frames))  # the squared window's overlap-add
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else start + length
     end = min(end, total)
     env = env[start:end]
-    if (env.detach().abs().numpy(force=True) < 1e-11).any():
+    if not env.is_meta and (env.detach().abs().numpy(force=True) < 1e-11).any():
         raise RuntimeError("istft: window overlap add min: 0. The window must satisfy the "
                            "nonzero overlap-add (NOLA) condition.")
     y = _F["div"](out[:, start:end], env)

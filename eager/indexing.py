@@ -168,9 +168,14 @@ def getitem(self: Tensor, key):
     if type(key) is Tensor and key.dtype is D.bool_ and key.shape == self.shape and key.ndim:
         return FUNCTIONS["masked_select"](self, key)  # x[mask]: one op instead of four
     basic, idx, dims = parse_key(self, key)
-    if idx and type(self._data) is not np.ndarray:  # CPU index tensors join self's device
-        idx = [i.to(self.device) for i in idx]
-    return index_ops(EAGER_F, self, basic, idx, dims)
+    return index_ops(EAGER_F, self, basic, _on_device(self, idx), dims)
+
+
+def _on_device(self: Tensor, idx: list) -> list:
+    """Index tensors on self's device: CPU ones join a CUDA or meta `self`, as PyTorch's."""
+    if idx and type(self._data) is not np.ndarray:
+        return [i.to(self.device) for i in idx]
+    return idx
 
 
 def put_ops(F, x, basic, idx, dims, value, accumulate=False):
@@ -183,7 +188,7 @@ def _value(self: Tensor, value):
     if isinstance(value, Tensor):
         return value if value.dtype is self.dtype else FUNCTIONS["cast"](value, self.dtype)
     if isinstance(value, (list, tuple, np.ndarray)):
-        return Tensor._make(np.asarray(value).astype(self.dtype.np))
+        return Tensor._make(np.asarray(value).astype(self.dtype.np)).to(self.device)
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -195,7 +200,7 @@ def _put(self: Tensor, basic, idx, dims, value, accumulate=False) -> Tensor:
     needs_grad = grad_mode.is_grad_enabled() and (
         self.requires_grad or (isinstance(value, Tensor) and value.requires_grad))
     if needs_grad or type(self._data) is not np.ndarray:  # autograd, or another device
-        result = put_ops(EAGER_F, self, basic, idx, dims, value, accumulate)
+        result = put_ops(EAGER_F, self, basic, _on_device(self, idx), dims, value, accumulate)
         return self._inplace_update(result)
     # no autograd: write straight into self's memory, after every check
     view = self._data[basic + (Ellipsis,)]
@@ -237,7 +242,8 @@ def index_put_(self: Tensor, indices, values, accumulate=False) -> Tensor:
 def index_put(self: Tensor, indices, values, accumulate=False) -> Tensor:
     """`torch.index_put`: the out-of-place `index_put_` (a new tensor; autograd through it)."""
     basic, idx, dims = parse_key(self, tuple(indices))
-    return put_ops(EAGER_F, self, basic, idx, dims, _value(self, values), accumulate)
+    return put_ops(EAGER_F, self, basic, _on_device(self, idx), dims, _value(self, values),
+                   accumulate)
 
 
 def install(tensor_cls) -> None:

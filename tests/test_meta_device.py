@@ -450,3 +450,24 @@ def _forward(lib, nn, name, args, shape):
 @pytest.mark.parametrize("name,args,shape", _FORWARD_CASES, ids=lambda x: str(x))
 def test_module_forward_on_meta(name, args, shape):
     assert _forward(eager, wnn, name, args, shape) == _forward(torch, torch.nn, name, args, shape)
+
+
+def test_stft_istft_and_index_writes_on_meta():
+    w = eager.ones(2, 40, device="meta")
+    t = torch.ones(2, 40, device="meta")
+    _same_meta(eager.stft(w, 16, hop_length=4, return_complex=True),
+               torch.stft(t, 16, hop_length=4, window=torch.ones(16, device="meta"),
+                          return_complex=True))
+    a = w[0].stft(8, win_length=6, center=False, onesided=False, return_complex=False)
+    b = t[0].stft(8, win_length=6, center=False, onesided=False, return_complex=False,
+                  window=torch.ones(6, device="meta"))  # (its strides: a transposed result)
+    assert a.is_meta and tuple(a.shape) == tuple(b.shape) and a.dtype.name == "float32"
+    s = eager.stft(eager.ones(2, 40), 16, hop_length=4, return_complex=True)
+    y = eager.istft(s.to("meta"), 16, hop_length=4, length=38)  # (PyTorch's: aten::equal)
+    ref = eager.istft(s, 16, hop_length=4, length=38)
+    assert y.is_meta and y.shape == ref.shape and y.dtype == ref.dtype
+    for lib in (eager, torch):  # CPU indices and list values into a meta tensor
+        m = lib.zeros(3, 4, device="meta")
+        m[lib.tensor([0, 2]), 1] = 5.0
+        m.index_put_((lib.tensor([1]),), lib.ones(4, device="meta"))
+        assert m.is_meta and m.fill_diagonal_(1.0).is_meta
