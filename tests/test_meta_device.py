@@ -471,3 +471,57 @@ def test_stft_istft_and_index_writes_on_meta():
         m[lib.tensor([0, 2]), 1] = 5.0
         m.index_put_((lib.tensor([1]),), lib.ones(4, device="meta"))
         assert m.is_meta and m.fill_diagonal_(1.0).is_meta
+
+
+# ---------------------------------------------------------------- the nn sweeps' cases on meta
+
+
+def _nn_sweep_cases():
+    import test_nn_layers_sweep as S  # (the nn.functional and module sweeps' tables)
+    import test_nn_layers_sweep_modules as SM
+
+    cases = []
+    for table in ("CONV", "POOL", "LP", "NORM", "ACT", "INTERP", "GRID"):
+        for case in getattr(S, table):
+            if callable(case[1]):
+                cases.append(("F", case[0], case[1], case[2]))
+    for name, args, kw, shapes in SM.CASES:
+        cases.append(("M", name, (args, kw), shapes))
+    return S, cases
+
+
+_S, _NN_CASES = _nn_sweep_cases()
+
+
+def _outputs_meta(out):
+    return [(tuple(o.shape), str(o.dtype).split(".")[-1], o.device.type)
+            for o in _leaves_any(out) if hasattr(o, "shape")]
+
+
+def _leaves_any(r):
+    return [x for y in r for x in _leaves_any(y)] if isinstance(r, (tuple, list)) else [r]
+
+
+def _run_nn_case(kind, fn, shapes, ns, lib):
+    if kind == "F":
+        return fn(ns, *[lib.empty(*s, device="meta", dtype=lib.float64) for s in shapes])
+    (args, kw), name = fn
+    with lib.device("meta"):
+        return getattr(lib.nn, name)(*args, **kw)(*[lib.empty(*s) for s in shapes])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("case", _NN_CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_nn_sweep_cases_on_meta(case):
+    """Every case of the nn sweeps (functional: conv, pooling, norms, activations,
+    interpolation, grid_sample; modules) on meta inputs: PyTorch's output metadata, or an
+    error where PyTorch has one."""
+    kind, name, fn, shapes = case
+    fn = (fn, name) if kind == "M" else fn
+    try:
+        ref = _outputs_meta(_run_nn_case(kind, fn, shapes, _S.T, torch))
+    except Exception:  # noqa: BLE001 (PyTorch has no meta kernel: any error will do)
+        with pytest.raises(Exception):  # noqa: B017
+            _run_nn_case(kind, fn, shapes, _S.E, eager)
+        return
+    assert _outputs_meta(_run_nn_case(kind, fn, shapes, _S.E, eager)) == ref
