@@ -70,16 +70,19 @@ def _wick_setup(num_models=4):
 def test_model_ensembling_against_numpy():
     models, minibatches, minibatch = _wick_setup()
     params, buffers, base, p1, p2 = _ensemble(eager, wnn, WF, models, minibatches, minibatch)
-    assert [tuple(p.shape) for p in params.values()] == \
-        [(4,) + tuple(p.shape) for p in models[0].parameters()]
+    assert [tuple(p.shape) for p in params.values()] == [
+        (4,) + tuple(p.shape) for p in models[0].parameters()
+    ]
     assert all(p.is_leaf and p.requires_grad for p in params.values()) and buffers == {}
     assert all(p.is_meta for p in base.parameters())  # the base keeps no data
     assert tuple(p1.shape) == (4, 16, 10) and tuple(p2.shape) == (4, 16, 10)
     for i, m in enumerate(models):
-        np.testing.assert_allclose(p1[i].detach().numpy(), _np_mlp(m, minibatches[i].numpy()),
-                                   rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(p2[i].detach().numpy(), _np_mlp(m, minibatch.numpy()),
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            p1[i].detach().numpy(), _np_mlp(m, minibatches[i].numpy()), rtol=1e-4, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            p2[i].detach().numpy(), _np_mlp(m, minibatch.numpy()), rtol=1e-4, atol=1e-5
+        )
 
 
 def test_stack_module_state_errors_as_torch():
@@ -103,8 +106,9 @@ def test_model_ensembling_gradients_flow_to_stacked_params():
         out = m(minibatches[i]).sum()
         out.backward()
         for name, p in m.named_parameters():
-            np.testing.assert_allclose(params[name].grad[i].numpy(), p.grad.numpy(),
-                                       rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(
+                params[name].grad[i].numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-5
+            )
 
 
 def test_model_ensembling_against_torch():
@@ -113,8 +117,9 @@ def test_model_ensembling_against_torch():
     tmodels, mlp = [], _mlp(torch.nn, torch.nn.functional)
     for m in models:
         t = mlp()
-        t.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy())
-                           for k, v in m.state_dict().items()})
+        t.load_state_dict(
+            {k: torch.from_numpy(v.detach().numpy().copy()) for k, v in m.state_dict().items()}
+        )
         tmodels.append(t)
     tb = torch.from_numpy(minibatches.numpy().copy())
     _, _, _, w1, w2 = _ensemble(eager, wnn, WF, models, minibatches, minibatch)
@@ -151,8 +156,7 @@ def _per_sample_grads(lib, model, data, targets):
     buffers = {k: v.detach() for k, v in model.named_buffers()}
 
     def compute_loss(params, buffers, sample, target):
-        predictions = lib.func.functional_call(model, (params, buffers),
-                                               (sample.unsqueeze(0),))
+        predictions = lib.func.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
         return F.nll_loss(predictions, target.unsqueeze(0))
 
     ft = lib.func.vmap(lib.func.grad(compute_loss), in_dims=(None, None, 0, 0))
@@ -186,10 +190,15 @@ def test_per_sample_gradients_against_torch():
     torch = pytest.importorskip("torch")
     model, data, targets = _cnn_setup()
     tmodel = _cnn(torch.nn, torch.nn.functional, torch.flatten)()
-    tmodel.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy())
-                            for k, v in model.state_dict().items()})
+    tmodel.load_state_dict(
+        {k: torch.from_numpy(v.detach().numpy().copy()) for k, v in model.state_dict().items()}
+    )
     vm, _ = _per_sample_grads(eager, model, data, targets)
-    tvm, _ = _per_sample_grads(torch, tmodel, torch.from_numpy(data.numpy().copy()),
-                               torch.from_numpy(targets.numpy().copy()))
+    tvm, _ = _per_sample_grads(
+        torch,
+        tmodel,
+        torch.from_numpy(data.numpy().copy()),
+        torch.from_numpy(targets.numpy().copy()),
+    )
     for name in vm:
         np.testing.assert_allclose(vm[name].numpy(), tvm[name].numpy(), rtol=1e-4, atol=1e-6)

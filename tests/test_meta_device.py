@@ -30,8 +30,9 @@ def _same_meta(w, t):
     assert w.is_meta and t.is_meta
     assert tuple(w.shape) == tuple(t.shape)
     assert w.dtype.name == str(t.dtype).removeprefix("torch.")
-    assert [s for s, n in zip(w.stride(), w.shape) if n != 1] == \
-        [s for s, n in zip(t.stride(), t.shape) if n != 1]
+    assert [s for s, n in zip(w.stride(), w.shape) if n != 1] == [
+        s for s, n in zip(t.stride(), t.shape) if n != 1
+    ]
     assert w.storage_offset() == t.storage_offset()
     assert w.is_contiguous() == t.is_contiguous()
     if w.grad_fn is None:  # (node names: wick's linear records AddBackward0, not Addmm)
@@ -39,12 +40,21 @@ def _same_meta(w, t):
 
 
 FACTORIES = [
-    ("zeros", (3, 4), {}), ("ones", ((2, 5),), {"dtype": "float64"}),
-    ("empty", (0, 3), {}), ("full", ((2, 3), 7), {}), ("full", ((2,), True), {}),
-    ("rand", (4, 2), {}), ("randn", (3,), {"dtype": "float16"}),
-    ("randint", (10, (6,)), {}), ("arange", (5,), {}), ("arange", (0.0, 1.0, 0.25), {}),
-    ("tensor", ([[1, 2], [3, 4]],), {}), ("tensor", (2.5,), {}),
-    ("eye", (3,), {}), ("linspace", (0, 1, 5), {}), ("empty_strided", ((2, 3), (1, 2)), {}),
+    ("zeros", (3, 4), {}),
+    ("ones", ((2, 5),), {"dtype": "float64"}),
+    ("empty", (0, 3), {}),
+    ("full", ((2, 3), 7), {}),
+    ("full", ((2,), True), {}),
+    ("rand", (4, 2), {}),
+    ("randn", (3,), {"dtype": "float16"}),
+    ("randint", (10, (6,)), {}),
+    ("arange", (5,), {}),
+    ("arange", (0.0, 1.0, 0.25), {}),
+    ("tensor", ([[1, 2], [3, 4]],), {}),
+    ("tensor", (2.5,), {}),
+    ("eye", (3,), {}),
+    ("linspace", (0, 1, 5), {}),
+    ("empty_strided", ((2, 3), (1, 2)), {}),
     ("empty_strided", ((2, 3, 4), (12, 1, 3)), {}),
 ]
 
@@ -70,18 +80,36 @@ def test_like_factories_and_requires_grad():
 
 
 VIEWS = [
-    lambda x: x.t(), lambda x: x.transpose(0, 1)[1:], lambda x: x[1:, ::2],
-    lambda x: x[2], lambda x: x[:, 1], lambda x: x.unsqueeze(1), lambda x: x[None, ..., None],
-    lambda x: x.view(2, 6), lambda x: x.reshape(12), lambda x: x.t().reshape(12),
-    lambda x: x.t().contiguous(), lambda x: x.expand(2, 3, 4), lambda x: x.permute(1, 0),
-    lambda x: x.diagonal(), lambda x: x.diagonal(1), lambda x: x.unfold(1, 2, 1),
-    lambda x: x.as_strided((2, 2), (1, 2), 3), lambda x: x[1:].as_strided((2,), (2,)),
-    lambda x: x.squeeze(), lambda x: x.narrow(1, 1, 2), lambda x: x.select(1, 3),
-    lambda x: x.flatten(), lambda x: x.t().flatten(), lambda x: x.unbind(0)[1],
-    lambda x: x.chunk(2, 1)[1], lambda x: x.split([1, 3], 1)[1],
+    lambda x: x.t(),
+    lambda x: x.transpose(0, 1)[1:],
+    lambda x: x[1:, ::2],
+    lambda x: x[2],
+    lambda x: x[:, 1],
+    lambda x: x.unsqueeze(1),
+    lambda x: x[None, ..., None],
+    lambda x: x.view(2, 6),
+    lambda x: x.reshape(12),
+    lambda x: x.t().reshape(12),
+    lambda x: x.t().contiguous(),
+    lambda x: x.expand(2, 3, 4),
+    lambda x: x.permute(1, 0),
+    lambda x: x.diagonal(),
+    lambda x: x.diagonal(1),
+    lambda x: x.unfold(1, 2, 1),
+    lambda x: x.as_strided((2, 2), (1, 2), 3),
+    lambda x: x[1:].as_strided((2,), (2,)),
+    lambda x: x.squeeze(),
+    lambda x: x.narrow(1, 1, 2),
+    lambda x: x.select(1, 3),
+    lambda x: x.flatten(),
+    lambda x: x.t().flatten(),
+    lambda x: x.unbind(0)[1],
+    lambda x: x.chunk(2, 1)[1],
+    lambda x: x.split([1, 3], 1)[1],
     lambda x: x.to(eager.complex64 if isinstance(x, Tensor) else torch.complex64).real,
-    lambda x: (x.to(eager.complex64 if isinstance(x, Tensor) else torch.complex64)
-               .view(3, 2, 2).imag),
+    lambda x: (
+        x.to(eager.complex64 if isinstance(x, Tensor) else torch.complex64).view(3, 2, 2).imag
+    ),
 ]
 
 
@@ -99,14 +127,20 @@ def test_view_shares_base_and_view_as_real():
     t = torch.empty(2, 3, dtype=torch.complex64, device="meta")
     _same_meta(eager.view_as_real(c)[:, 1:], torch.view_as_real(t)[:, 1:])
     r = eager.empty(2, 3, 2, device="meta")
-    _same_meta(eager.view_as_complex(r), torch.view_as_complex(torch.empty(2, 3, 2,
-                                                                           device="meta")))
+    _same_meta(eager.view_as_complex(r), torch.view_as_complex(torch.empty(2, 3, 2, device="meta")))
 
 
 LAYOUTS = [
-    lambda x: x.t() + 1, lambda x: (x.t() * x.t()).exp(), lambda x: x + x,
-    lambda x: x.t() @ x, lambda x: x.sum(0), lambda x: x.t().sum(1),
-    lambda x: x.t().int(), lambda x: x.t() > 0, lambda x: x.mean(), lambda x: x[:, :2] * 2,
+    lambda x: x.t() + 1,
+    lambda x: (x.t() * x.t()).exp(),
+    lambda x: x + x,
+    lambda x: x.t() @ x,
+    lambda x: x.sum(0),
+    lambda x: x.t().sum(1),
+    lambda x: x.t().int(),
+    lambda x: x.t() > 0,
+    lambda x: x.mean(),
+    lambda x: x[:, :2] * 2,
 ]
 
 
@@ -124,14 +158,33 @@ def _raises_like(fw, ft):
     return str(ew.value), str(et.value)
 
 
-@pytest.mark.parametrize("what", ["item", "item1", "bool", "float", "tolist", "cpu", "numpy",
-                                  "copy_to_cpu", "nonzero", "masked_select", "unique"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "item",
+        "item1",
+        "bool",
+        "float",
+        "tolist",
+        "cpu",
+        "numpy",
+        "copy_to_cpu",
+        "nonzero",
+        "masked_select",
+        "unique",
+    ],
+)
 def test_data_access_errors(what):
     calls = {
-        "item": lambda x: x.item(), "item1": lambda x: x[0, 0].item(),
-        "bool": lambda x: bool(x[0, 0]), "float": lambda x: float(x[0, 0]),
-        "tolist": lambda x: x.tolist(), "cpu": lambda x: x.cpu(), "numpy": lambda x: x.numpy(),
-        "nonzero": lambda x: x.nonzero(), "masked_select": lambda x: x.masked_select(x > 0),
+        "item": lambda x: x.item(),
+        "item1": lambda x: x[0, 0].item(),
+        "bool": lambda x: bool(x[0, 0]),
+        "float": lambda x: float(x[0, 0]),
+        "tolist": lambda x: x.tolist(),
+        "cpu": lambda x: x.cpu(),
+        "numpy": lambda x: x.numpy(),
+        "nonzero": lambda x: x.nonzero(),
+        "masked_select": lambda x: x.masked_select(x > 0),
         "unique": lambda x: x.unique(),
     }
     if what == "copy_to_cpu":
@@ -156,9 +209,15 @@ def test_to_meta_writes_and_storage():
     assert eager.device("meta", 0) == torch.device("meta", 0).__str__()
     t = torch.arange(12.0).reshape(3, 4).to("meta")
     _same_meta(m, t)
-    for fn in (lambda x: x.zero_(), lambda x: x.fill_(2.0), lambda x: x.mul_(3),
-               lambda x: x.copy_(c if isinstance(x, Tensor) else torch.ones(3, 4)),
-               lambda x: x.uniform_(), lambda x: x.normal_(), lambda x: x[1:].add_(1)):
+    for fn in (
+        lambda x: x.zero_(),
+        lambda x: x.fill_(2.0),
+        lambda x: x.mul_(3),
+        lambda x: x.copy_(c if isinstance(x, Tensor) else torch.ones(3, 4)),
+        lambda x: x.uniform_(),
+        lambda x: x.normal_(),
+        lambda x: x[1:].add_(1),
+    ):
         assert fn(m).is_meta
         fn(t)
     assert m.untyped_storage().nbytes() == t.untyped_storage().nbytes() == 48
@@ -184,8 +243,16 @@ def test_meta_draws_no_random_numbers():
 def _module_state(m, shapes=True):
     """(name, shape, dtype, device, requires_grad) of each parameter and buffer (no shape for
     the uninitialised parameters of a lazy module)."""
-    return [(n, tuple(p.shape) if shapes else None, str(p.dtype).split(".")[-1], p.device.type,
-             p.requires_grad) for n, p in list(m.named_parameters()) + list(m.named_buffers())]
+    return [
+        (
+            n,
+            tuple(p.shape) if shapes else None,
+            str(p.dtype).split(".")[-1],
+            p.device.type,
+            p.requires_grad,
+        )
+        for n, p in list(m.named_parameters()) + list(m.named_buffers())
+    ]
 
 
 def test_modules_on_meta_by_context_and_default_device():
@@ -193,8 +260,9 @@ def test_modules_on_meta_by_context_and_default_device():
         w = wnn.Sequential(wnn.Linear(4, 8), wnn.ReLU(), wnn.LayerNorm(8), wnn.Linear(8, 2))
         x = eager.randn(5, 4)
     with torch.device("meta"):
-        t = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.LayerNorm(8),
-                                torch.nn.Linear(8, 2))
+        t = torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.LayerNorm(8), torch.nn.Linear(8, 2)
+        )
         tx = torch.randn(5, 4)
     assert _module_state(w) == _module_state(t)
     _same_meta(w(x), t(tx))
@@ -217,7 +285,7 @@ def test_module_to_meta_and_to_empty():
     t = torch.nn.Linear(3, 4, device="meta").to_empty(device="cpu")
     assert _module_state(w) == _module_state(t)
     w.reset_parameters()
-    assert float(w.weight.abs().max()) <= 1 / 3 ** 0.5
+    assert float(w.weight.abs().max()) <= 1 / 3**0.5
     b = wnn.BatchNorm1d(3, device="meta").to_empty(device="cpu")
     tb = torch.nn.BatchNorm1d(3, device="meta").to_empty(device="cpu")
     assert _module_state(b) == _module_state(tb)
@@ -230,12 +298,15 @@ def test_autograd_on_meta():
             x = lib.randn(6, 4, requires_grad=True)
         y = m(x).t().exp()[1:].sum()
         y.backward()
-        g = lib.autograd.grad((x ** 2).mean(), x, create_graph=True)[0]
+        g = lib.autograd.grad((x**2).mean(), x, create_graph=True)[0]
         return [x.grad, g] + [p.grad for p in m.parameters()]
 
     for gw, gt in zip(run(eager, wnn), run(torch, torch.nn)):
-        assert gw.is_meta and tuple(gw.shape) == tuple(gt.shape) and gw.dtype.name == \
-            str(gt.dtype).removeprefix("torch.")
+        assert (
+            gw.is_meta
+            and tuple(gw.shape) == tuple(gt.shape)
+            and gw.dtype.name == str(gt.dtype).removeprefix("torch.")
+        )
 
 
 # ---------------------------------------------------------------- every registry op
@@ -285,12 +356,26 @@ def test_registry_op_on_meta_matches_cpu(op):
 # ---------------------------------------------------------------- module factory keywords
 
 _ARGS = {
-    "AdaptiveLogSoftmaxWithLoss": (8, 10, [4]), "Bilinear": (3, 4, 5), "Embedding": (10, 3),
-    "EmbeddingBag": (10, 3), "GRUCell": (3, 4), "LSTMCell": (3, 4), "RNNCell": (3, 4),
-    "GroupNorm": (2, 4), "LayerNorm": (4,), "RMSNorm": (4,), "Linear": (3, 4),
-    "LinearCrossEntropyLoss": (4, 5), "MultiheadAttention": (8, 2), "PReLU": (),
-    "Transformer": (8, 2, 1, 1, 16), "TransformerDecoderLayer": (8, 2, 16),
-    "TransformerEncoderLayer": (8, 2, 16), "GRU": (3, 4), "LSTM": (3, 4), "RNN": (3, 4),
+    "AdaptiveLogSoftmaxWithLoss": (8, 10, [4]),
+    "Bilinear": (3, 4, 5),
+    "Embedding": (10, 3),
+    "EmbeddingBag": (10, 3),
+    "GRUCell": (3, 4),
+    "LSTMCell": (3, 4),
+    "RNNCell": (3, 4),
+    "GroupNorm": (2, 4),
+    "LayerNorm": (4,),
+    "RMSNorm": (4,),
+    "Linear": (3, 4),
+    "LinearCrossEntropyLoss": (4, 5),
+    "MultiheadAttention": (8, 2),
+    "PReLU": (),
+    "Transformer": (8, 2, 1, 1, 16),
+    "TransformerDecoderLayer": (8, 2, 16),
+    "TransformerEncoderLayer": (8, 2, 16),
+    "GRU": (3, 4),
+    "LSTM": (3, 4),
+    "RNN": (3, 4),
 }
 
 
@@ -298,8 +383,11 @@ def _factory_modules():
     names = []
     for name in dir(torch.nn):
         cls = getattr(torch.nn, name)
-        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)) or \
-                name in ("RNNBase", "RNNCellBase", "SyncBatchNorm") or name.startswith("_"):
+        if (
+            not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module))
+            or name in ("RNNBase", "RNNCellBase", "SyncBatchNorm")
+            or name.startswith("_")
+        ):
             continue
         try:
             params = inspect.signature(cls.__init__).parameters
@@ -336,20 +424,36 @@ def test_module_factory_kwargs(name):
 
 def test_advanced_indexing_and_embedding_on_meta():
     w, t = eager.empty(5, 4, device="meta"), torch.empty(5, 4, device="meta")
-    for key in (lambda lib: lib.tensor([0, 2]), lambda lib: lib.tensor([1, 3], device="meta"),
-                lambda lib: [0, 4]):
+    for key in (
+        lambda lib: lib.tensor([0, 2]),
+        lambda lib: lib.tensor([1, 3], device="meta"),
+        lambda lib: [0, 4],
+    ):
         _same_meta(w[key(eager)], t[key(torch)])
         _same_meta(w[key(eager), 1:], t[key(torch), 1:])
     ew, et = wnn.Embedding(10, 3, device="meta"), torch.nn.Embedding(10, 3, device="meta")
-    _same_meta(ew(eager.tensor([[1, 2, 9]], device="meta")).detach(),
-               et(torch.tensor([[1, 2, 9]], device="meta")).detach())
+    _same_meta(
+        ew(eager.tensor([[1, 2, 9]], device="meta")).detach(),
+        et(torch.tensor([[1, 2, 9]], device="meta")).detach(),
+    )
 
 
 def test_init_functions_draw_nothing_on_meta():
     init = wnn.init
-    fills = (init.uniform_, init.normal_, init.trunc_normal_, init.xavier_uniform_,
-             init.xavier_normal_, init.kaiming_uniform_, init.kaiming_normal_, init.orthogonal_,
-             lambda t: init.sparse_(t, 0.5), init.zeros_, init.ones_, init.eye_)
+    fills = (
+        init.uniform_,
+        init.normal_,
+        init.trunc_normal_,
+        init.xavier_uniform_,
+        init.xavier_normal_,
+        init.kaiming_uniform_,
+        init.kaiming_normal_,
+        init.orthogonal_,
+        lambda t: init.sparse_(t, 0.5),
+        init.zeros_,
+        init.ones_,
+        init.eye_,
+    )
     eager.manual_seed(3)
     a = eager.rand(4)
     eager.manual_seed(3)
@@ -401,6 +505,7 @@ def test_save_load_pickle_deepcopy_meta():
 def test_optimizer_steps_on_meta(name):
     """A training step of a model built on meta: meta gradients, and optimizer state where
     PyTorch keeps it (meta moments, a CPU step count)."""
+
     def run(lib):
         with lib.device("meta"):
             m = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 2))
@@ -411,8 +516,11 @@ def test_optimizer_steps_on_meta(name):
             m(x).sum().backward()
             opt.step()
             opt.zero_grad()
-        return m, {k: (v.device.type, tuple(v.shape)) for k, v in opt.state[m[0].weight].items()
-                   if isinstance(v, (Tensor, torch.Tensor))}
+        return m, {
+            k: (v.device.type, tuple(v.shape))
+            for k, v in opt.state[m[0].weight].items()
+            if isinstance(v, (Tensor, torch.Tensor))
+        }
 
     (mw, sw), (mt, st) = run(eager), run(torch)
     assert _module_state(mw) == _module_state(mt) and sw == st
@@ -421,31 +529,58 @@ def test_optimizer_steps_on_meta(name):
 # ---------------------------------------------------------------- module forwards on meta
 
 _FORWARD_CASES = [
- ("Conv1d", (2, 4, 3), (2, 2, 9)), ("Conv2d", (2, 4, 3), (2, 2, 7, 7)), ("Conv3d", (2, 4, 3), (1, 2, 5, 5, 5)),
- ("ConvTranspose1d", (2, 4, 3), (2, 2, 9)), ("ConvTranspose2d", (2, 4, 3, 2), (2, 2, 5, 5)),
- ("BatchNorm2d", (3,), (2, 3, 4, 4)), ("GroupNorm", (2, 4), (2, 4, 3)), ("LayerNorm", (5,), (2, 3, 5)),
- ("InstanceNorm1d", (3,), (2, 3, 6)), ("RMSNorm", (5,), (2, 5)),
- ("LSTM", (3, 5, 2), (4, 2, 3)), ("GRU", (3, 5), (4, 2, 3)), ("RNN", (3, 5), (4, 2, 3)),
- ("LSTMCell", (3, 5), (2, 3)), ("GRUCell", (3, 5), (2, 3)),
- ("MaxPool2d", (2,), (2, 3, 6, 6)), ("AvgPool1d", (2,), (2, 3, 6)), ("AdaptiveAvgPool2d", ((2, 3),), (2, 3, 7, 7)),
- ("Upsample", (None, 2), (1, 2, 3, 3)), ("PixelShuffle", (2,), (1, 8, 3, 3)), ("Flatten", (), (2, 3, 4)),
- ("Dropout", (0.3,), (4, 5)), ("GELU", (), (3, 4)), ("Softmax", (1,), (3, 4)), ("PReLU", (), (3, 4)),
- ("Bilinear", (3, 4, 5), None), ("Embedding", (10, 3), None), ("TransformerEncoderLayer", (8, 2, 16), (5, 2, 8)),
- ("MultiheadAttention", (8, 2), None),
+    ("Conv1d", (2, 4, 3), (2, 2, 9)),
+    ("Conv2d", (2, 4, 3), (2, 2, 7, 7)),
+    ("Conv3d", (2, 4, 3), (1, 2, 5, 5, 5)),
+    ("ConvTranspose1d", (2, 4, 3), (2, 2, 9)),
+    ("ConvTranspose2d", (2, 4, 3, 2), (2, 2, 5, 5)),
+    ("BatchNorm2d", (3,), (2, 3, 4, 4)),
+    ("GroupNorm", (2, 4), (2, 4, 3)),
+    ("LayerNorm", (5,), (2, 3, 5)),
+    ("InstanceNorm1d", (3,), (2, 3, 6)),
+    ("RMSNorm", (5,), (2, 5)),
+    ("LSTM", (3, 5, 2), (4, 2, 3)),
+    ("GRU", (3, 5), (4, 2, 3)),
+    ("RNN", (3, 5), (4, 2, 3)),
+    ("LSTMCell", (3, 5), (2, 3)),
+    ("GRUCell", (3, 5), (2, 3)),
+    ("MaxPool2d", (2,), (2, 3, 6, 6)),
+    ("AvgPool1d", (2,), (2, 3, 6)),
+    ("AdaptiveAvgPool2d", ((2, 3),), (2, 3, 7, 7)),
+    ("Upsample", (None, 2), (1, 2, 3, 3)),
+    ("PixelShuffle", (2,), (1, 8, 3, 3)),
+    ("Flatten", (), (2, 3, 4)),
+    ("Dropout", (0.3,), (4, 5)),
+    ("GELU", (), (3, 4)),
+    ("Softmax", (1,), (3, 4)),
+    ("PReLU", (), (3, 4)),
+    ("Bilinear", (3, 4, 5), None),
+    ("Embedding", (10, 3), None),
+    ("TransformerEncoderLayer", (8, 2, 16), (5, 2, 8)),
+    ("MultiheadAttention", (8, 2), None),
 ]
+
+
 def _forward(lib, nn, name, args, shape):
     """A module built under `with device("meta")` called on meta inputs: its outputs' metadata."""
     with lib.device("meta"):
         m = getattr(nn, name)(*args)
-        if name == "Bilinear": out = m(lib.randn(2, 3), lib.randn(2, 4))
-        elif name == "Embedding": out = m(lib.tensor([[1, 2]]))
-        elif name == "MultiheadAttention": out = m(*[lib.randn(3, 2, 8)] * 3)
-        else: out = m(lib.randn(*shape))
+        if name == "Bilinear":
+            out = m(lib.randn(2, 3), lib.randn(2, 4))
+        elif name == "Embedding":
+            out = m(lib.tensor([[1, 2]]))
+        elif name == "MultiheadAttention":
+            out = m(*[lib.randn(3, 2, 8)] * 3)
+        else:
+            out = m(lib.randn(*shape))
     outs = out if isinstance(out, tuple) else (out,)
     flat = []
     for o in outs:
         flat += list(o) if isinstance(o, tuple) else [o]
-    return [(tuple(o.shape), str(o.dtype).split(".")[-1], o.device.type) for o in flat if o is not None]
+    return [
+        (tuple(o.shape), str(o.dtype).split(".")[-1], o.device.type) for o in flat if o is not None
+    ]
+
 
 @pytest.mark.parametrize("name,args,shape", _FORWARD_CASES, ids=lambda x: str(x))
 def test_module_forward_on_meta(name, args, shape):
@@ -455,12 +590,19 @@ def test_module_forward_on_meta(name, args, shape):
 def test_stft_istft_and_index_writes_on_meta():
     w = eager.ones(2, 40, device="meta")
     t = torch.ones(2, 40, device="meta")
-    _same_meta(eager.stft(w, 16, hop_length=4, return_complex=True),
-               torch.stft(t, 16, hop_length=4, window=torch.ones(16, device="meta"),
-                          return_complex=True))
+    _same_meta(
+        eager.stft(w, 16, hop_length=4, return_complex=True),
+        torch.stft(t, 16, hop_length=4, window=torch.ones(16, device="meta"), return_complex=True),
+    )
     a = w[0].stft(8, win_length=6, center=False, onesided=False, return_complex=False)
-    b = t[0].stft(8, win_length=6, center=False, onesided=False, return_complex=False,
-                  window=torch.ones(6, device="meta"))  # (its strides: a transposed result)
+    b = t[0].stft(
+        8,
+        win_length=6,
+        center=False,
+        onesided=False,
+        return_complex=False,
+        window=torch.ones(6, device="meta"),
+    )  # (its strides: a transposed result)
     assert a.is_meta and tuple(a.shape) == tuple(b.shape) and a.dtype.name == "float32"
     s = eager.stft(eager.ones(2, 40), 16, hop_length=4, return_complex=True)
     y = eager.istft(s.to("meta"), 16, hop_length=4, length=38)  # (PyTorch's: aten::equal)
@@ -494,8 +636,11 @@ _S, _NN_CASES = _nn_sweep_cases()
 
 
 def _outputs_meta(out):
-    return [(tuple(o.shape), str(o.dtype).split(".")[-1], o.device.type)
-            for o in _leaves_any(out) if hasattr(o, "shape")]
+    return [
+        (tuple(o.shape), str(o.dtype).split(".")[-1], o.device.type)
+        for o in _leaves_any(out)
+        if hasattr(o, "shape")
+    ]
 
 
 def _leaves_any(r):
@@ -525,3 +670,58 @@ def test_nn_sweep_cases_on_meta(case):
             _run_nn_case(kind, fn, shapes, _S.E, eager)
         return
     assert _outputs_meta(_run_nn_case(kind, fn, shapes, _S.E, eager)) == ref
+
+
+# ---------------------------------------------------------------- losses on meta
+
+
+def _loss_cases(L, F):
+    """Loss calls on meta inputs (PyTorch has no meta kernel for ctc_loss and
+    gaussian_nll_loss calls .item(): there wick's give a meta result)."""
+    e = lambda *s, dt=None: L.empty(*s, device="meta", **({"dtype": dt} if dt else {}))
+    i = lambda hi, *s: L.zeros(*s, dtype=L.int64, device="meta")
+    return {
+        "mse": lambda: F.mse_loss(e(3, 4), e(3, 4)),
+        "l1": lambda: F.l1_loss(e(3, 4), e(3, 4), reduction="none"),
+        "ce": lambda: F.cross_entropy(e(3, 5), i(5, 3)),
+        "ce_probs": lambda: F.cross_entropy(e(3, 5), e(3, 5), label_smoothing=0.1),
+        "ce_2d": lambda: F.cross_entropy(e(2, 5, 4, 4), i(5, 2, 4, 4), reduction="none"),
+        "nll": lambda: F.nll_loss(e(3, 5), i(5, 3)),
+        "bce": lambda: F.binary_cross_entropy(e(3, 4), e(3, 4)),
+        "bcel": lambda: F.binary_cross_entropy_with_logits(e(3, 4), e(3, 4), pos_weight=e(4)),
+        "kl": lambda: F.kl_div(e(3, 4), e(3, 4), reduction="batchmean"),
+        "smooth": lambda: F.smooth_l1_loss(e(3), e(3)),
+        "huber": lambda: F.huber_loss(e(3, 2), e(3, 2), reduction="sum"),
+        "cos": lambda: F.cosine_embedding_loss(e(3, 4), e(3, 4), e(3)),
+        "margin": lambda: F.margin_ranking_loss(e(3), e(3), e(3)),
+        "triplet": lambda: F.triplet_margin_loss(e(3, 4), e(3, 4), e(3, 4)),
+        "poisson": lambda: F.poisson_nll_loss(e(3), e(3)),
+        "gauss": lambda: F.gaussian_nll_loss(e(3, 2), e(3, 2), e(3, 2)),
+        "hinge": lambda: F.hinge_embedding_loss(e(3), e(3)),
+        "multimargin": lambda: F.multi_margin_loss(e(3, 5), i(5, 3)),
+        "soft": lambda: F.soft_margin_loss(e(3), e(3)),
+        "mlsm": lambda: F.multilabel_soft_margin_loss(e(3, 4), e(3, 4)),
+        "ctc": lambda: F.ctc_loss(
+            e(6, 2, 5).log_softmax(2),
+            L.ones(2, 3, dtype=L.int64, device="meta"),
+            L.tensor([6, 6], device="meta"),
+            L.tensor([3, 3], device="meta"),
+        ),
+        "mlm": lambda: F.multilabel_margin_loss(e(3, 4), i(4, 3, 4)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_loss_cases(torch, torch.nn.functional)))
+def test_losses_on_meta(name):
+    """Value checks (class indices in range, probabilities in [0, 1]) read no data on meta."""
+    w = _loss_cases(eager, eager.nn.functional)[name]()
+    try:
+        t = _loss_cases(torch, torch.nn.functional)[name]()
+    except (NotImplementedError, RuntimeError):
+        assert w.is_meta and w.dtype is eager.float32
+        return
+    assert (tuple(w.shape), w.dtype.name, w.device.type) == (
+        tuple(t.shape),
+        str(t.dtype).removeprefix("torch."),
+        t.device.type,
+    )

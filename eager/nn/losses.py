@@ -13,11 +13,13 @@ return nothing). Touches `eager` only; re-exported by `eager.nn.functional`.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 
 from ir import dtypes as D
+from ir.meta_array import MetaArray
 
 from ..amp.policy import autocast_function
 from ..dispatch import FUNCTIONS as _F
@@ -36,10 +38,18 @@ def value_check(fn):
     """Mark `fn` as a check of tensor values that returns nothing. Eager runs it; capture runs
     it eagerly as one call (`__wick_disable__`, the mark `capture.disable` sets: one graph
     break, not one per numpy line). `__wick_value_check__` tells capture it may instead skip
-    it or make it a runtime assert, since nothing after it depends on its result."""
-    fn.__wick_value_check__ = True
-    fn.__wick_disable__ = True
-    return fn
+    it or make it a runtime assert, since nothing after it depends on its result. On meta
+    tensors (no values) nothing is checked, as PyTorch's meta kernels."""
+    @functools.wraps(fn)
+    def check(*args, **kwargs):
+        for a in args:
+            if type(getattr(a, "_data", None)) is MetaArray:
+                return None
+        return fn(*args, **kwargs)
+
+    check.__wick_value_check__ = True
+    check.__wick_disable__ = True
+    return check
 
 
 # ---------------------------------------------------------------- reductions
