@@ -249,10 +249,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
 @value_check
 def check_embedding_indices(input, num_embeddings: int) -> None:
-    """IndexError "index out of range in self" for an index outside [0, num_embeddings) (no
-    check on the meta device: no data)."""
-    if input.is_meta:
-        return
+    """IndexError "index out of range in self" for an index outside [0, num_embeddings)."""
     a = input._host()
     if a.size and (a.min() < 0 or a.max() >= num_embeddings):
         raise IndexError("index out of range in self")
