@@ -725,3 +725,14 @@ def test_losses_on_meta(name):
         str(t.dtype).removeprefix("torch."),
         t.device.type,
     )
+
+
+def test_assert_close_compares_metadata_on_meta():
+    for lib in (eager, torch):
+        lib.testing.assert_close(lib.empty(3, 4, device="meta"), lib.ones(3, 4, device="meta"))
+        with pytest.raises(AssertionError, match="shape"):
+            lib.testing.assert_close(lib.empty(3, 4, device="meta"), lib.empty(4, device="meta"))
+        with pytest.raises(AssertionError, match="dtype"):
+            lib.testing.assert_close(
+                lib.empty(3, device="meta"), lib.empty(3, device="meta", dtype=lib.float64)
+            )
