@@ -410,8 +410,9 @@ def _args(name):
 
 @pytest.mark.parametrize("name", _factory_modules())
 def test_module_factory_kwargs(name):
-    """`Module(..., device="meta", dtype=float64)`: every parameter and buffer where PyTorch
-    puts it, of PyTorch's shapes and dtypes (integer buffers keep theirs)."""
+    """`Module(..., device="meta", dtype=float64)`, `Module(..., dtype=float64)` and
+    `Module(...)` under `with device("meta")`: every parameter and buffer where PyTorch puts
+    it, of PyTorch's shapes and dtypes (integer buffers keep theirs)."""
     args = (4,) if name == "LazyLinear" else _args(name)
     shapes = not name.startswith("Lazy")
     t = getattr(torch.nn, name)(*args, device="meta", dtype=torch.float64)
@@ -419,6 +420,11 @@ def test_module_factory_kwargs(name):
     assert _module_state(w, shapes) == _module_state(t, shapes)
     w = getattr(wnn, name)(*args, dtype=eager.float64)
     t = getattr(torch.nn, name)(*args, dtype=torch.float64)
+    assert _module_state(w, shapes) == _module_state(t, shapes)
+    with eager.device("meta"):  # the default device: every tensor the module makes
+        w = getattr(wnn, name)(*args)
+    with torch.device("meta"):
+        t = getattr(torch.nn, name)(*args)
     assert _module_state(w, shapes) == _module_state(t, shapes)
 
 
