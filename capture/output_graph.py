@@ -22,7 +22,7 @@ from ir import Graph
 from ir.dtypes import DType
 
 from . import autocast, dict_objects, dynamic, pycalls
-from .guards import NUMPY_SCALARS, GuardSet, is_literal
+from .guards import GuardSet, is_literal
 from .sideeffects import SideEffects
 from .transform import GradRestore, ResumeIter
 from .variables import (
@@ -148,9 +148,7 @@ class OutputGraph:
             if type(value) is int:  # int64 arithmetic in the graph is Python's in this range
                 g.add(f"-{1 << 31} <= {source} < {1 << 31}")
             return dynamic.SymNumberVariable(self, value, source)
-        if type(value) is not list and is_literal(value) or type(value) is float or \
-                type(value).__module__ == "numpy" and type(value).__name__ in NUMPY_SCALARS:
-            # (a numpy scalar, `schedule[epoch]` read before a break: a number, as torch's)
+        if type(value) is not list and is_literal(value) or type(value) is float:
             # (inf/nan too: `x.masked_fill(m, _NEG_INF)`; the guard names the value)
             g.constant(source, value)
             return ConstantVariable(value, source)

@@ -464,6 +464,12 @@ def store_subscript(tx, obj, index, value) -> None:
         tx.out.side_effects.mutate(tx, obj)  # (the caller's: replayed after the graph)
         obj.items[index.value] = value  # an IndexError here is the user's
         return
+    if isinstance(obj, ListVariable) and index.is_constant() and \
+            isinstance(index.value, slice) and (isinstance(value, SequenceVariable) or
+                                               value.is_constant()):
+        tx.out.side_effects.mutate(tx, obj)  # `shape[1:] = [1] * (n - 1)`
+        obj.items[index.value] = unpack(tx, value)  # a ValueError here is the user's
+        return
     if isinstance(obj, TensorVariable):
         subscripts.setitem(tx, obj, index, value)
         return

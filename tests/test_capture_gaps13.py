@@ -130,11 +130,34 @@ def dino_numpy_schedule(torch):
 
 _SCALE = np.array([0.5, 2.0], np.float32)
 
+
+# ---------------------------------------------------------------- list slice stores
+
+
+def pointnet_index_points(torch):
+    """PointNet++'s index_points: `view_shape[1:] = [1] * (len(view_shape) - 1)` on a list made
+    from a shape (a slice store into a list was a break), then batch-index gathering; and a
+    slice store into a list argument is replayed on the caller's list."""
+    def index_points(points, idx, log):
+        B = points.shape[0]
+        view_shape = list(idx.shape)
+        view_shape[1:] = [1] * (len(view_shape) - 1)
+        repeat_shape = list(idx.shape)
+        repeat_shape[0] = 1
+        log[:2] = (view_shape, repeat_shape)
+        batch_indices = torch.arange(B, dtype=torch.long).view(view_shape).repeat(repeat_shape)
+        return points[batch_indices, idx, :]
+
+    log = ["a", "b", "c"]
+    idx = torch.tensor([[0, 3, 1], [2, 2, 0]])
+    return index_points, (_rand(torch, 2, 4, 3), idx, log), lambda: list(log)
+
 CASES = [
     (ema_foreach, 1, 0, 1, 0),
     (foreach_optimizer_step, 1, 0, 1, 0),
     (nerf_legacy_tensor_constant, 1, 0, 1, 0),
     (dino_numpy_schedule, 1, 0, 1, 0),
+    (pointnet_index_points, 1, 0, 1, 0),
 ]
 
 test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)
