@@ -21,9 +21,8 @@ import numpy as np
 
 from eager import device
 
-from . import (autocast, config, dict_objects, eager_rules, inference, made_modules, objects,
-               out_arg,
-               pyfunctional, vocabulary)
+from . import (autocast, autograd_functions, config, dict_objects, eager_rules, inference,
+               made_modules, more_rules, objects, out_arg, pyfunctional, vocabulary)
 from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     CAST_METHODS,
     TENSOR_BREAKS,
@@ -212,9 +211,12 @@ def call_eager(tx, fn: FunctionVariable, args: list, kwargs: dict) -> VariableTr
     from .breaks import GraphBreak
 
     value = fn.value
+    if value is autograd_functions.APPLY and fn.self_var is not None:  # `MyFn.apply(x)`
+        return autograd_functions.apply_rule(tx, fn.self_var, args, kwargs)
     if fn.self_var is not None:
         args = [fn.self_var] + args
-    rule = vocabulary.rule_for(value) or eager_rules.rule_for(value)
+    rule = vocabulary.rule_for(value) or eager_rules.rule_for(value) or \
+        more_rules.rule_for(value)
     if rule is not None:
         return rule(tx, value, args, kwargs)
     if getattr(value, "__wick_value_check__", False):

@@ -5,14 +5,16 @@ The tracker of `t` is rebound to `_grad_hook(t, key)` (`ir/ops/grad_hooks.py`), 
 whose backward calls the hook on the gradient: every later use of `t` goes through it, so the
 hook sees `t`'s whole gradient (the sum over its uses) once, when the graph's backward runs,
 and its result replaces that gradient, as eager's tensor pre-hook. Side effects of the hook
-(logging, appending to a list) happen then, as eagerly.
+(logging, appending to a list) happen then, as eagerly. On a graph input (an argument, a
+parameter: its hook outlives the call, and every call adds one, as eagerly) the registration
+itself is a side effect replayed after the graph (`SideEffects.defer_call`, as Dynamo's
+`register_hook` side effect): the real tensor gets the hook before any backward can run.
 
 The hook must be the same on every call the entry admits: a function or a method read from the
 frame with a source (guarded by identity), or a function the code makes (`lambda g: g * 0.5`,
 a nested `def`) whose defaults and closure cells are constants or guarded objects (rebuilt once
-at capture). Graph breaks (eager registers the hook, as before): a tensor that is a graph input
-(a leaf: its hook outlives the call), a tensor already used by the graph (earlier uses would
-bypass the hook), grad mode off or a tensor that does not require grad (eager raises), or a
+at capture). Graph breaks (eager registers the hook, as before): an intermediate tensor
+already used by the graph (earlier uses would bypass the hook), grad mode off or a tensor that does not require grad (eager raises), or a
 hook capture cannot rebuild. The handle returned is opaque (any use of it breaks).
 Touches `eager` (wraps gradient arrays as Tensors for the hook), `ir`, `capture`.
 """
@@ -46,12 +48,16 @@ def register_hook(tx, fn, args: list, kwargs: dict):
     node = t.node
     if not (t.requires_grad and tx.out.grad_enabled):
         raise no_graph_form(tx, fn, "a tensor that does not require grad (eager raises)")
-    if node.op != "call_function" or node.users:
-        raise no_graph_form(tx, fn, "a graph input, or a tensor the graph already used")
     call = _hook_value(hook)
     if call is None:
         raise no_graph_form(tx, fn, f"a hook capture cannot rebuild ({hook.describe()})")
-    key = ops.register(_on_arrays(call))
+    if node.op == "placeholder" and t.source is not None and \
+            tx.out.by_source.get(t.source) is t:  # an argument, a parameter: after the graph
+        tx.out.side_effects.defer_call(t, "register_hook", (), (call,))
+        return UnknownVariable(None, None)
+    if node.op != "call_function" or node.users:
+        raise no_graph_form(tx, fn, "a tensor the graph already used, or one it made")
+    key = ops.register(_on_arrays(call), tx.out.graph)
     hooked = record(tx, REGISTRY["_grad_hook"], (t,), {"key": key})
     tx.out.side_effects.rebind(t, hooked, True)
     return UnknownVariable(None, None)

@@ -69,6 +69,7 @@ class SideEffects:
         # (id(obj), name) -> the tracker a read of obj.name gives while a call runs with it in
         # place of the object's own (`functional_call`): no store, nothing replayed
         self.overrides: dict = {}
+        self.deferred: set = set()  # ids of objects a deferred call changes (`defer_call`)
 
     # ---- checkpoints (a graph break drops what its instruction recorded)
 
@@ -125,8 +126,24 @@ class SideEffects:
 
         self.undo.append(undo)
 
+    def defer_call(self, target, name: str, changes: tuple, args: tuple = ()) -> None:
+        """`target.name(*args)` (a scheduler's `step()`, `x.register_hook(fn)` on an input)
+        run after the graph, with the stores, in program order (`args`: plain values, the
+        same on every call of the entry); the objects in `changes` (the scheduler, its
+        optimizer) become opaque for the rest of the frame: a later attribute read of one
+        breaks the graph there (`load_attr`), so it runs after the call."""
+        key = ("call", id(getattr(target, "value", target)), name)
+        prev = self.stores.get(key)
+        calls = [args] if prev is None else prev[3] + [args]
+        self._record(key, ("call", target, name, calls, getattr(target, "value", None)))
+        added = [id(o) for o in changes if id(o) not in self.deferred]
+        self.deferred.update(added)
+        self.undo.append(lambda: self.deferred.difference_update(added))
+
     def load_attr(self, obj, name):
         """The tracker stored into `obj.name` in this frame (or standing in for it), or None."""
+        if self.deferred and id(obj) in self.deferred:
+            _break_on_deferred(obj, name)
         if self.overrides:
             over = self.overrides.get((id(obj), name))
             if over is not None:
@@ -195,6 +212,8 @@ class SideEffects:
         for kind, target, name, value, _ in self.stores.values():
             if kind == "global":
                 effects.append(("global", target, name, t(value)))
+            elif kind == "call":
+                effects.append(("call", t(target), name, value))
             else:
                 effects.append(("attr", t(target), name, t(value)))
         if effects:
@@ -221,6 +240,22 @@ class SideEffects:
                     continue
                 if names & (onames | stored.get(id(other), (0, 0, set()))[2]):
                     g.add(f"{src} is {osrc}" if other is obj else f"{src} is not {osrc}")
+
+
+def _break_on_deferred(obj, name: str):
+    """Raise the graph break of reading `obj.name` after a deferred call changed `obj`, at the
+    instruction of the translator reading it (`attributes.get_attr`'s `tx`)."""
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None and not hasattr(frame.f_locals.get("tx"), "unsupported"):
+        frame = frame.f_back
+    if frame is None:
+        raise RuntimeError(f"{type(obj).__name__}.{name} read after a deferred call, "
+                           "outside a translator")
+    raise frame.f_locals["tx"].unsupported(
+        f"{type(obj).__name__}.{name} read after a deferred scheduler step in the same frame "
+        "(the step runs here, after the graph)")
 
 
 # ---------------------------------------------------------------- recording
@@ -363,8 +398,9 @@ def apply(effects, rebuild_one) -> None:
             done.append((kind, r(e[1]), [r(x) for x in e[2]]))
         elif kind == "dict":
             done.append((kind, r(e[1]), {k: r(x) for k, x in e[2].items()}))
-        elif kind == "global":
-            done.append((kind, e[1], e[2], r(e[3])))
+        elif kind in ("global", "call"):
+            done.append((kind, e[1] if kind == "global" else r(e[1]), e[2], e[3] if
+                         kind == "call" else r(e[3])))
         else:
             done.append((kind, r(e[1]), e[2], r(e[3])))
     for e in done:
@@ -376,6 +412,9 @@ def apply(effects, rebuild_one) -> None:
             e[1].update(e[2])
         elif kind == "global":
             e[1][e[2]] = e[3]
+        elif kind == "call":
+            for args in e[3]:
+                getattr(e[1], e[2])(*args)
         else:
             setattr(e[1], e[2], e[3])
 

@@ -17,7 +17,7 @@ import types
 
 from eager import grad_mode
 
-from . import aliases, autocast, inference, objects, writeback
+from . import aliases, autocast, autograd_grad, inference, objects, writeback
 from .resume import CannotResume
 from .variables import (
     CellVariable,
@@ -73,6 +73,10 @@ class Templater:
 
     def t(self, v) -> tuple:
         if isinstance(v, TensorVariable):
+            if getattr(v, "frame_leaf", False):  # `requires_grad_()` in the frame: a leaf
+                return ("leaf", inference.template(self, v, self.graph_output(v)))
+            if v.requires_grad and getattr(self.out, "frame_leaves", None):
+                autograd_grad.check_leaves_out(self.out, v)
             return inference.template(self, v, self.graph_output(v))
         if isinstance(v, ConstantVariable):
             if type(v).__name__ == "SymNumberVariable" and v.source is not None:
@@ -195,6 +199,9 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return objs[t[1]]
     if kind == "null":
         return None  # a NULL stack slot: the resume function's prologue pushes it
+    if kind == "leaf":  # (made a leaf requiring grad by `requires_grad_()` in the frame)
+        value = rebuild(t[1], outs, inputs, objs, cells)
+        return value if value.requires_grad else value.requires_grad_()
     if kind == "num":  # a dynamic number computed in the graph (0-d int64/float64)
         return t[1](rebuild(t[2], outs, inputs, objs)._data)
     cells = {} if cells is None else cells

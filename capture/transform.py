@@ -45,7 +45,7 @@ import re
 
 from eager import grad_mode
 
-from . import autocast, resume
+from . import autocast, nested_frames, resume
 from .resume import LOOP_EXIT, CannotResume
 from .variables import (
     CellVariable,
@@ -266,7 +266,8 @@ class LoopContinuation(Continuation):
     def run(self, outs, inputs, objs, cells=None):
         stack, locs = self.values(outs, inputs, objs, cells)
         args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
-        r = self.loop_fn(*args, *locs)
+        with nested_frames.region(self.cf):  # (modules called in the loop: compiled)
+            r = self.loop_fn(*args, *locs)
         if not (type(r) is tuple and len(r) == 3 and r[0] is LOOP_EXIT):
             return r  # a `return` inside the loop
         _, k, env = r
@@ -307,7 +308,8 @@ class EagerContinuation(Continuation):
         if self.callee_k is not None:  # a user function that broke while inlined
             stack[self.callee_k] = compiled_callee(self.cf, stack[self.callee_k])
         args = [v for v, slot in zip(stack, self.layout) if slot != "null"]
-        return self.resume(*args, *locs)
+        with nested_frames.region(self.cf):
+            return self.resume(*args, *locs)
 
 
 def _one_element(t) -> bool:

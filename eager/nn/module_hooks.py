@@ -31,6 +31,10 @@ _global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
 _global_forward_hooks_always_called: OrderedDict = OrderedDict()
 _global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
+# capture (`capture/nested_frames.py`): while a compiled frame's eagerly run part runs, the
+# top entry, `f(module, args, kwargs)`, runs each module call (NotImplemented: as usual)
+# (it sets the class flag `_wick_has_hooks` meanwhile, so module calls take the hooked path)
+NESTED_CALL: list = []
 
 HOOK_TABLES = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
                "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
@@ -180,12 +184,16 @@ class ModuleHooks:
     # ---- the hooked call (torch's Module._call_impl)
 
     def _call_with_hooks(self, args, kwargs):
+        if NESTED_CALL:  # (a module called from the eager part of a compiled frame)
+            out = NESTED_CALL[-1](self, args, kwargs)
+            if out is not NotImplemented:
+                return out
         d = self.__dict__
         fw_pre, fw = d["_forward_pre_hooks"], d["_forward_hooks"]
         bw, bw_pre = d["_backward_hooks"], d["_backward_pre_hooks"]
         g_any = (_global_forward_pre_hooks or _global_forward_hooks
                  or _global_backward_hooks or _global_backward_pre_hooks)
-        if not g_any and ModuleHooks._wick_has_hooks:
+        if not g_any and ModuleHooks._wick_has_hooks and not NESTED_CALL:
             ModuleHooks._wick_has_hooks = False
         if not (fw_pre or fw or bw or bw_pre):
             d.pop("_wick_has_hooks", None)

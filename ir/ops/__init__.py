@@ -29,3 +29,4 @@ from . import batch_norm  # noqa: F401  (training batch norm run whole, one back
 from . import grid_sample  # noqa: F401  (grid_sample as one composite: taps as graph values)
 from . import losses  # noqa: F401  (cross entropy's common case run whole, one backward node)
 from . import grad_hooks  # noqa: F401  (Tensor.register_hook of an intermediate, captured)
+from . import custom_function  # noqa: F401  (a user's autograd.Function in a graph)

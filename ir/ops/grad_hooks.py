@@ -15,20 +15,24 @@ Imports nothing of wick's outside `ir`.
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 
 from .declare import FLOATS
 from .indexing import arr, declare
 
-HOOKS: dict = {}  # key -> array -> array (kept while the process runs: one per capture)
+HOOKS: dict = {}  # key -> array -> array (while the graph owning it lives)
 _ids = itertools.count(1)
 
 
-def register(fn) -> int:
-    """A key for `fn` (array -> array) usable as the `key` attribute of these ops."""
+def register(fn, owner=None) -> int:
+    """A key for `fn` (array -> array) usable as the `key` attribute of these ops; dropped
+    when `owner` (the graph using it) is collected."""
     key = next(_ids)
     HOOKS[key] = fn
+    if owner is not None:
+        weakref.finalize(owner, HOOKS.pop, key, None)
     return key
 
 

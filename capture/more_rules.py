@@ -1,0 +1,38 @@
+"""Vocabulary rules of eager callables for issue 14's named items (B2), kept apart from
+`eager_rules.py`'s table: an LR scheduler's `step()` (`schedulers.py`), and, when
+`autograd_grad` is present, `Tensor.requires_grad_` and `autograd.grad` in the graph.
+`rule_for(value)` is consulted by `calls.call_eager` after the other tables.
+Touches `eager`, `capture`.
+"""
+
+from __future__ import annotations
+
+_RULES: dict = {}
+
+
+def _build() -> dict:
+    from . import schedulers
+
+    rules = schedulers.rules()  # `sched.step()`: deferred after the graph
+    try:
+        from . import autograd_grad
+    except ImportError:  # (not built)
+        return rules
+    from eager import Tensor
+    from eager.autograd import engine
+    from eager.autograd import functional
+
+    rules[Tensor.requires_grad_] = autograd_grad.requires_grad_rule
+    rules[engine.grad] = autograd_grad.grad_rule
+    rules[functional.jacobian] = autograd_grad.jacobian_rule
+    return rules
+
+
+def rule_for(value):
+    """The rule `rule(tx, fn, args, kwargs)` of eager callable `value`, or None."""
+    if not _RULES:
+        _RULES.update(_build())
+    try:
+        return _RULES.get(value)
+    except TypeError:  # an unhashable callable
+        return None
