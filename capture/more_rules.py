@@ -1,6 +1,7 @@
 """Vocabulary rules of eager callables for issue 14's named items (B2), kept apart from
-`eager_rules.py`'s table: an LR scheduler's `step()` (`schedulers.py`), and, when
-`autograd_grad` is present, `Tensor.requires_grad_` and `autograd.grad` in the graph.
+`eager_rules.py`'s table: an LR scheduler's `step()` (`schedulers.py`), and
+`Tensor.requires_grad_`, `autograd.grad` and `autograd.functional.jacobian` in the graph
+(`autograd_grad.py`).
 `rule_for(value)` is consulted by `calls.call_eager` after the other tables.
 Touches `eager`, `capture`.
 """
@@ -11,16 +12,12 @@ _RULES: dict = {}
 
 
 def _build() -> dict:
-    from . import schedulers
+    from eager import Tensor
+    from eager.autograd import engine, functional
+
+    from . import autograd_grad, schedulers
 
     rules = schedulers.rules()  # `sched.step()`: deferred after the graph
-    try:
-        from . import autograd_grad
-    except ImportError:  # (not built)
-        return rules
-    from eager import Tensor
-    from eager.autograd import engine
-    from eager.autograd import functional
 
     rules[Tensor.requires_grad_] = autograd_grad.requires_grad_rule
     rules[engine.grad] = autograd_grad.grad_rule

@@ -16,11 +16,14 @@ same code when torch is installed.
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
 import capture
 import eager
+from ir.ops import custom_function, grad_hooks
 
 
 def _rand(lib, *shape, seed=0, grad=False):
@@ -79,7 +82,7 @@ def check_grads_like_eager(case, graphs: int, breaks: int) -> None:
                 _same(a, b)
 
 
-def check_torch_counts(case, tg: int, tb: int) -> None:
+def check_torch_counts(case, tg: int, tb: int) -> None:  # (skipped without torch)
     torch = pytest.importorskip("torch")
     fn, make, _ = case(torch)
     torch._dynamo.reset()
@@ -256,11 +259,6 @@ FUNCTION_CASES = [fn_save_and_scale, fn_non_differentiable, fn_needs_input_grad,
 @pytest.mark.parametrize("case", FUNCTION_CASES, ids=lambda c: c.__name__)
 def test_autograd_function_compiled_like_eager(case):
     check_grads_like_eager(case, 1, 0)
-
-
-@pytest.mark.parametrize("case", FUNCTION_CASES, ids=lambda c: c.__name__)
-def test_autograd_function_torch_counts(case):
-    check_torch_counts(case, 1, 0)
 
 
 # ---------------------------------------------------------------- 2. modules in an eager loop
@@ -445,8 +443,7 @@ def test_scheduler_read_after_step_breaks_in_order():
     gc, grc = case(eager)
     compiled = capture.compile(gc)
     for _ in range(3):
-        gre()
-        grc()
+        gre(), grc()
         assert float(ge()) == pytest.approx(float(compiled()), rel=1e-12)
 
 
@@ -492,18 +489,9 @@ def test_hook_on_graph_input_compiled_like_eager(case):
     check_grads_like_eager(case, 1, 0)
 
 
-@pytest.mark.parametrize("case", HOOK_CASES, ids=lambda c: c.__name__)
-def test_hook_on_graph_input_torch_counts(case):
-    check_torch_counts(case, 1, 0)
-
-
 def test_hook_keys_freed_with_their_graphs():
     """A hook on an intermediate and a custom Function register a key per capture; 100
     recaptures leave at most a few (was: one more per capture, never freed)."""
-    import gc
-
-    from ir.ops import custom_function, grad_hooks
-
     fn, make, _ = fn_setup_context(eager)
 
     def f(x):
@@ -584,21 +572,12 @@ def test_autograd_grad_in_graph_like_eager(case):
     check_grads_like_eager(case, 1, 0)
 
 
-@pytest.mark.parametrize("case,counts", [c for c in GRAD_CASES if c[1]],
-                         ids=lambda c: getattr(c, "__name__", str(c)))
-def test_autograd_grad_torch_counts(case, counts):
-    """torch.compile: vmap(grad) in one graph; autograd.grad itself breaks there
-    (trace_autograd_ops off), where wick keeps one graph."""
-    check_torch_counts(case, *counts)
-
-
 def test_frame_leaf_returned_is_a_leaf():
     """A tensor made a leaf by requires_grad_() in the frame and returned stays a leaf that
     requires grad, as eagerly."""
     def f(a):
         x = (a * 2).requires_grad_()
         return x, x.sin()
-
     a = _rand(eager, 3)
     want, got = f(a), capture.compile(f)(a)
     for w, g in zip(want, got):
@@ -607,3 +586,14 @@ def test_frame_leaf_returned_is_a_leaf():
     got[1].sum().backward()
     np.testing.assert_allclose(got[0].grad.numpy(), np.cos(got[0].detach().numpy()),
                                rtol=1e-6)
+
+
+TORCH_COUNTS = [(c, (1, 0)) for c in FUNCTION_CASES + HOOK_CASES] + \
+    [c for c in GRAD_CASES if c[1]]
+
+
+@pytest.mark.parametrize("case,counts", TORCH_COUNTS, ids=[c.__name__ for c, _ in TORCH_COUNTS])
+def test_torch_counts(case, counts):
+    """torch._dynamo.explain on items 1, 5 and 6 (autograd.grad itself breaks in torch,
+    trace_autograd_ops off, where wick keeps one graph; vmap(grad) and jacrev: 1/0)."""
+    check_torch_counts(case, *counts)
