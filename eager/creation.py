@@ -17,7 +17,8 @@ from ir.meta_array import MetaArray
 
 from .device import resolve, to_device
 from .out_arg import write_out
-from .tensor import Tensor, _to_array
+from .tensor import Tensor
+from .tensor_ctor import to_array
 
 
 def _sizes(size) -> tuple:
@@ -62,7 +63,7 @@ def _dtype_or_default(dtype) -> D.DType:
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor copying `data` (nested lists, numbers, numpy arrays, tensors)."""
-    return _finish(_to_array(data, dtype), device, requires_grad)
+    return _finish(to_array(data, dtype), device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

@@ -22,7 +22,7 @@ from .device import CPU, device, device_of_array, resolve, to_device
 from .printing import tensor_repr
 from .storage import Size, UntypedStorage, _ptr, _root
 from .tensor_copy import TensorCopyMixin
-from .tensor_ctor import constructor_data
+from .tensor_ctor import TENSOR_TYPE, constructor_data, to_array
 
 __all__ = ["Size", "Tensor", "UntypedStorage", "device"]
 
@@ -57,8 +57,8 @@ class Tensor(TensorCopyMixin):
     __array_priority__ = 1000
 
     def __init__(self, *args, dtype=None, requires_grad=False):
-        data, dtype = constructor_data(args, dtype, _has_tensor)  # (or sizes: `Tensor(2, 3)`)
-        self._init(_to_array(data, dtype), requires_grad)
+        data, dtype = constructor_data(args, dtype)  # (or sizes: `Tensor(2, 3)`)
+        self._init(to_array(data, dtype), requires_grad)
 
     def _init(self, arr, requires_grad=False):
         self._data = arr
@@ -115,6 +115,11 @@ class Tensor(TensorCopyMixin):
         return isinstance(self._data, np.ndarray)
 
     @property
+    def is_meta(self) -> bool:
+        """On the meta device: a shape, a dtype and strides, no data (ir/meta_array.py)."""
+        return type(self._data) is MetaArray
+
+    @property
     def ndim(self) -> int:
         return self._data.ndim
 
@@ -128,11 +133,6 @@ class Tensor(TensorCopyMixin):
 
     def element_size(self) -> int:
         return self._data.itemsize
-
-    @property
-    def is_meta(self) -> bool:
-        """On the meta device: a shape, a dtype and strides, no data (ir/meta_array.py)."""
-        return type(self._data) is MetaArray
 
     @property
     def itemsize(self) -> int:
@@ -532,57 +532,6 @@ def _move(t: Tensor, dev: device) -> Tensor:
     return FUNCTIONS["_to_copy"](t, str(dev))
 
 
-def _to_array(data, dtype=None):
-    """Convert nested lists / numbers / numpy arrays / Tensors to a supported numpy array.
-
-    Python bools, ints, floats and complex numbers take bool, int64, the default float dtype
-    and the default complex dtype (as `torch.tensor`); numpy arrays keep their dtype.
-    """
-    if isinstance(data, Tensor):
-        data = data._host()
-    elif isinstance(data, (list, tuple)) and _has_tensor(data):
-        data = _untensor(data)
-    dt = D.to_dtype(dtype) if dtype is not None else None
-    if dt is None:
-        arr = np.asarray(data)
-        if not isinstance(data, (np.ndarray, np.generic)) and not _first_leaf_is_numpy(data):
-            kind = arr.dtype.kind
-            if kind == "f":
-                arr = arr.astype(D.get_default_dtype().np)
-            elif kind == "c":
-                arr = arr.astype(D.default_complex_dtype().np)
-            elif kind in "iu":
-                arr = arr.astype(np.int64)
-            elif kind != "b":
-                raise TypeError(f"can't convert {type(data).__name__} of {arr.dtype} to a "
-                                "tensor")
-        dt = D.from_numpy(arr.dtype)
-        return np.array(arr, copy=True)
-    if isinstance(data, np.ndarray) and data.dtype == dt.np:
-        return data.copy()
-    try:
-        return np.array(data, dtype=dt.np)
-    except (TypeError, ValueError):
-        return np.array(np.asarray(data).astype(dt.np))
-
-
-def _first_leaf_is_numpy(data) -> bool:
-    """Numpy scalars in a list keep their dtype (torch.tensor([np.float64(1)]) is float64)."""
-    while isinstance(data, (list, tuple)) and data:
-        data = data[0]
-    return isinstance(data, np.generic)
-
-
-def _has_tensor(seq) -> bool:
-    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _has_tensor(x))
-               for x in seq)
-
-
-def _untensor(seq):
-    return [x.item() if isinstance(x, Tensor) else
-            _untensor(x) if isinstance(x, (list, tuple)) else x for x in seq]
-
-
 # A new plain tensor's state, as statements on `t` over array `arr`: the text of `wrap_array`'s
 # body, which the fast paths' generated code (`eager.fastpaths`) inlines to save the call.
 NEW_TENSOR_STATE = """t = tnew(tensor)
@@ -607,3 +556,4 @@ def _define_wrap_array():
 
 
 wrap_array = _define_wrap_array()
+TENSOR_TYPE.append(Tensor)  # (tensor_ctor's isinstance checks)
