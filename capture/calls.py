@@ -171,16 +171,35 @@ def call_function(tx, fn: VariableTracker, args: list, kwargs: dict) -> Variable
             tx.out.guards.identity(f"type({fn.source}).__call__", call, "__call__")
             return inline(tx, FunctionVariable(call, None, self_var=fn), args, kwargs)
     if isinstance(fn, ObjectVariable):  # np.dtype(...), np.meshgrid(...) inside eager
-        folded = eager_rules.fold_constant_helper(tx, fn.value, args, kwargs)
+        folded = eager_rules.fold_constant_helper(tx, fn.value, args, kwargs) or \
+            _inline_lru_cached(tx, fn, args, kwargs)  # `@lru_cache def mask(T)`: inlined
         if folded is not None:
             return folded
     raise tx.unsupported(f"call to {fn.describe()}")
+
+
+def _inline_lru_cached(tx, fn, args: list, kwargs: dict):
+    """A `functools.lru_cache` wrapper of a user function: its `__wrapped__` inlined (the cache
+    is not consulted), as Dynamo does, guarded on the wrapped function; None: not one."""
+    value = fn.value
+    if not isinstance(value, functools._lru_cache_wrapper) or \
+            not isinstance(value.__wrapped__, types.FunctionType):
+        return None
+    inner = value.__wrapped__
+    if fn.source is not None:
+        tx.out.guards.identity(f"{fn.source}.__wrapped__", inner, inner.__name__)
+    return _inline_user(tx, FunctionVariable(inner, None), args, kwargs)
 
 
 def _inline_user(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     """A user function's call: inlined, unless refused (`_refuse_opaque`) or folded
     (`dataclasses.fields(obj)` of an object made by the code)."""
     _refuse_opaque(tx, fn.value)
+    from .context_generators import make
+
+    made = make(tx, fn, args, kwargs)  # `with ddp.no_sync():` of a user @contextmanager
+    if made is not None:
+        return made
     folded = dict_objects.fields_rule(tx, fn.value, args, kwargs)
     return folded if folded is not None else inline(tx, fn, args, kwargs)
 
@@ -330,7 +349,10 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
     if getattr(obj, "mapping", None) is not None:  # `out["logits"]` of a ModelOutput
         return dict_objects.subscript(tx, obj, index)
     entry = state_entry(tx, obj, index)  # `self.state[p]` in a user's optimizer step
-    return entry if entry is not None else _subscript(tx, obj, index)
+    if entry is not None:
+        return entry
+    data = dict_objects.user_dict_data(tx, obj)  # `batch_encoding["input_ids"]`
+    return _subscript(tx, obj if data is None else data, index)
 
 
 def store_subscript(tx, obj, index, value) -> None:

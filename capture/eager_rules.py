@@ -66,13 +66,25 @@ def fold_constant_helper(tx, value, args, kwargs):
 
 
 def _fold_scalar_ufunc(value, args, kwargs):
-    """`np.log(c)`, `np.sqrt(c)` of constant numbers (not bools) in user code: the numpy
-    scalar it computes, a constant of the graph; None for anything else."""
-    if not isinstance(value, np.ufunc) or kwargs or not args or not all(
+    """`np.log(c)`, `np.sqrt(c)`, `np.clip(c, lo, hi)`, `np.floor(c)` of constant numbers
+    (not bools) in user code (a ufunc, or any function of numpy but numpy.random): the numpy
+    number it computes, a constant of the graph (as Dynamo folds numpy on constants); None for
+    anything else (an array result too)."""
+    module = vocabulary._module_of(value)
+    numpy_fn = isinstance(value, np.ufunc) or (
+        callable(value) and module.split(".")[0] == "numpy" and
+        not module.startswith("numpy.random"))
+    if not numpy_fn or not args or not all(
             a.is_constant() and isinstance(a.value, (int, float, np.number)) and
-            not isinstance(a.value, (bool, np.bool_)) for a in args):
+            not isinstance(a.value, (bool, np.bool_))
+            for a in list(args) + list(kwargs.values())):
         return None
-    return ConstantVariable(value(*[a.value for a in args]))
+    if isinstance(value, np.ufunc) and kwargs:
+        return None
+    result = value(*[a.value for a in args], **{k: a.value for k, a in kwargs.items()})
+    if not isinstance(result, (int, float, np.number)) or isinstance(result, np.bool_):
+        return None
+    return ConstantVariable(result)
 
 
 _GRAD_WRAPPER = []
@@ -187,10 +199,19 @@ def _checkpoint_rule(tx, fn, args, kwargs):
 def _constant_query(tx, fn, args, kwargs):
     """`torch.cuda.is_available()`, `device_count()`, `torch.backends.mps.is_available()`: a
     fact of the machine, folded to a constant at capture (as Dynamo folds them); so are
-    `torch.jit.is_scripting()` / `is_tracing()` (always False in wick)."""
+    `torch.jit.is_scripting()` / `is_tracing()`, `torch.onnx.is_in_onnx_export()` (always
+    False in wick)."""
     if args or kwargs:
         raise vocabulary.no_graph_form(tx, fn, "arguments")
     return ConstantVariable(fn())
+
+
+def _compiling_query(tx, fn, args, kwargs):
+    """`torch.compiler.is_compiling()` / `is_dynamo_compiling()`: True in captured code (the
+    eager function says False), folded to a constant as Dynamo folds it."""
+    if args or kwargs:
+        raise TypeError(f"{fn.__name__}() takes no arguments")
+    return ConstantVariable(True)
 
 
 def _bind(fn, args, kwargs) -> dict:
@@ -231,6 +252,35 @@ def _inference_query(tx, fn, args, kwargs):
     return ConstantVariable(value)
 
 
+def _inert_context(tx, fn, args, kwargs):
+    """`with torch.nn.attention.sdpa_kernel(SDPBackend.MATH):` (a choice among attention
+    kernels; wick's one kernel serves them all): eager's own checks run now on the constant
+    arguments, and the block is a `contextlib.nullcontext` (no graph effect, no break)."""
+    import contextlib
+
+    cm = fn(*[_enum_const(tx, fn, a) for a in args],
+            **{k: _enum_const(tx, fn, v) for k, v in kwargs.items()})
+    with cm:  # (its TypeError for a wrong backend is the user's, at capture as eagerly)
+        pass
+    return ConstantVariable(contextlib.nullcontext())
+
+
+def _enum_const(tx, fn, v):
+    """A constant argument, an enum member read from a source (`SDPBackend.MATH`: guarded by
+    identity) or a list/tuple of them."""
+    import enum
+
+    from .variables import SequenceVariable
+
+    if isinstance(v, SequenceVariable):
+        return v.kind(_enum_const(tx, fn, x) for x in v.items)
+    if type(v).__name__ == "UserObjectVariable" and isinstance(v.value, enum.Enum) and \
+            v.source is not None:
+        tx.out.guards.identity(v.source, v.value, type(v.value).__name__)
+        return v.value
+    return vocabulary._const(tx, fn, v)
+
+
 def _local_rules() -> dict:
     from eager.nn import Module, functional
     from eager.utils import checkpoint as ckpt
@@ -242,6 +292,9 @@ def _local_rules() -> dict:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[ckpt.checkpoint] = _checkpoint_rule
+    from eager.nn import attention
+
+    rules[attention.sdpa_kernel] = _inert_context
     rules[grad_mode.is_inference_mode_enabled] = _inference_query
     import eager
 
@@ -256,14 +309,17 @@ def _local_rules() -> dict:
     rules[eager.jit.annotate] = lambda tx, fn, args, kwargs: \
         types.SimpleNamespace(**_bind(fn, args, kwargs)).the_value  # the value itself
     import eager.backends.mps
+    import eager.compiler
     import eager.cpu
     import eager.cuda
     import eager.jit
+    import eager.onnx
 
     for query in (eager.cuda.is_available, eager.cuda.device_count, eager.cpu.is_available,
                   eager.backends.mps.is_available, eager.jit.is_scripting,
-                  eager.jit.is_tracing):
+                  eager.jit.is_tracing, eager.onnx.is_in_onnx_export):
         rules[query] = _constant_query
+    rules[eager.compiler.is_compiling] = _compiling_query
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule
     rules[grad_mode._GradModeContext.clone] = _grad_clone_rule
     for name in ("new_ones", "new_full", "new_empty"):

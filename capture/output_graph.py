@@ -208,7 +208,8 @@ class OutputGraph:
         if isinstance(value, types.ModuleType):
             g.identity(source, value, name)
             return ModuleVariable(value, source)
-        if hasattr(value, "__wick_op__") and callable(value):
+        if hasattr(value, "__wick_op__") and callable(value) and \
+                not isinstance(value, types.MethodType):  # (a bound `x.masked_fill`: below)
             g.identity(source, value, name)
             return OpFunctionVariable(value, source)
         if getattr(value, "__wick_compiled__", None) is not None:
