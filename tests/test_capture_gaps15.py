@@ -184,31 +184,6 @@ def swa_averaged_model_forward(torch):
     return predict, (_rand(torch, 3, 4),), lambda: list(swa.state_dict().values())
 
 
-# ---------------------------------------------------------------- itertools in forward
-
-
-def itertools_rel_coords(torch):
-    """Swin-style relative coordinates from `itertools.product` made into a tensor in forward,
-    plus pairs by `combinations`, `chain` and `zip_longest` over tensors: arranged by
-    itertools over the trackers (was 'call to product', a break, 3 entries)."""
-    import itertools
-
-    table = torch.nn.Parameter(torch.arange(25 * 2, dtype=torch.float32).view(25, 2) / 50)
-
-    def fn(attn, feats):
-        ws = 3
-        coords = torch.tensor(list(itertools.product(range(ws), range(ws))))
-        rel = coords[:, None, :] - coords[None, :, :] + (ws - 1)
-        index = rel[..., 0] * (2 * ws - 1) + rel[..., 1]
-        bias = table[index.view(-1)].view(ws * ws, ws * ws, -1).permute(2, 0, 1)
-        pairs = [a * b for a, b in itertools.combinations(feats, 2)]
-        rest = [a + (0 if b is None else b) for a, b in itertools.zip_longest(feats, feats[:1])]
-        return attn + bias, sum(pairs), torch.stack(list(itertools.chain(rest, pairs)))
-
-    feats = [_rand(torch, 4, seed=s) for s in (1, 2, 3)]
-    return fn, (_rand(torch, 2, 9, 9), feats), lambda: []
-
-
 CASES = [
     (is_compiling_branch, 1, 0, 1, 0),
     (cutmix_numpy_box, 1, 0, 1, 0),
@@ -216,7 +191,6 @@ CASES = [
     (jit_script_helpers, 1, 0, 1, 0),
     (break_in_method_argument, 3, 2, 3, 2),
     (swa_averaged_model_forward, 1, 0, 1, 0),
-    (itertools_rel_coords, 1, 0, 1, 0),
 ]
 
 test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)
