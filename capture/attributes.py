@@ -176,7 +176,8 @@ def _getter_runs_user_code(value, name: str) -> bool:
     cls = type(value)
     ga = getattr(cls, "__getattribute__", None)
     if ga is not object.__getattribute__ and ga is not type.__getattribute__ and \
-            not _trusted(_owner(cls, "__getattribute__")):
+            not _trusted(_owner(cls, "__getattribute__")) and \
+            not isinstance(ga, types.WrapperDescriptorType):  # (SimpleNamespace's: C)
         return True
     try:
         attr = inspect.getattr_static(value, name)
@@ -297,6 +298,8 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
     fields = getattr(getattr(obj, "namedtuple", None), "_fields", ())
     if isinstance(obj, TupleVariable) and name in fields:  # `x.max(dim=0).values`
         return obj.items[fields.index(name)]
+    if isinstance(obj, TupleVariable) and fields and name in ("_fields", "_asdict", "_replace"):
+        return _namedtuple_member(obj, name)
     if isinstance(obj, ConstantVariable):
         value = getattr(obj.value, name)
         if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
@@ -308,6 +311,31 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
     if method is not None:  # (`dict.get(self, k, 0)` in a dict subclass: dict_objects)
         return method
     raise tx.unsupported(f"attribute {name!r} of {obj.describe()}")
+
+
+def _namedtuple_member(obj, name: str) -> VariableTracker:
+    """`out._fields`, `out._asdict()`, `out._replace(pooler_output=p)` of a named tuple the
+    code holds (a `typing.NamedTuple` output): its class's fields, a dict of its items, a new
+    tuple of the same class (a TypeError for an unknown field, as namedtuple's ValueError)."""
+    from .dict_objects import RawMethodVariable
+
+    cls = obj.namedtuple
+    if name == "_fields":
+        return ConstantVariable(cls._fields)
+    if name == "_asdict":
+        return RawMethodVariable(lambda tx, a, kw: DictVariable(dict(zip(cls._fields,
+                                                                         obj.items))),
+                                 f"{cls.__name__}._asdict")
+
+    def replace(tx, args, kwargs):
+        unknown = set(kwargs) - set(cls._fields)
+        if args or unknown:
+            raise ValueError(f"Got unexpected field names: {sorted(unknown)!r}")
+        out = TupleVariable([kwargs.get(f, v) for f, v in zip(cls._fields, obj.items)])
+        out.namedtuple = cls
+        return out
+
+    return RawMethodVariable(replace, f"{cls.__name__}._replace")
 
 
 def _numpy_method(tx, obj, name: str):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from . import calls, symints
+from . import calls, dict_objects, symints
 from .variables import (
     NULL,
     BuiltinVariable,
@@ -116,7 +116,10 @@ class BuildOps:
         elif other.is_constant() and isinstance(other.value, dict):
             items = {k: ConstantVariable(v) for k, v in other.value.items()}
         else:
-            raise self.unsupported(f"dict update with {other.describe()}")
+            data = dict_objects.user_dict_data(self, other)  # `model(**batch_encoding)`
+            if data is None:
+                raise self.unsupported(f"dict update with {other.describe()}")
+            items = data.items
         self.pop()
         self.stack[-inst.arg].items.update(items)
 
@@ -258,6 +261,10 @@ class BuildOps:
             raise self.unsupported("yield outside a consumed generator")
         self.yields.append(self.pop())
         self.push(ConstantVariable(None))
+        if getattr(self, "suspend_at_yield", False):  # a @contextmanager's `with` entered
+            from .context_generators import SUSPENDED
+
+            self.result = SUSPENDED
 
     # ---- f-strings
 

@@ -195,6 +195,11 @@ def _inline_user(tx, fn, args: list, kwargs: dict) -> VariableTracker:
     """A user function's call: inlined, unless refused (`_refuse_opaque`) or folded
     (`dataclasses.fields(obj)` of an object made by the code)."""
     _refuse_opaque(tx, fn.value)
+    from .context_generators import make
+
+    made = make(tx, fn, args, kwargs)  # `with ddp.no_sync():` of a user @contextmanager
+    if made is not None:
+        return made
     folded = dict_objects.fields_rule(tx, fn.value, args, kwargs)
     return folded if folded is not None else inline(tx, fn, args, kwargs)
 
@@ -344,7 +349,10 @@ def subscript(tx, obj: VariableTracker, index: VariableTracker) -> VariableTrack
     if getattr(obj, "mapping", None) is not None:  # `out["logits"]` of a ModelOutput
         return dict_objects.subscript(tx, obj, index)
     entry = state_entry(tx, obj, index)  # `self.state[p]` in a user's optimizer step
-    return entry if entry is not None else _subscript(tx, obj, index)
+    if entry is not None:
+        return entry
+    data = dict_objects.user_dict_data(tx, obj)  # `batch_encoding["input_ids"]`
+    return _subscript(tx, obj if data is None else data, index)
 
 
 def store_subscript(tx, obj, index, value) -> None:

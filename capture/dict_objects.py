@@ -248,3 +248,34 @@ def _unbound_call(tx, name: str, args: list, kwargs: dict) -> VariableTracker:
     if name == "__len__":
         return ConstantVariable(len(m.items))
     return call_function(tx, ContainerMethodVariable(m, name), rest, kwargs)
+
+
+_USERDICT_READS = ("__getitem__", "__iter__", "__len__", "__contains__", "keys", "items",
+                   "values", "get")
+
+
+def user_dict_data(tx, obj) -> VariableTracker | None:
+    """The `data` dict of a `collections.UserDict` read from a source (HF's `BatchEncoding`)
+    whose reads are UserDict's own (no override of `__getitem__`, `keys`...): `**enc` and
+    `enc["input_ids"]` read it, as UserDict's methods do (the dict read lazily, guarded on
+    what is read); else None."""
+    from collections import UserDict
+    from collections.abc import Mapping, MutableMapping
+
+    from .variables import UserObjectVariable
+
+    if type(obj) is not UserObjectVariable or obj.source is None or \
+            not isinstance(obj.value, UserDict):  # (type first: a dynamic number's .value
+        return None                                # would specialise it)
+    cls = type(obj.value)
+    if any(_owner(cls, n) not in (UserDict, MutableMapping, Mapping) for n in _USERDICT_READS):
+        return None
+    from .calls import get_attr
+
+    data = get_attr(tx, obj, "data")
+    return data if isinstance(data, DictVariable) else None
+
+
+def _owner(cls, name: str):
+    return next((c for c in cls.__mro__ if name in c.__dict__), object)
+

@@ -199,7 +199,8 @@ def _checkpoint_rule(tx, fn, args, kwargs):
 def _constant_query(tx, fn, args, kwargs):
     """`torch.cuda.is_available()`, `device_count()`, `torch.backends.mps.is_available()`: a
     fact of the machine, folded to a constant at capture (as Dynamo folds them); so are
-    `torch.jit.is_scripting()` / `is_tracing()` (always False in wick)."""
+    `torch.jit.is_scripting()` / `is_tracing()`, `torch.onnx.is_in_onnx_export()` (always
+    False in wick)."""
     if args or kwargs:
         raise vocabulary.no_graph_form(tx, fn, "arguments")
     return ConstantVariable(fn())
@@ -251,6 +252,35 @@ def _inference_query(tx, fn, args, kwargs):
     return ConstantVariable(value)
 
 
+def _inert_context(tx, fn, args, kwargs):
+    """`with torch.nn.attention.sdpa_kernel(SDPBackend.MATH):` (a choice among attention
+    kernels; wick's one kernel serves them all): eager's own checks run now on the constant
+    arguments, and the block is a `contextlib.nullcontext` (no graph effect, no break)."""
+    import contextlib
+
+    cm = fn(*[_enum_const(tx, fn, a) for a in args],
+            **{k: _enum_const(tx, fn, v) for k, v in kwargs.items()})
+    with cm:  # (its TypeError for a wrong backend is the user's, at capture as eagerly)
+        pass
+    return ConstantVariable(contextlib.nullcontext())
+
+
+def _enum_const(tx, fn, v):
+    """A constant argument, an enum member read from a source (`SDPBackend.MATH`: guarded by
+    identity) or a list/tuple of them."""
+    import enum
+
+    from .variables import SequenceVariable
+
+    if isinstance(v, SequenceVariable):
+        return v.kind(_enum_const(tx, fn, x) for x in v.items)
+    if type(v).__name__ == "UserObjectVariable" and isinstance(v.value, enum.Enum) and \
+            v.source is not None:
+        tx.out.guards.identity(v.source, v.value, type(v.value).__name__)
+        return v.value
+    return vocabulary._const(tx, fn, v)
+
+
 def _local_rules() -> dict:
     from eager.nn import Module, functional
     from eager.utils import checkpoint as ckpt
@@ -262,6 +292,9 @@ def _local_rules() -> dict:
         rules[getattr(Module, name)] = _members_rule
     rules[Module.train] = rules[Module.eval] = _train_rule
     rules[ckpt.checkpoint] = _checkpoint_rule
+    from eager.nn import attention
+
+    rules[attention.sdpa_kernel] = _inert_context
     rules[grad_mode.is_inference_mode_enabled] = _inference_query
     import eager
 
@@ -280,10 +313,11 @@ def _local_rules() -> dict:
     import eager.cpu
     import eager.cuda
     import eager.jit
+    import eager.onnx
 
     for query in (eager.cuda.is_available, eager.cuda.device_count, eager.cpu.is_available,
                   eager.backends.mps.is_available, eager.jit.is_scripting,
-                  eager.jit.is_tracing):
+                  eager.jit.is_tracing, eager.onnx.is_in_onnx_export):
         rules[query] = _constant_query
     rules[eager.compiler.is_compiling] = _compiling_query
     rules[Tensor.copy_], rules[Tensor.fill_] = _copy_rule, _fill_rule

@@ -14,7 +14,7 @@ import contextlib
 import dis
 import operator
 
-from . import autocast, calls, inference, vocabulary
+from . import autocast, calls, dict_objects, inference, vocabulary
 from .builders import PY, handler
 from .variables import (
     ConstantMethodVariable,
@@ -94,6 +94,8 @@ class FlowOps:
             g = self.out.guards
             g.add(f"{b.source} == {g.name_for(frozenset(b.value), '___set')}")
             found = a.value in b.value
+        elif a.is_constant() and dict_objects.user_dict_data(self, b) is not None:
+            found = a.value in dict_objects.user_dict_data(self, b).items  # `k in enc`
         elif a.is_constant() and vocabulary.container_entries(self, b) is not None:
             found = hasattr(type(b.value), "keys") and \
                 a.value in [k for k, _ in vocabulary.container_entries(self, b)]  # guarded
@@ -233,6 +235,12 @@ class FlowOps:
         if region is not None:  # with eager.autocast(...): see capture/autocast.py
             self.pop()
             self.stack.extend(autocast.enter(self, region))
+            return
+        if type(ctx).__name__ == "ContextGeneratorVariable":  # a user @contextmanager's
+            from .context_generators import enter
+
+            self.pop()
+            self.stack.extend(enter(self, ctx))
             return
         if isinstance(ctx, ConstantVariable) and type(ctx.value) is contextlib.nullcontext:
             self.pop()  # (its __exit__ does nothing; __enter__ gives the constant it holds)

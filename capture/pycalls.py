@@ -12,6 +12,9 @@ Touches `capture`.
 from __future__ import annotations
 
 import builtins
+import inspect
+import math
+import types
 
 from eager import Tensor
 
@@ -134,6 +137,21 @@ def call_builtin(tx, f, args: list, kwargs: dict) -> VariableTracker:
     return _fold(tx, f, args, kwargs)
 
 
+def _python_dunder(x, name: str) -> bool:
+    """True when `x` is an object of a user class (read from a source or made by the code)
+    whose `name` is a plain Python function (inlined as Dynamo does)."""
+    from .objects import NewObjectVariable
+
+    if isinstance(x, NewObjectVariable):
+        cls = x.cls
+    elif type(x) is UserObjectVariable and x.source is not None and \
+            not isinstance(x.value, type):
+        cls = type(x.value)
+    else:
+        return False
+    return isinstance(inspect.getattr_static(cls, name, None), types.FunctionType)
+
+
 def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
     """`len`, `bool`, `isinstance`, `type`, `abs`, `getattr` on trackers (None: not one)."""
     if f is len and len(args) == 1 and not kwargs:
@@ -154,6 +172,8 @@ def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
         entries = vocabulary.container_entries(tx, x)
         if entries is not None:
             return ConstantVariable(len(entries))
+        if _python_dunder(x, "__len__"):  # `len(image_list)`: the class's __len__ inlined
+            return calls.call_function(tx, calls.get_attr(tx, x, "__len__"), [], {})
     if f is bool and len(args) == 1 and not kwargs and \
             isinstance(args[0], (SequenceVariable, DictVariable)):
         return ConstantVariable(len(args[0].items) > 0)  # (a read dict guards its length)
@@ -248,8 +268,9 @@ def _build(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
         return IteratorVariable([calls.call_function(tx, args[0], list(r), {}) for r in rows])
     if f is reversed and len(args) == 1 and not args[0].is_constant():
         return ListVariable(list(reversed(unpack(tx, args[0]))))
-    if f in (sum, any, all, min, max) and len(args) in (1, 2) and \
-            (not _const(args) or "key" in kwargs):
+    if f in (sum, any, all, min, max, math.prod) and len(args) in (1, 2) and \
+            (not _const(args) or "key" in kwargs) and \
+            not (f is math.prod and all(_is_const_data(v) for v in args)):  # (sizes: folded)
         return _reduce(tx, f, args, kwargs)
     if f is iter and len(args) == 1:
         return IteratorVariable(unpack(tx, args[0]))
@@ -309,6 +330,9 @@ def _exact_type(tx, v):
         return type(v.value)
     if type(v) is DictVariable or isinstance(v, IteratorVariable):
         return v.python_type()
+    raw = getattr(getattr(v, "_items", None), "_value", None)
+    if isinstance(v, DictVariable) and raw is not None:  # a dict read from the frame: its
+        return type(raw)                                  # type is guarded (`type(batch)`)
     from .objects import NewObjectVariable
 
     if isinstance(v, NewObjectVariable):
@@ -320,17 +344,17 @@ def _reduce(tx, f, args, kwargs) -> VariableTracker:
     if f in (min, max) and kwargs.keys() == {"key"}:  # `max(range(n), key=lambda i: ...)`
         items = unpack(tx, args[0]) if len(args) == 1 else list(args)
         return pyfunctional.keyed_extreme(tx, f, items, kwargs["key"])
-    if kwargs.keys() - ({"start"} if f is sum else set()):
+    if kwargs.keys() - ({"start"} if f in (sum, math.prod) else set()):
         raise tx.unsupported(f"{f.__name__}() with keyword arguments "
                              f"({', '.join(kwargs)})")
     if len(args) == 1:
         items = unpack(tx, args[0])
     else:
         items = list(args) if f in (min, max) else unpack(tx, args[0])
-    if f is sum:
-        acc = args[1] if len(args) == 2 else kwargs.get("start", ConstantVariable(0))
+    if f in (sum, math.prod):  # (`math.prod(sizes[a] for a in group)`: a product)
+        acc = args[1] if len(args) == 2 else kwargs.get("start", ConstantVariable(f([])))
         for v in items:
-            acc = calls.binary_op(tx, "+", acc, v)
+            acc = calls.binary_op(tx, "+" if f is sum else "*", acc, v)
         return acc
     if not _const(items):
         raise tx.unsupported(f"{f.__name__}() of values that are not constants")

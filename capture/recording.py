@@ -146,6 +146,9 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
     # bind drops it, so it must reach bind as None, not as its tracker
     args = [None if _is_none(a) else a for a in args]
     kwargs = {k: None if _is_none(v) else v for k, v in kwargs.items()}
+    if op.name in _METHOD_NUMBER_OPS and len(args) == 2 and not kwargs and \
+            isinstance(args[1], dynamic.SymNumberVariable):  # `x.mul_(1. - lam)` as `x * n`
+        args = list(dynamic.number_operands(tx, _METHOD_NUMBER_OPS[op.name], *args))
     inputs, attrs = op.bind(tuple(args), kwargs)
     if op.name in _BINARY_FORMS and isinstance(attrs.get("dim"), TensorVariable):
         # torch.max(a, b): the elementwise form (the op's decomposition takes it as `dim`)
@@ -168,6 +171,8 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
 
 
 _BINARY_FORMS = {"max": "maximum", "min": "minimum"}
+_METHOD_NUMBER_OPS = {"add": "__add__", "sub": "__sub__", "mul": "__mul__",
+                      "div": "__truediv__"}
 
 
 def _repeat_interleave_count(tx, inputs, attrs) -> TensorVariable | None:

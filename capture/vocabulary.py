@@ -58,8 +58,8 @@ FACTORIES = ("zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
 LIKE = {"zeros_like": 0, "ones_like": 1, "empty_like": 0, "full_like": None}
 
 
-def _module_of(fn) -> str:
-    if isinstance(fn, types.FunctionType):
+def _module_of(fn) -> str:  # (a @contextmanager's helper: its function's, kept by wraps)
+    if isinstance(fn, types.FunctionType) and fn.__globals__.get("__name__") != "contextlib":
         return fn.__globals__.get("__name__", "") or ""
     return getattr(fn, "__module__", "") or ""
 

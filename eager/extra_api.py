@@ -350,7 +350,7 @@ def _lazy_module(name):
     """Module `__getattr__` of `eager`: submodules imported on first use (`eager.distributions`
     pulls scipy.stats-sized imports that `import eager` should not pay for)."""
     if name in ("distributions", "cpu", "functional", "testing", "signal", "func",
-                "quasirandom", "jit", "_dynamo", "array_api"):
+                "quasirandom", "jit", "onnx", "_dynamo", "array_api"):
         import importlib
 
         return importlib.import_module(f"eager.{name}")
