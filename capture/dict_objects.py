@@ -278,4 +278,3 @@ def user_dict_data(tx, obj) -> VariableTracker | None:
 
 def _owner(cls, name: str):
     return next((c for c in cls.__mro__ if name in c.__dict__), object)
-
