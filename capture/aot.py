@@ -28,6 +28,7 @@ from eager.autograd.nodes import NO_EDGE, edge_of, grad_accumulator
 from eager.tensor import Tensor
 from ir.autodiff import build_backward, copy_graph, decompose, grad_paths
 from ir.graph import Node
+from ir.ops import custom_function
 from ir.passes import cse
 
 from . import backends
@@ -78,11 +79,13 @@ class _Plan:
         self.fwd = compile_graph(self.fwd_graph)
         self.in_meta = self.outs_meta = None  # (shape, dtype) lists, from the first call
         self.bwds: dict = {}
+        self.presence: dict = {}  # seeded -> per wrt gradient, when it exists (or None)
         self.bwd_graph = self._add_backward(self.differentiable, bwd_graph, self.saved)
         self.bwd = self.bwds[self.differentiable][0]  # (every differentiable output seeded)
 
     def _add_backward(self, seeded, bwd_graph, saved):
         index = {n: j for j, n in enumerate(self.saved)}
+        self.presence[seeded] = getattr(bwd_graph, "grad_presence", None)
         cse(bwd_graph, grad_mode=False)
         self.bwds[seeded] = (self.compile_graph(bwd_graph), [index[n] for n in saved])
         return bwd_graph
@@ -142,6 +145,11 @@ class _AOT(Function):
         for w in plan.wrt:
             r = next(res) if w else None
             out.append(Tensor._make(np.asarray(r)) if r is not None else None)
+        presence = plan.presence.get(seeded)
+        if presence is not None:  # (a user's Function backward returned None: eager's None)
+            got = iter(presence)
+            out = [None, *[o if not w or (c := next(got)) is None or custom_function.holds(c)
+                           else None for o, w in zip(out[1:], plan.wrt)]]
         return tuple(out)
 
 

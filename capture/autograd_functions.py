@@ -220,6 +220,7 @@ class _RunBackward:
             grads[i] = Tensor._make(np.asarray(g[off:off + n]).reshape(shape).astype(dtype.np))
         res = ctx.apply(grads if len(grads) > 1 else grads[0], NAMESPACES[False])
         parts = []
+        self.present = tuple(res[i] is not None for i in self.wrt_args)  # (`ops.holds`)
         for i in self.wrt_args:
             shape = self.in_meta[i][0]
             gi = res[i]

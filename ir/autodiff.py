@@ -195,17 +195,47 @@ def build_backward(fwd: Graph, wrt: list, seeded=None):
 
     needs = grad_paths(fwd, wrt)
     grads, grad_ph = _seed_grads(fwd, bwd, needs, seeded)
+    when: dict = {}  # node -> when its gradient exists (`_presence`); absent: always
     for n in reversed(fwd.nodes):
         if n.op != "call_function" or n not in grads or n not in needs:
             continue
+        before = {a: len(grads.get(a, ())) for a in n.args if isinstance(a, Node)}
         _backprop_node(F, n, _sum_grads(F, grads.pop(n)), fv, needs, grads)
-    result = []
+        _presence(n, when.pop(n, None), before, grads, when)
+    result, presence = [], []
     for p, w in zip(fwd.placeholders, wrt):
         if not w:
             continue
         gs = grads.get(p)
         result.append(_sum_grads(F, gs).node if gs else None)
-    return _final_backward(bwd, saved, grad_ph, result)
+        presence.append(when.get(p) if gs else None)
+    final, kept = _final_backward(bwd, saved, grad_ph, result)
+    final.grad_presence = presence if any(c is not None for c in presence) else None
+    return final, kept
+
+
+def _presence(n: Node, cond, before: dict, grads: dict, when: dict) -> None:
+    """Record when the gradients `n` just gave its operands exist in eager: a user's
+    `autograd.Function` backward (`_autograd_fn_`) may return None for an input, and eager's
+    gradient of a value is None when every contribution is. A condition is None (always) or
+    a frozenset of conjunctions, each a frozenset of atoms (key, i): "the Function `key`'s
+    backward returned a gradient for its i-th input" (`custom_function.holds` evaluates it
+    after the graph's backward ran). Contributions join by union; `cond` is `n`'s own."""
+    token = getattr(n.target, "name", None) == "_autograd_fn_" and n.kwargs.get("key", 0)
+    for a in before:
+        if len(grads.get(a, ())) == before[a]:
+            continue
+        c = cond
+        if token:  # (the token's gradients go to its first n_wrt operands only)
+            atoms = [frozenset({(token, i)}) for i, b in enumerate(n.args)
+                     if b is a and i < n.kwargs.get("n_wrt", 0)]
+            c = frozenset(atoms) if c is None else frozenset(k | t for k in c for t in atoms)
+        if before.get(a, 0) == 0:
+            when[a] = c
+        elif c is None or when.get(a) is None:
+            when[a] = None
+        else:
+            when[a] = when[a] | c
 
 
 def _sum_grads(F, gs: list):

@@ -13,7 +13,8 @@ speculation; `capture/autograd_functions.py` records them).
 - `_autograd_fn_backward_(tensors, key, size)`: operands the token's gradient and the token's
   operands; calls the function registered as `key` (`register`) on arrays, which runs the
   user's backward and returns the input gradients packed in one float64 vector of `size`
-  (trailing underscore: impure, never merged or dropped).
+  (trailing underscore: impure, never merged or dropped). An input the user's backward gave
+  None has zeros there; the graph's caller makes its gradient None as eager's (`holds`).
 
 Key 0 is no function: the token's gradient is zeros, `_autograd_fn_out` is the identity in
 value and gradient (the ops' samples). Library calls, never fused (kind "indexing"). Keys are
@@ -43,6 +44,21 @@ def register(fn, owner=None) -> int:
     if owner is not None:
         weakref.finalize(owner, FUNCTIONS.pop, key, None)
     return key
+
+
+def holds(cond) -> bool:
+    """Whether a gradient that `ir.autodiff.build_backward` marked with `cond` (a frozenset of
+    conjunctions of atoms (key, i)) exists after the backward ran: some conjunction whose
+    Functions' last backward each returned a gradient for input i (`fn.present`, a tuple of
+    bools that the function registered as `key` sets on every call; absent: all present)."""
+    for conj in cond:
+        for key, i in conj:
+            present = getattr(FUNCTIONS.get(key), "present", None)
+            if present is not None and not present[i]:
+                break
+        else:
+            return True
+    return False
 
 
 def _numel(shape) -> int:
