@@ -1,6 +1,9 @@
 """Python's functional helpers over trackers, as Dynamo inlines them: `operator.add(a, b)`
 (and the other binary operators) on tensors, `functools.reduce(f, items[, initial])`,
-`itertools.accumulate(items[, f][, initial=])`, `min`/`max` with `key=`, and the
+`itertools.accumulate(items[, f][, initial=])`, the combinatoric and chaining itertools
+(`product`, `combinations`, `permutations`, `chain`, `zip_longest`, `islice`, `pairwise`:
+their items are the argument trackers, arranged by itertools itself), `min`/`max` with `key=`,
+and the
 `collections.OrderedDict(...)` the code makes. Each calls back into capture for the element
 function, so a lambda or a tensor op inside is traced; anything else returns None (the caller
 then breaks as before).
@@ -19,6 +22,7 @@ from .variables import (
     ConstantVariable,
     DictVariable,
     IteratorVariable,
+    TupleVariable,
     VariableTracker,
 )
 
@@ -73,7 +77,33 @@ def make(tx, cls, args: list, kwargs: dict) -> VariableTracker | None:
         for v in items:
             out.append(calls.call_function(tx, fn, [out[-1], v], {}) if out else v)
         return IteratorVariable(out)
+    if isinstance(cls, type) and cls in _ITERTOOLS:  # (`cls` may be any callable object)
+        return _arrange(tx, cls, args, kwargs)
     return None
+
+
+# itertools arranging their arguments' items (how many leading arguments are iterables)
+_ITERTOOLS = {itertools.product: None, itertools.chain: None, itertools.zip_longest: None,
+              itertools.pairwise: 1, itertools.combinations: 1, itertools.permutations: 1,
+              itertools.combinations_with_replacement: 1, itertools.islice: 1}
+
+
+def _arrange(tx, cls, args: list, kwargs: dict) -> VariableTracker:
+    """`itertools.product(range(3), range(3))`, `combinations(xs, 2)`, `chain(a, b)`...: the
+    iterables unpacked to their trackers, arranged by the real itertools function (the other
+    arguments are constants, `fillvalue=` any tracker); each tuple it yields is a tuple of
+    those trackers."""
+    from . import calls
+
+    n = len(args) if _ITERTOOLS[cls] is None else _ITERTOOLS[cls]
+    fill = kwargs.pop("fillvalue", ConstantVariable(None))
+    if not all(v.is_constant() for v in args[n:] + list(kwargs.values())):
+        raise tx.unsupported(f"itertools.{cls.__name__} with non-constant arguments")
+    named = {k: v.value for k, v in kwargs.items()}
+    if cls is itertools.zip_longest:
+        named["fillvalue"] = fill
+    made = cls(*[calls.unpack(tx, a) for a in args[:n]], *[v.value for v in args[n:]], **named)
+    return IteratorVariable(TupleVariable(x) if isinstance(x, tuple) else x for x in made)
 
 
 def _ordered_dict(tx, args: list, kwargs: dict) -> DictVariable:

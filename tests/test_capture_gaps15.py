@@ -184,6 +184,71 @@ def swa_averaged_model_forward(torch):
     return predict, (_rand(torch, 3, 4),), lambda: list(swa.state_dict().values())
 
 
+# ---------------------------------------------------------------- itertools in forward
+
+
+def itertools_rel_coords(torch):
+    """Swin-style relative coordinates from `itertools.product` made into a tensor in forward,
+    plus pairs by `combinations`, `chain` and `zip_longest` over tensors: arranged by
+    itertools over the trackers (was 'call to product', a break, 3 entries)."""
+    import itertools
+
+    table = torch.nn.Parameter(torch.arange(25 * 2, dtype=torch.float32).view(25, 2) / 50)
+
+    def fn(attn, feats):
+        ws = 3
+        coords = torch.tensor(list(itertools.product(range(ws), range(ws))))
+        rel = coords[:, None, :] - coords[None, :, :] + (ws - 1)
+        index = rel[..., 0] * (2 * ws - 1) + rel[..., 1]
+        bias = table[index.view(-1)].view(ws * ws, ws * ws, -1).permute(2, 0, 1)
+        pairs = [a * b for a, b in itertools.combinations(feats, 2)]
+        rest = [a + (0 if b is None else b) for a, b in itertools.zip_longest(feats, feats[:1])]
+        return attn + bias, sum(pairs), torch.stack(list(itertools.chain(rest, pairs)))
+
+    feats = [_rand(torch, 4, seed=s) for s in (1, 2, 3)]
+    return fn, (_rand(torch, 2, 9, 9), feats), lambda: []
+
+
+# ---------------------------------------------------------------- EmbeddingBag with padding_idx
+
+
+def embedding_bag_padding_idx(torch):
+    """Kaggle's multi-hot tags `nn.EmbeddingBag(mode=..., padding_idx=0)` on (B, L) input:
+    fixed-length bags with padding are registry ops (eager read the indices on the host:
+    'Tensor._host has no graph form', a break inside the module)."""
+    F = torch.nn.functional
+    w = torch.nn.Parameter(_rand(torch, 7, 3))
+    tags = torch.tensor([[1, 2, 0, 0], [0, 0, 0, 0], [3, 3, 6, 5]])
+    psw = _rand(torch, 3, 4, seed=3).abs()
+
+    def fn(tags, psw):
+        return [F.embedding_bag(tags, w, mode=m, padding_idx=0) for m in ("sum", "mean", "max")] \
+            + [F.embedding_bag(tags, w, mode="sum", padding_idx=0, per_sample_weights=psw)]
+
+    return fn, (tags, psw), lambda: []
+
+
+def test_embedding_bag_padding_idx_like_numpy():
+    """Values and gradients of the padded fixed-length bags against a numpy reference."""
+    rng = np.random.default_rng(0)
+    idx = np.array([[1, 2, 0, 0], [0, 0, 0, 0], [3, 3, 6, 5]])
+    wn = rng.standard_normal((7, 3)).astype(np.float32)
+    w = eager.tensor(wn, requires_grad=True)
+    keep = (idx != 0)[..., None]
+    rows = wn[idx] * keep
+    count = np.maximum(keep.sum(1), 1)
+    y = eager.nn.functional.embedding_bag(eager.tensor(idx), w, mode="mean", padding_idx=0)
+    np.testing.assert_allclose(y.detach().numpy(), rows.sum(1) / count, rtol=1e-6)
+    y.sum().backward()
+    want = np.zeros_like(wn)
+    np.add.at(want, idx[keep[..., 0]], (1 / np.broadcast_to(count[:, None], keep.shape))[
+        keep[..., 0]].repeat(3, -1))
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-6)
+    ymax = eager.nn.functional.embedding_bag(eager.tensor(idx), w, mode="max", padding_idx=0)
+    np.testing.assert_allclose(ymax.detach().numpy()[1], 0.0)
+    np.testing.assert_allclose(ymax.detach().numpy()[2], wn[[3, 6, 5]].max(0), rtol=1e-6)
+
+
 CASES = [
     (is_compiling_branch, 1, 0, 1, 0),
     (cutmix_numpy_box, 1, 0, 1, 0),
@@ -191,6 +256,8 @@ CASES = [
     (jit_script_helpers, 1, 0, 1, 0),
     (break_in_method_argument, 3, 2, 3, 2),
     (swa_averaged_model_forward, 1, 0, 1, 0),
+    (itertools_rel_coords, 1, 0, 1, 0),
+    (embedding_bag_padding_idx, 1, 0, 1, 0),
 ]
 
 test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)

@@ -207,13 +207,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         if not -num <= padding_idx < num:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx %= num
-    if input.ndim == 2 and input.shape[1] and padding_idx is None and max_norm is None and \
-            not scale_grad_by_freq:  # fixed-length bags: registry ops only (no host read)
-        rows = FUNCTIONS["index_select"](weight, 0, idx).reshape(input.shape[0], -1, dim)
-        if psw is not None:
-            rows = rows * psw.reshape(input.shape[0], -1, 1)
-        return rows.max(1)[0] if mode == "max" else rows.mean(1) if mode == "mean" \
-            else rows.sum(1)
+    if input.ndim == 2 and input.shape[1] and max_norm is None and not scale_grad_by_freq:
+        return _fixed_bags(input, weight, idx, mode, psw, padding_idx)
     if input.ndim == 1 and padding_idx is None and max_norm is None and not scale_grad_by_freq:
         return _offset_bags(input, weight, offsets, mode, psw, include_last_offset)
     starts, ends = _bag_bounds(input, offsets, include_last_offset)
@@ -245,6 +240,26 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if mode == "sum":
         return total
     return total / _const(np.maximum(counts, 1).astype(weight.dtype.np)[:, None], weight)
+
+
+def _fixed_bags(input, weight, idx, mode, psw, padding_idx):
+    """Fixed-length bags (input (B, L)) in registry ops only (no host read, so capture keeps
+    them in the graph): entries equal to padding_idx are masked out of the sum, the mean's
+    count and the max; a bag of padding only is zeros, as PyTorch's."""
+    dim = weight.shape[1]
+    rows = FUNCTIONS["index_select"](weight, 0, idx).reshape(input.shape[0], -1, dim)
+    if psw is not None:
+        rows = rows * psw.reshape(input.shape[0], -1, 1)
+    if padding_idx is None:
+        return rows.max(1)[0] if mode == "max" else rows.mean(1) if mode == "mean" \
+            else rows.sum(1)
+    keep = (input != padding_idx).unsqueeze(-1)                  # (B, L, 1)
+    count = keep.sum(1)                                           # (B, 1)
+    if mode == "max":
+        best = FUNCTIONS["masked_fill"](rows, ~keep, float("-inf")).max(1)[0]
+        return FUNCTIONS["masked_fill"](best, count == 0, 0.0)
+    total = (rows * keep.to(rows.dtype)).sum(1)
+    return total if mode == "sum" else total / count.clamp(min=1).to(rows.dtype)
 
 
 def _offset_bags(input, weight, offsets, mode, psw, include_last_offset):
