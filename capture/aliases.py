@@ -24,6 +24,8 @@ from __future__ import annotations
 from eager import grad_mode
 from ir.graph import Node
 
+from . import symints
+
 BASE = "<base>"  # the slot of a view's inputs its base goes in
 DETACH = "<detach>"  # a `detach()` (a view eager lets in-place ops modify), not a no_grad view
 DATA = "<data>"  # a `.data` alias of an input (`writeback.note_alias`): its own version counter
@@ -57,7 +59,42 @@ def view_template(templater, node: Node):
     if node.meta.get("detached"):  # `w = p.detach(); w.mul_(0.5)`: not a no_grad view
         return ("view", base_t, DETACH, (BASE,), {}, False)
     slots = tuple(BASE if i is base else i for i in inputs)
-    return ("view", base_t, op, slots, attrs, node.meta.get("grad_enabled", True))
+    t = ("view", base_t, op, slots, attrs, node.meta.get("grad_enabled", True))
+    return t if not symints.has_sym(attrs) else _sym_view(templater, t)
+
+
+def _sym_view(templater, t: tuple):
+    """`t` whose attributes hold dynamic sizes (`view(B * T, C)`), with the templates of the
+    tensors those sizes are read from: rebuilt from this call's shapes. None: an attribute
+    reads a dynamic int argument (the view is then a graph output)."""
+    nodes: dict = {}
+
+    def walk(e):
+        if e[0] == "size":
+            nodes[e[1]] = None
+        elif e[0] == "arg":
+            raise LookupError
+        elif e[0] != "const":
+            walk(e[1])
+            walk(e[2])
+
+    def each(v):
+        if type(v) is symints.SymInt:
+            walk(v.expr)
+        elif type(v) in (tuple, list, slice):
+            for x in (v if type(v) is not slice else (v.start, v.stop, v.step)):
+                each(x)
+
+    try:
+        for v in t[4].values():
+            each(v)
+    except LookupError:
+        return None
+    for n in list(nodes):
+        got = nodes[n] = node_template(templater, n)
+        if got is None:
+            return None
+    return (*t, nodes)
 
 
 def _root(node: Node) -> Node:
@@ -90,8 +127,11 @@ def rebuild_view(t: tuple, r):
     graph node was recorded in."""
     from eager.dispatch import apply
 
-    _, base_t, op, slots, attrs, grad = t
+    _, base_t, op, slots, attrs, grad = t[:6]
     base = r(base_t)
+    if len(t) > 6:  # (dynamic sizes: evaluated for this call's tensors)
+        env = {n: r(s).shape for n, s in t[6].items()}
+        attrs = {k: symints.resolve(v, env) for k, v in attrs.items()}
     if op == DETACH:
         return base.detach()
     if op == DATA:

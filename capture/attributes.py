@@ -60,14 +60,11 @@ def call_tensor_method(tx, t: TensorVariable, name: str, args: list, kwargs: dic
     shape = t.meta.shape
     if name == "size":
         dim = (args[0] if args else kwargs.get("dim", ConstantVariable(None))).value
-        if dim is None:
-            dynamic.check_read(tx, t)
-            return ConstantVariable(_size(shape))
+        if dim is None:  # (`B, T, C = x.size()`: dynamic sizes are symbolic, as `x.shape`)
+            return tensor_attr(tx, t, "shape")
         from ir.opdef import normalize_dim
 
-        d = normalize_dim(dim, len(shape))
-        dynamic.check_read(tx, t, (d,))
-        return ConstantVariable(shape[d])
+        return dynamic.SizeVariable(tx, t).item(normalize_dim(dim, len(shape)))
     if name in ("dim", "ndimension") and not args:
         return ConstantVariable(len(shape))
     if name in DTYPE_QUERIES and not args and not kwargs:  # (the dtype is guarded)

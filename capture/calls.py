@@ -32,6 +32,7 @@ from .attributes import (  # noqa: F401  (re-exported: `calls.get_attr`, ...)
     get_attr,
     tensor_attr,
 )
+from .dynamic import SizeVariable
 from .operators import (  # noqa: F401  (re-exported: `calls.binary_op`, ...)
     BINARY,
     COMPARE,
@@ -322,6 +323,8 @@ def inline(tx, fn, args: list, kwargs: dict) -> VariableTracker:
 def unpack(tx, v: VariableTracker) -> list:
     from .pycalls import unpack as _unpack
 
+    if type(v) is SizeVariable:  # `B, T, C = x.shape`: one size each (dynamic: symbolic)
+        return [v.item(i) for i in range(len(v.t.meta.shape))]
     items = _sequence_subclass_items(tx, v)
     return items if items is not None else _unpack(tx, v)
 

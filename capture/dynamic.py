@@ -10,8 +10,13 @@ second call (`config.dynamic_compile_after`; the first runs the tape on eager te
 cached per input shapes inside the entry (`Specializations`, at most
 `config.dynamic_shape_limit` shapes: past it, new shapes run the tape eagerly).
 
-What the tape cannot replay is Python that reads a size as a value (`x.shape[0] * 2`,
-`if x.size(1) > 3`): such a read *specialises* the dimension (its guard becomes exact). To know
+A size of a dynamic dimension read in Python (`B, T, C = x.size()`, `x.size(0)`, `len(x)`)
+is a `symints.SymSizeVariable`: used as an op's size (`view(B, T, nh, C // nh)`,
+`new_zeros(n, d)`, `reshape(B * T, C)`, after `+ - * //` with ints and other sizes) it is a
+`SymInt` ("size", node, dim) on the tape, evaluated for each replay's shapes; returned, it is
+rebuilt from the call's own tensor. What the tape cannot replay is any other Python read of a
+size as a value (`if x.size(1) > 3`, `range(n)`, `int(n)`): such a read *specialises* the
+dimension (its guard becomes exact). To know
 whether a size read depends on a dynamic dimension, every tensor tracker carries a *shadow*:
 the same value computed with each dynamic size perturbed (+1); a read whose shadow differs
 raises `Specialize`, and the capture restarts with those dimensions static. Sizes 0 and 1 are
@@ -84,8 +89,10 @@ class ShadowTx:
         shadow every one less than at capture (`symints`)."""
         if self._env is not None:
             return self._env
-        params = getattr(getattr(self.out, "_out", None), "sym_params", {})
-        return {r: p.number - 1 for r, p in params.items()}
+        out = getattr(self.out, "_out", None)
+        env = {r: p.number - 1 for r, p in getattr(out, "sym_params", {}).items()}
+        env.update(getattr(out, "sym_shadow", {}))  # ({node: shadow shape}: sizes' SymInts)
+        return env
 
     def location(self) -> str:
         return ""
@@ -127,24 +134,43 @@ def note_op(tx, op, vals, attrs: dict, result) -> None:
     tape.append(TapeEntry(op, tuple(x.node if isinstance(x, TensorVariable) else x
                                     for x in vals), attrs, node, out.grad_enabled))
     if not any(isinstance(x, TensorVariable) and x.shadow is not None for x in vals) and \
-            not (getattr(out, "sym_keys", None) and symints().has_sym(attrs)):
+            not ((getattr(out, "sym_keys", None) or getattr(out, "sym_shadow", None)) and
+                 symints().has_sym(attrs)):
         return
-    if multi:
-        raise Specialize(None)  # shadows of multi-output ops: keep such captures static
     from . import calls
 
     shadows = tuple(x.shadow if isinstance(x, TensorVariable) and x.shadow is not None else x
                     for x in vals)
     try:
-        result.shadow = calls.record(out.shadow_tx, op, shadows, dict(attrs), False)
+        shadow = calls.record(out.shadow_tx, op, shadows, dict(attrs), False)
     except Specialize:
         raise
     except Exception:  # the op does not accept the perturbed sizes: specialise them  # noqa: BLE001
-        roots = {(r, "num") for v in attrs.values() if type(v) is symints().SymInt
-                 for r in v.roots}
-        raise Specialize(roots or None) from None
-    if result.shadow.meta.shape == result.meta.shape:
-        result.shadow = None
+        syms = [v for v in attrs.values() if type(v) is symints().SymInt]
+        roots = {(r, "num") for v in syms for r in v.roots}
+        roots.update(k for v in syms for k in (v.dims or ()))
+        raise Specialize(roots or _inner_dims(out, vals) or None) from None
+    if not multi:
+        result.shadow = None if shadow.meta.shape == result.meta.shape else shadow
+        return
+    # (split/chunk/max with indices: one shadow per output; a count that differs specialises)
+    if not isinstance(shadow, tuple) or len(shadow) != len(result) or \
+            not all(isinstance(x, TensorVariable) for x in shadow):
+        raise Specialize(_inner_dims(out, vals) or None)
+    for r, x in zip(result, shadow):
+        r.shadow = None if x.meta.shape == r.meta.shape else x
+
+
+def _inner_dims(out, vals) -> set:
+    """The dynamic input dims whose sizes an op's inputs have at a dim other than the first,
+    where the shadow differs (a feature size that the op's weights fix, a split size): what
+    to specialise first when the perturbed sizes fail, keeping a batch dim dynamic (else
+    every dynamic dim but the first of each input: `cat([x[:, i], h]) @ w.t()`)."""
+    sizes = {x.meta.shape[d] for x in vals if isinstance(x, TensorVariable) and
+             x.shadow is not None for d in range(1, len(x.meta.shape))
+             if x.shadow.meta.shape[d] != x.meta.shape[d]}
+    dyn = getattr(out, "dynamic_inputs", None) or {}
+    return {k for k, v in dyn.items() if v in sizes} or {k for k in dyn if k[1] != 0}
 
 
 def check_read(tx, t: TensorVariable, dims=None) -> None:
@@ -202,10 +228,12 @@ def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: st
 
     g = Graph(name)
     env = {}
+    sizes = dict(numbers or {})  # (and {node: shape} as the replay goes: sizes' SymInts)
     for ph, meta in zip(placeholders, metas):
         node = g.placeholder(ph.name, meta)
         env[ph] = TensorVariable(node, meta, False)
-    tx = ShadowTx(None, g, numbers or {})
+        sizes[ph] = meta.shape
+    tx = ShadowTx(None, g, sizes)
     for e in tape:
         if type(e) is not TapeEntry:  # `symints.SizeCheck`: raises where Python would
             e.check(env)  # have decided otherwise (the call then runs eagerly)
@@ -217,8 +245,10 @@ def replay(tape: list, placeholders: list, outputs: tuple, metas: list, name: st
         r = calls.record(tx, e.op, ins, dict(e.attrs), False)
         if isinstance(e.result, tuple):
             env.update(zip(e.result, r))
+            sizes.update((n, v.meta.shape) for n, v in zip(e.result, r))
         else:
             env[e.result] = r
+            sizes[e.result] = r.meta.shape
     g.output(tuple(env[n].node for n in outputs))
     g.eliminate_dead_code()
     return g
@@ -312,8 +342,9 @@ class Specializations:
 
         from . import symints as sym  # lazy: symints imports this module
 
-        numbers = self._split(key)[1]
+        numbers = dict(self._split(key)[1])  # (and {node: shape}: sizes' SymInts)
         env = dict(zip(self.placeholders, inputs))
+        numbers.update((n, t.shape) for n, t in env.items())
         for e in self.tape:
             if type(e) is not TapeEntry:  # `symints.SizeCheck` on the tensors' shapes
                 e.check(env, lambda t: t.shape)
@@ -326,8 +357,10 @@ class Specializations:
                 r = dispatch.apply(e.op, args, attrs)
             if isinstance(e.result, tuple):
                 env.update(zip(e.result, r))
+                numbers.update((n, t.shape) for n, t in zip(e.result, r))
             else:
                 env[e.result] = r
+                numbers[e.result] = r.shape
         return tuple(env[n] for n in self.outputs)
 
 

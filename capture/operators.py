@@ -46,6 +46,8 @@ def binary_op(tx, symbol: str, a: VariableTracker, b: VariableTracker) -> Variab
     base = symbol[:-1] if inplace else symbol
     name = BINARY[base]
     num = dynamic.number_binary(tx, name, a, b)
+    if num is None:  # `B * T`, `C // nh` of dynamic sizes: a symbolic size
+        num = dynamic.symints().size_binary(tx, name, a, b)
     if num is not None:
         return num
     if a.is_constant() and b.is_constant():

@@ -122,8 +122,9 @@ class OutputGraph:
         """A graph input (placeholder) guarded on its metadata; dynamic dims get a shadow."""
         g = self.guards
         meta = value.meta
-        dims = {d for d in self.dynamic_dims.get(source, self.dynamic_dims.get("*", ()))
-                if d < len(meta.shape)
+        every = () if type(value).__name__ == "Parameter" else \
+            self.dynamic_dims.get("*", ())  # (dynamic=True: parameters static, as torch's)
+        dims = {d for d in self.dynamic_dims.get(source, every) if d < len(meta.shape)
                 and meta.shape[d] > 1}
         g.tensor(source, value, dims)
         name = "".join(c if c.isalnum() else "_" for c in source).strip("_")

@@ -161,8 +161,7 @@ def _introspect(tx, f, args: list, kwargs: dict) -> VariableTracker | None:
                 raise TypeError("len() of a 0-d tensor")
             from . import dynamic
 
-            dynamic.check_read(tx, x, (0,))
-            return ConstantVariable(x.meta.shape[0])
+            return dynamic.SizeVariable(tx, x).item(0)  # (a dynamic size: symbolic)
         if isinstance(x, (SequenceVariable, DictVariable)):
             return ConstantVariable(len(x.items))
         from .dynamic import SizeVariable

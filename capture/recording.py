@@ -98,8 +98,8 @@ def _plain(v):
 
 
 def _is_none(v) -> bool:
-    return isinstance(v, ConstantVariable) and not isinstance(v, dynamic.SymNumberVariable) \
-        and v.value is None
+    return isinstance(v, ConstantVariable) and not isinstance(
+        v, (dynamic.SymNumberVariable, symints.SymSizeVariable)) and v.value is None
 
 
 def as_constant(tx, v):
@@ -153,7 +153,8 @@ def call_op(tx, fn: OpFunctionVariable, args: list, kwargs: dict) -> VariableTra
     if op.name in _BINARY_FORMS and isinstance(attrs.get("dim"), TensorVariable):
         # torch.max(a, b): the elementwise form (the op's decomposition takes it as `dim`)
         return record(tx, REGISTRY[_BINARY_FORMS[op.name]], (inputs[0], attrs["dim"]), {})
-    if op.name in symints.ATTR_OPS:  # narrow(cache, 2, 0, pos + T): a dynamic length
+    if op.name in symints.ATTR_OPS or getattr(op, "prebind", None) is None:
+        # narrow(cache, 2, 0, pos + T): a dynamic length; view(B, T, -1): dynamic sizes
         attrs = {k: symints.attr(tx, v, as_constant) for k, v in attrs.items()}
     else:
         attrs = {k: as_constant(tx, v) for k, v in attrs.items()}

@@ -1,5 +1,9 @@
 """Dynamic ints inside op attributes: a KV-cache position as a slice bound, a narrow length, a
-factory argument, without one cache entry per value.
+factory argument, without one cache entry per value; and dynamic *sizes* read in Python
+(`SymSizeVariable`: `B, T, C = x.size()` then `q.view(B, T, nh, C // nh)`, `x.view(x.size(0),
+-1)`, `x.new_zeros(len(x), d)`, `return out, out.shape[0]`) as `SymInt`s over the tape's
+tensors' shapes (("size", node, dim)), evaluated per concrete shape (one dynamic entry for
+every batch size, as torch.compile's SymInt sizes).
 
 An automatic-dynamic int argument (`dynamic.SymNumberVariable`: `pos` in `model(tok, pos)`
 after its second value) used where an op takes a Python int -- `cache[:, :, pos:pos + T] = k`,
@@ -32,16 +36,20 @@ from .dynamic import Specialize, SymNumberVariable
 from .variables import ConstantVariable
 
 ATTR_OPS = ("narrow",)  # ops whose int attributes may be `SymInt`s (no prebind reads them)
-_ARITH = {"add": (operator.add, "+"), "sub": (operator.sub, "-"), "mul": (operator.mul, "*")}
+_ARITH = {"add": (operator.add, "+"), "sub": (operator.sub, "-"), "mul": (operator.mul, "*"),
+          "floordiv": (operator.floordiv, "//")}
 
 
 def evaluate(expr, env: dict):
-    """The int of `expr` for the argument values `env` ({source: int})."""
+    """The int of `expr` for the argument values `env` ({source: int}; for a size
+    ("size", node, d), {node: shape} of the tensors of the capture's graph)."""
     kind = expr[0]
     if kind == "arg":
         return env[expr[1]]
     if kind == "const":
         return expr[1]
+    if kind == "size":
+        return int(env[expr[1]][expr[2]])
     return _ARITH[kind][0](evaluate(expr[1], env), evaluate(expr[2], env))
 
 
@@ -52,6 +60,8 @@ def source_of(expr) -> str:
         return expr[1]
     if kind == "const":
         return repr(expr[1])
+    if kind == "size":
+        return f"{expr[1].name}.size({expr[2]})"
     return f"({source_of(expr[1])} {_ARITH[kind][1]} {source_of(expr[2])})"
 
 
@@ -76,15 +86,18 @@ class SymInt:
     """A dynamic int in an op attribute: `number` at capture, `expr` over the arguments
     `roots`. Any use as a Python int raises `Specialize` (see the module docstring)."""
 
-    __slots__ = ("number", "expr", "roots")
+    __slots__ = ("number", "expr", "roots", "dims")
 
-    def __init__(self, number: int, expr, roots):
+    def __init__(self, number: int, expr, roots, dims=None):
         self.number, self.expr, self.roots = number, expr, frozenset(roots)
+        self.dims = dims  # a size's: the dynamic dims (`Specialize` keys) it depends on
 
     def __repr__(self) -> str:
         return f"SymInt({self.number}: {source_of(self.expr)})"
 
     def _refuse(self, *args):
+        if self.dims is not None:
+            raise Specialize(set(self.dims) | {(r, "num") for r in self.roots} or None)
         raise Specialize({(r, "num") for r in self.roots})
 
     __index__ = __int__ = __float__ = __bool__ = __hash__ = __format__ = _refuse
@@ -200,9 +213,19 @@ def make_slice(tx, parts: list):
 
 
 def attr(tx, v, as_constant):
-    """An op attribute argument: a `SymInt` for a dynamic int, else `as_constant(tx, v)`."""
+    """An op attribute argument: a `SymInt` for a dynamic int or a dynamic size (also inside
+    a tuple or list: `view(B, T, nh, C // nh)`), else `as_constant(tx, v)`."""
+    if type(v) is SymSizeVariable:
+        return v.symint()
     s = to_symint(tx, v) if isinstance(v, SymNumberVariable) else None
-    return s if s is not None else as_constant(tx, v)
+    if s is not None:
+        return s
+    items = v if type(v) in (tuple, list) else getattr(v, "items", None) \
+        if type(v).__name__ in ("TupleVariable", "ListVariable") else None
+    if items is not None and any(type(i) is SymSizeVariable for i in items):
+        kind = list if type(v) is list or type(v).__name__ == "ListVariable" else tuple
+        return kind(attr(tx, i, as_constant) for i in items)
+    return as_constant(tx, v)
 
 
 def factory_args(tx, fn, args: list, kwargs: dict, const):
@@ -358,28 +381,117 @@ def unsqueezed(F, val, basic: list, squeeze: list):
 
 
 class SymSizeVariable(ConstantVariable):
-    """`t.shape[d]` where the size depends on a dynamic int or dim (its shadow differs):
-    compared for equality with another such size it is checked again at every
-    specialisation (`SizeCheck`); any other use reads `.value` and specialises."""
+    """A size that depends on a dynamic int or dim (its shadow differs): `t.shape[d]` (`t`,
+    `d`; `expr` ("size", node, d) when `t`'s node is replayed by the tape) or int arithmetic
+    of such sizes and int constants (`size_binary`: `B * T`, `C // nh`; `t` None). An op
+    attribute (`view(B, T, -1)`, `new_zeros(n, d)`) takes it as a `SymInt` evaluated per
+    concrete shape (`attr`); compared for equality with another size it is checked again at
+    every specialisation (`SizeCheck`); any other use reads `.value` and specialises."""
 
     unfolded = True
 
-    def __init__(self, tx, t, d: int):
+    def __init__(self, tx, t, d: int, expr=None, number=0, shadow=0, dims=()):
         self.tx, self.t, self.d, self.source = tx, t, d, None
-        self.number = t.meta.shape[d]
+        self.expr, self.number, self.shadow, self.dims = expr, number, shadow, frozenset(dims)
+        if t is not None:
+            self.number, self.shadow = t.meta.shape[d], t.shadow.meta.shape[d]
+            if _on_tape(tx, t.node):
+                self.expr = ("size", t.node, d)
+                tx.out.__dict__.setdefault("sym_shadow", {})[t.node] = t.shadow.meta.shape
+            out = tx.out
+            self.dims = frozenset(k for k, v in getattr(out, "dynamic_inputs", {}).items()
+                                  if v == self.number)
 
     @property
     def value(self):
         from .dynamic import check_read
 
-        check_read(self.tx, self.t, (self.d,))
-        return self.number  # (not reached: the size differs in the shadow)
+        if self.t is not None:
+            check_read(self.tx, self.t, (self.d,))
+            return self.number  # (not reached: the size differs in the shadow)
+        raise Specialize(set(self.dims) or None)
+
+    def symint(self) -> SymInt:
+        """The `SymInt` of this size in an op attribute (`.value` where the tape cannot
+        replay it: specialises)."""
+        if self.expr is None:
+            return self.value
+        return SymInt(self.number, self.expr, (), self.dims)
 
     def python_type(self) -> type:
         return int
 
     def describe(self) -> str:
+        if self.t is None:
+            return f"size {source_of(self.expr)}"
         return f"size {self.d} of {self.t.describe()}"
+
+
+def _on_tape(tx, node) -> bool:
+    """Whether a replay of the tape knows `node`'s shape (a placeholder or a tape result)."""
+    if node.op == "placeholder":
+        return True
+    for e in reversed(tx.out.tape):
+        r = getattr(e, "result", None)
+        if r is node or type(r) is tuple and any(x is node for x in r):
+            return True
+    return False
+
+
+def size_binary(tx, name: str, a, b):
+    """`a <name> b` (add, sub, mul, floordiv) of dynamic sizes and int constants: a new
+    `SymSizeVariable`; None when this does not apply. A result whose shadow equals its value
+    (`n - n`, `n // 100`) cannot be told dynamic downstream: it specialises."""
+    if name not in _ARITH or not (type(a) is SymSizeVariable or type(b) is SymSizeVariable):
+        return None
+
+    def one(v):
+        if type(v) is SymSizeVariable:
+            return (v.expr, v.number, v.shadow, v.dims) if v.expr is not None else None
+        if type(v) is ConstantVariable and type(v.value) is int:
+            return ("const", v.value), v.value, v.value, frozenset()
+        return None
+
+    pa, pb = one(a), one(b)
+    if pa is None or pb is None or name == "floordiv" and (pb[1] == 0 or pb[2] == 0):
+        return None
+    f = _ARITH[name][0]
+    number, shadow, dims = f(pa[1], pb[1]), f(pa[2], pb[2]), pa[3] | pb[3]
+    if number == shadow:
+        raise Specialize(set(dims) or None)
+    out = SymSizeVariable(tx, None, 0, (name, pa[0], pb[0]), number, shadow, dims)
+    out.parts = (name, a, b)
+    return out
+
+
+def size_template(templater, v) -> tuple:
+    """How a returned or stored dynamic size is rebuilt on every call: from the run's own
+    tensors' shapes (`templates.rebuild`'s "sizeof"/"sizeop"), never the capture's value."""
+    if type(v) is not SymSizeVariable:
+        return templater.t(v)
+    if v.t is not None:
+        return ("sizeof", templater.t(v.t), v.d)
+    name, a, b = v.parts
+    return ("sizeop", name, size_template(templater, a), size_template(templater, b))
+
+
+def rebuild_size(t: tuple, r) -> int:
+    """The int of a `size_template` for one call (`r` rebuilds a sub-template)."""
+    if t[0] == "sizeof":
+        return r(t[1]).shape[t[2]]
+    if t[0] == "sizeop":
+        return _ARITH[t[1]][0](rebuild_size(t[2], r), rebuild_size(t[3], r))
+    return r(t)
+
+
+def own_shape(tx, t) -> tuple:
+    """`t`'s shape as a `reshape` attribute, its dynamic sizes as `SymInt`s (replayed per
+    concrete shape: `x.contiguous()`, `x.detach()` of a dynamic tensor)."""
+    shape = tuple(t.meta.shape)
+    if t.shadow is None:
+        return shape
+    syms = [size_item(tx, t, d) for d in range(len(shape))]
+    return tuple(n if s is None else s.symint() for s, n in zip(syms, shape))
 
 
 def size_item(tx, t, d: int):
@@ -417,7 +529,7 @@ def size_compare(tx, symbol: str, a, b):
     specialisation (`SizeCheck`), as torch evaluates `s0 == s0` without a guard. None: not
     this form."""
     if symbol not in ("==", "!=") or type(a) is not SymSizeVariable or \
-            type(b) is not SymSizeVariable:
+            type(b) is not SymSizeVariable or a.t is None or b.t is None:
         return None
     equal = a.number == b.number
     tx.out.tape.append(SizeCheck((a.t.node, a.d), (b.t.node, b.d), equal))

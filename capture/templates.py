@@ -17,7 +17,7 @@ import types
 
 from eager import grad_mode
 
-from . import aliases, autocast, autograd_grad, inference, objects, writeback
+from . import aliases, autocast, autograd_grad, inference, objects, symints, writeback
 from .resume import CannotResume
 from .variables import (
     CellVariable,
@@ -79,6 +79,8 @@ class Templater:
                 autograd_grad.check_leaves_out(self.out, v)
             return inference.template(self, v, self.graph_output(v))
         if isinstance(v, ConstantVariable):
+            if type(v).__name__ == "SymSizeVariable":  # `return out, out.shape[0]`
+                return symints.size_template(self, v)
             if type(v).__name__ == "SymNumberVariable" and v.source is not None:
                 return self.source(v.source)  # a dynamic number argument: read on each call
             if type(v).__name__ == "SymNumberVariable" and v.input is not None:
@@ -206,6 +208,8 @@ def rebuild(t: tuple, outs, inputs, objs, cells=None):
         return t[1](rebuild(t[2], outs, inputs, objs)._data)
     cells = {} if cells is None else cells
     r = functools.partial(rebuild, outs=outs, inputs=inputs, objs=objs, cells=cells)
+    if kind in ("sizeof", "sizeop"):  # a dynamic size: from this call's tensors
+        return symints.rebuild_size(t, r)
     if kind == "newobj":
         return objects.rebuild(t, r, cells)
     if kind == "inference":

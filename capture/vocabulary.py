@@ -416,7 +416,7 @@ def _same_shape_view(tx, t, grad=True):
     prev = tx.out.grad_enabled
     tx.out.grad_enabled = prev and grad
     try:
-        out = _record(tx, "reshape", [t], {"shape": tuple(t.meta.shape)})
+        out = _record(tx, "reshape", [t], {"shape": symints.own_shape(tx, t)})
     finally:
         tx.out.grad_enabled = prev
     if not grad:

@@ -222,8 +222,8 @@ def _presence(n: Node, cond, before: dict, grads: dict, when: dict) -> None:
     backward returned a gradient for its i-th input" (`custom_function.holds` evaluates it
     after the graph's backward ran). Contributions join by union; `cond` is `n`'s own."""
     token = getattr(n.target, "name", None) == "_autograd_fn_" and n.kwargs.get("key", 0)
-    for a in before:
-        if len(grads.get(a, ())) == before[a]:
+    for a, had in before.items():
+        if len(grads.get(a, ())) == had:
             continue
         c = cond
         if token:  # (the token's gradients go to its first n_wrt operands only)

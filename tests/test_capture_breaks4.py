@@ -72,21 +72,21 @@ def fn_none_and_other_path(lib):
 def fn_none_by_value(lib):
     """backward decides at run time (a Python flag stored on the class) whether to return
     None: compiled follows each call's choice."""
-    class Maybe(lib.autograd.Function):
-        flag = [True]
+    flag = [True]
 
+    class Maybe(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x):
             return x * 3
 
         @staticmethod
         def backward(ctx, g):
-            return g * 3 if Maybe.flag[0] else None
+            return g * 3 if flag[0] else None
 
     def f(x):
         return Maybe.apply(x).sum()
 
-    return f, lambda: (_rand(lib, 5, grad=True),), Maybe.flag
+    return f, lambda: (_rand(lib, 5, grad=True),), flag
 
 
 @pytest.mark.parametrize("case", [fn_none_for_leaf, fn_none_and_other_path])
@@ -156,3 +156,149 @@ def test_function_none_grad_torch(case):
     ref = make()
     f(*ref).backward()
     assert [a.grad is None for a in args] == [a.grad is None for a in ref]
+
+
+# ------------------------------------------- 2. dynamic sizes read as Python ints, as op sizes
+
+BATCHES = (2, 3, 5, 7)
+
+
+def sz_attention(lib):
+    """A transformer block's attention: `B, T, C = x.size()`, `q.view(B, T, nh, C // nh)`."""
+    lib.manual_seed(0)
+    attn, proj = lib.nn.Linear(16, 48), lib.nn.Linear(16, 16)
+
+    def f(x):
+        B, T, C = x.size()
+        nh = 4
+        q, k, v = attn(x).split(C, dim=2)
+        q = q.view(B, T, nh, C // nh).transpose(1, 2)
+        k = k.view(B, T, nh, C // nh).transpose(1, 2)
+        v = v.view(B, T, nh, C // nh).transpose(1, 2)
+        a = (q @ k.transpose(-2, -1) * (1.0 / 2.0)).softmax(dim=-1)
+        return proj((a @ v).transpose(1, 2).contiguous().view(B, T, C))
+
+    return f, lambda b: (_rand(lib, b, 6, 16, seed=b),)
+
+
+def sz_cnn_head(lib):
+    """A CNN head: `x.view(x.size(0), -1)` before the classifier."""
+    lib.manual_seed(0)
+    conv, fc = lib.nn.Conv2d(3, 4, 3), lib.nn.Linear(64, 5)
+
+    def f(x):
+        h = conv(x).relu()
+        return fc(h.view(h.size(0), -1))
+
+    return f, lambda b: (_rand(lib, b, 3, 6, 6, seed=b),)
+
+
+def sz_lstm_state(lib):
+    """An LSTM-style initial state: `n = len(x)`, `x.new_zeros(n, hidden)`, `b * t` sizes."""
+    lib.manual_seed(0)
+    cell = lib.nn.Linear(7 + 5, 5)
+
+    def f(x):
+        n, t = len(x), x.shape[1]
+        h = x.new_zeros(n, 5)
+        for i in range(t):
+            h = cell(lib.cat([x[:, i], h], dim=1)).tanh()
+        return h.reshape(n * 5) + x.reshape(n * t, 7).sum()
+
+    return f, lambda b: (_rand(lib, b, 3, 7, seed=b),)
+
+
+def sz_returned(lib):
+    """A size returned with the tensor: rebuilt from each call's shape, not the capture's."""
+    def f(x):
+        b, t, c = x.shape
+        out = x.reshape(b * t, c)
+        return out * 2, out.shape[0], b - 1
+
+    return f, lambda b: (_rand(lib, b, 3, 4, seed=b),)
+
+
+SIZE_CASES = [sz_attention, sz_cnn_head, sz_lstm_state, sz_returned]
+
+
+def _flat(v) -> list:
+    return [x for i in v for x in _flat(i)] if isinstance(v, tuple) else [v]
+
+
+@pytest.mark.parametrize("dynamic,entries", [(True, 1), (None, 2)])
+@pytest.mark.parametrize("case", SIZE_CASES)
+def test_dynamic_sizes_one_entry(case, dynamic, entries):
+    capture.reset()
+    f, make = case(eager)
+    cf = capture.compile(f, dynamic=dynamic)
+    for b in BATCHES:
+        args = make(b)
+        for e, c in zip(_flat(f(*args)), _flat(cf(*args))):
+            if isinstance(e, eager.Tensor):
+                _same(e, c)
+            else:
+                assert type(c) is type(e) and c == e, (b, e, c)
+    cc = cf.__wick_compiled__
+    assert len(cc.entries) == entries and cc.eager_runs == 0, [e.guards_text for e in cc.entries]
+
+
+def test_dynamic_sizes_small_batches_stay_static():
+    """Sizes 0 and 1 stay specialised (broadcasting, empty tensors): their own entries."""
+    capture.reset()
+    f, make = sz_cnn_head(eager)
+    cf = capture.compile(f)
+    for b in (2, 3, 1, 5, 1):
+        _same(f(*make(b)), cf(*make(b)))
+    assert len(cf.__wick_compiled__.entries) == 3
+
+
+def test_dynamic_size_returned_view_keeps_aliasing():
+    """A returned `x.view(b * t, c)` of an input is rebuilt as a view of this call's `x`."""
+    capture.reset()
+
+    def f(x):
+        b, t, c = x.shape
+        return x.view(b * t, c), t * b
+
+    cf = capture.compile(f, dynamic=True)
+    for b in BATCHES:
+        x = _rand(eager, b, 3, 4, seed=b)
+        view, n = cf(x)
+        assert n == 3 * b and view._base is x and tuple(view.shape) == (3 * b, 4)
+        view[0, 0] = 5.0
+        assert float(x[0, 0, 0]) == 5.0
+    assert len(cf.__wick_compiled__.entries) == 1
+
+
+def test_dynamic_size_branch_still_specialises():
+    """A size that decides control flow keeps guarding its value (soundness first)."""
+    capture.reset()
+
+    def f(x):
+        n = x.shape[0]
+        if n > 3:
+            return x.view(n, -1) * 2
+        return x.view(n, -1) - 1
+
+    cf = capture.compile(f, dynamic=True)
+    for b in BATCHES:
+        x = _rand(eager, b, 2, 2, seed=b)
+        _same(f(x), cf(x))
+
+
+@pytest.mark.parametrize("dynamic,frames", [(True, 1), (None, 2)])
+@pytest.mark.parametrize("case", SIZE_CASES)
+def test_dynamic_sizes_torch_compiles(case, dynamic, frames):
+    torch = pytest.importorskip("torch")
+    f, make = case(torch)
+    torch._dynamo.reset()
+    count = [0]
+
+    def backend(gm, example_inputs):
+        count[0] += 1
+        return gm.forward
+
+    cf = torch.compile(f, backend=backend, dynamic=dynamic)
+    for b in BATCHES:
+        cf(*make(b))
+    assert count[0] == frames

@@ -183,15 +183,21 @@ def test_automatic_dynamic_shapes_one_entry_serves_all_sizes(backend):
     assert "x.shape == (2, 4)" in root.recompile_reasons[0]
 
 
-def test_dynamic_size_read_as_value_specialises():
+def test_dynamic_size_read_as_op_size_stays_dynamic():
+    """`x.shape[0] * 2` as a reshape size is a symbolic size (replayed per shape); a size
+    read as a Python value (`range(n)`) specialises."""
     def f(x):
         return x.reshape(x.shape[0] * 2, -1)
 
-    cf = capture.compile(f, backend="eager")
-    for n in (2, 3, 4):
-        x = eager.randn(n, 4)
-        close(cf(x), f(x))
-    assert all(not e.dynamic_dims for e in cf.__wick_compiled__.entries)
+    def g(x):
+        return sum(x[i] for i in range(x.shape[0]))
+
+    for fn, dims in ((f, [{}, {"x": {0}}]), (g, [{}, {}, {}])):
+        cf = capture.compile(fn, backend="eager")
+        for n in (2, 3, 4):
+            x = eager.randn(n, 4)
+            close(cf(x), fn(x))
+        assert [e.dynamic_dims for e in cf.__wick_compiled__.entries] == dims
 
 
 def test_dynamic_true_and_false():
