@@ -304,6 +304,9 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         if isinstance(value, types.FunctionType):  # `type(self)._fn(x)`: a class's function
             return FunctionVariable(value, None)
         return ConstantVariable(value)
+    slot = _slot_attr(tx, obj, name)  # `field._field_type` of a dataclasses.Field
+    if slot is not None:
+        return slot
     method = _numpy_method(tx, obj, name) or dict_objects.unbound(obj, name)
     if method is not None:  # (`dict.get(self, k, 0)` in a dict subclass: dict_objects)
         return method
@@ -333,6 +336,21 @@ def _namedtuple_member(obj, name: str) -> VariableTracker:
         return out
 
     return RawMethodVariable(replace, f"{cls.__name__}._replace")
+
+
+def _slot_attr(tx, obj, name: str) -> VariableTracker | None:
+    """`obj.name` of an object without a `__dict__` read from a source (a
+    `dataclasses.Field` that `dataclasses.replace`/`asdict` read, a library's `__slots__`
+    class) whose attribute is a plain slot (a member descriptor runs no user code): the value,
+    wrapped and guarded from `source.name`; else None."""
+    if not isinstance(obj, UnknownVariable) or obj.source is None:
+        return None
+    slot = inspect.getattr_static(type(obj.value), name, None)
+    if not isinstance(slot, types.MemberDescriptorType) or \
+            isinstance(obj.value, (type, types.ModuleType)):
+        return None
+    value = getattr(obj.value, name)  # an AttributeError (an empty slot) is the user's
+    return tx.out.wrap(value, f"{obj.source}.{name}")
 
 
 def _numpy_method(tx, obj, name: str):

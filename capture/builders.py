@@ -19,6 +19,7 @@ from .variables import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
+    IteratorVariable,
     ListVariable,
     NestedFunctionVariable,
     SequenceVariable,
@@ -265,6 +266,37 @@ class BuildOps:
             from .context_generators import SUSPENDED
 
             self.result = SUSPENDED
+
+    # ---- `yield from` in a consumed generator (`yield from self.stage1.named_children()`)
+
+    @handler("GET_YIELD_FROM_ITER")
+    def GET_YIELD_FROM_ITER(self, inst):
+        v = self.pop()
+        self.push(v if isinstance(v, IteratorVariable) else
+                  IteratorVariable(calls.unpack(self, v)))
+
+    @handler("SEND")
+    def SEND(self, inst):
+        """The sub-iterator's next item replaces the sent value; exhausted, its return value
+        (None for an iterator) does and the code jumps (3.11: it replaces the iterator)."""
+        it = self.stack[-2]
+        if not isinstance(it, IteratorVariable):
+            raise self.unsupported(f"`yield from` / send to {it.describe()}")
+        self.pop()
+        if it.index < len(it.items):
+            it.index += 1
+            self.push(it.items[it.index - 1])
+            return
+        if PY < (3, 12):
+            self.pop()
+        self.push(ConstantVariable(None))
+        self.jump(inst)
+
+    @handler("END_SEND", min=(3, 12))
+    def END_SEND(self, inst):
+        value = self.pop()
+        self.pop()
+        self.push(value)
 
     # ---- f-strings
 

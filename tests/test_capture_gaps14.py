@@ -326,6 +326,60 @@ def type_of_read_dict(torch):
     return step, (batch,), lambda: []
 
 
+# ---------------------------------------------------------------- batch S8
+
+
+class SlotScale:
+    """A library class with `__slots__` (no instance dict), as dataclasses.Field."""
+
+    __slots__ = ("scale", "shift")
+
+    def __init__(self, scale, shift):
+        self.scale, self.shift = scale, shift
+
+
+def slotted_object_attributes(torch):
+    """`cfg.scale` of a `__slots__` object read from the frame: a member descriptor, no user
+    code (was 'attribute scale of SlotScale': 2 graphs); a changed value is guarded."""
+    cfg = SlotScale(0.5, 2)
+
+    def f(x):
+        return x * cfg.scale + cfg.shift
+
+    def g(x):
+        out = f(x)
+        return out, cfg.shift
+
+    return g, (_rand(torch, 3),), lambda: []
+
+
+def yield_from_generator_method(torch):
+    """A module's generator method with `yield from self.stage1.named_children()` (and from a
+    generator expression) iterated in forward (was: 'instruction GET_YIELD_FROM_ITER is not
+    supported', 0 graphs)."""
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stage1 = nn.Sequential(nn.Linear(3, 3), nn.GELU())
+            self.stage2 = nn.Sequential(nn.Linear(3, 2))
+
+        def iter_blocks(self):
+            yield from self.stage1.named_children()
+            done = yield from (("s2." + n, m) for n, m in self.stage2.named_children())
+            yield "end", done
+
+        def forward(self, x):
+            names = []
+            for name, blk in self.iter_blocks():
+                x = blk(x) if blk is not None else x
+                names.append(name)
+            return x, names
+
+    return Net(), (_rand(torch, 2, 3),), lambda: []
+
+
 CASES = [
     (attribute_dict_hparams, 1, 0, 1, 0),
     (as_tensor_of_mask, 1, 0, 1, 0),
@@ -340,6 +394,8 @@ CASES = [
     (namedtuple_replace_asdict, 1, 0, 1, 0),
     (simple_namespace_trainer, 1, 0, 1, 0),
     (type_of_read_dict, 1, 0, 1, 0),
+    (slotted_object_attributes, 1, 0, 1, 0),
+    (yield_from_generator_method, 1, 0, 1, 0),
 ]
 
 test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)
