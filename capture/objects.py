@@ -34,6 +34,8 @@ from .variables import (
 
 _MISSING = object()
 DISTRIBUTIONS = "eager.distributions"  # wick's classes modelled as user objects
+# and the plain attribute holder of F.multi_head_attention_forward (`_MHAWeights`)
+MODELLED = (DISTRIBUTIONS, "eager.nn.mha")
 _PLAIN_CONSTANTS = (int, float, bool, str, bytes, type(None), complex)
 
 
@@ -73,7 +75,7 @@ def constructible(cls) -> bool:
     root = module.split(".")[0]
     if root in ("eager", "ir", "capture", "numpy", "builtins", "typing", "collections",
                 "dataclasses", "functools", "enum", "abc") and \
-            not module.startswith(DISTRIBUTIONS):
+            not module.startswith(MODELLED):
         return False
     if dict_objects.dict_base(cls) is not None:  # a ModelOutput-style dataclass dict
         init = inspect.getattr_static(cls, "__init__")

@@ -9,12 +9,15 @@ the frame can still reach whose value is the root or a view of it is rebound: th
 new root, a view to its own chain of views replayed on the new root. Values and gradients are
 eager's (the scatter's backward routes the gradient to the written value and to the untouched
 part of the root). The root must be an intermediate or a tensor the code makes fresh on each
-call (a graph input is `writeback.py`'s rule); a chain through any other view (expand,
-unfold, as_strided, diagonal, real/imag: overlapping or complex memory) is left to the caller,
+call (a graph input is `writeback.py`'s rule); a `diagonal` view is scattered back by a
+`where` over its adjoint; a chain through any other view (expand,
+unfold, as_strided, real/imag: overlapping or complex memory) is left to the caller,
 which breaks. Touches `capture` only.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ir import OpNamespace
 
@@ -22,6 +25,7 @@ from . import eager_rules
 from .variables import TensorVariable
 
 _BIJECTIVE = frozenset({"view", "reshape", "transpose", "permute", "squeeze", "unsqueeze"})
+_INJECTIVE = frozenset({"getitem", "diagonal"})  # distinct elements of the parent
 
 
 def _is_view(n) -> bool:
@@ -29,7 +33,8 @@ def _is_view(n) -> bool:
 
 
 def _chain(node):
-    """(root, [views from the root down to `node`])."""
+    """(root, [views from the root down to `node`]); a `reshape` that copies (eagerly: its
+    input's strides allow no view, `x[:, 1:].flatten()`) is the root of what follows it."""
     chain = []
     while _is_view(node):
         base = node.args[0] if node.args else None
@@ -37,7 +42,34 @@ def _chain(node):
             return None, []
         chain.append(node)
         node = base
-    return node, chain[::-1]
+    chain.reverse()
+    cut = _copying_reshape(node, chain)
+    if cut is not None:
+        return chain[cut], chain[cut + 1:]
+    return node, chain
+
+
+def _copying_reshape(root, chain):
+    """The index in `chain` of the last reshape that copies, replayed with numpy's strides on a
+    C-contiguous array of the root's shape (eager's fresh results), or None."""
+    from ir import REGISTRY
+
+    if not any(v.target.name == "reshape" for v in chain):
+        return None
+    val = getattr(root, "meta", {}).get("val")
+    shape = getattr(val, "shape", None)
+    if shape is None:
+        return None
+    base = arr = np.empty(tuple(shape), np.int8)
+    cut = None
+    for i, v in enumerate(chain):
+        try:
+            arr = REGISTRY[v.target.name].impl(np, arr, **dict(v.kwargs))
+        except Exception:  # noqa: BLE001  (a view this replay cannot make: no cut known)
+            return cut
+        if not np.shares_memory(arr, base):
+            cut, base = i, arr
+    return cut
 
 
 def _family(root) -> set:
@@ -100,7 +132,7 @@ def inplace_view(tx, target: TensorVariable, compute):
     fresh tensor or a fresh tensor with views: the family rebound as eagerly (module doc).
     Returns `target`, or None when the family is not one this models (the caller breaks)."""
     root, chain = _chain(target.node)
-    if root is None or any(v.target.name not in _BIJECTIVE and v.target.name != "getitem"
+    if root is None or any(v.target.name not in _BIJECTIVE and v.target.name not in _INJECTIVE
                            for v in chain):
         return None
     trackers = _trackers(tx, _family(root))
@@ -198,6 +230,12 @@ def _scatter(F, parent: TensorVariable, view, new: TensorVariable) -> TensorVari
     op, attrs = view.target, dict(view.kwargs)
     if op.name == "getitem":
         return F._index_put([parent, new], attrs["index"], (), accumulate=False)
+    if op.name == "diagonal":  # (Barlow Twins: `torch.diagonal(c).add_(-1)`)
+        size = tuple(parent.meta.shape)
+        args = tuple(sorted(attrs.items()))
+        ones = F.add(F.new_zeros(new, tuple(new.meta.shape)), 1)
+        on_diagonal = F.ne(F._adjoint(ones, size, "diagonal", args), 0)
+        return F.where(on_diagonal, F._adjoint(new, size, "diagonal", args), parent)
     if op.name in ("view", "reshape"):  # (reshape: the gradient may not be contiguous)
         return F.reshape(new, tuple(parent.meta.shape))
     return F._adjoint(new, tuple(parent.meta.shape), op.name, tuple(sorted(attrs.items())))

@@ -219,7 +219,13 @@ def _live_views(tx, node) -> bool:
     forward, before an EMA update of the weight) were read before the write, as eagerly."""
     from .subscripts import _reachable_nodes, _views_of
 
-    return bool(_views_of(node) & _reachable_nodes(tx, 0))
+    out = tx.out  # (the `.data`/`detach()` aliases capture keeps are not the code's: SwAV's
+    saved = out.aliases, out.alias_leaf  # `w = p.data.clone(); ...; p.copy_(w)`)
+    out.aliases, out.alias_leaf = {}, {}
+    try:
+        return bool(_views_of(node) & _reachable_nodes(tx, 0))
+    finally:
+        out.aliases, out.alias_leaf = saved
 
 
 def _leaf(t) -> bool:

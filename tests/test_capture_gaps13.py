@@ -152,12 +152,93 @@ def pointnet_index_points(torch):
     idx = torch.tensor([[0, 3, 1], [2, 2, 0]])
     return index_points, (_rand(torch, 2, 4, 3), idx, log), lambda: list(log)
 
+# ---------------------------------------------------------------- in-place on a diagonal view
+
+
+def barlow_twins_diagonal(torch):
+    """Barlow Twins: `c.div_(n)`, `torch.diagonal(c).add_(-1).pow_(2).sum()` (in place on the
+    diagonal view of an intermediate: was a break, then two more in the resumed frames), then
+    off_diagonal(c) (flatten/view/slice) reads the written matrix; c is returned too."""
+    def off_diagonal(x):
+        n, m = x.shape
+        return x.flatten()[:-1].view(n - 1, n + 1)[:, 1:].flatten()
+
+    def loss(z1, z2):
+        c = z1.T @ z2
+        c.div_(z1.shape[0])
+        on_diag = torch.diagonal(c).add_(-1).pow_(2).sum()
+        off_diag = off_diagonal(c).pow_(2).sum()
+        return on_diag + 0.005 * off_diag, c
+
+    return loss, (_rand(torch, 6, 4), _rand(torch, 6, 4, seed=3)), lambda: []
+
+
+def reshape_copy_then_write(torch):
+    """`c.flatten()[:-1].view(3, 5)[:, 1:].flatten()` copies eagerly (no view has those strides):
+    an in-place write on it must not reach `c` (the compiled graph wrote it back through the
+    chain: a wrong `c`); a reshape that is a view still does."""
+    def f(a):
+        c = a * 2
+        v = c.flatten()[:-1].view(3, 5)[:, 1:].flatten()
+        v.pow_(2)
+        w = c.view(-1)[2:6].reshape(2, 2)
+        w.mul_(-1)
+        return c, v, w
+
+    return f, (_rand(torch, 4, 4),), lambda: []
+
+
+def clip_attention_pool(torch):
+    """CLIP's AttentionPool2d: F.multi_head_attention_forward with separate q/k/v weights and an
+    out_proj to another width (eager reshaped the output to embed_dim: RuntimeError; compiled,
+    the function's attribute-holder object was a break)."""
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(0)
+    q, k, v, c = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 5)
+
+    def pool(x):
+        x = x.flatten(start_dim=2).permute(2, 0, 1)
+        x = torch.cat([x.mean(dim=0, keepdim=True), x], dim=0)
+        out, _ = F.multi_head_attention_forward(
+            query=x[:1], key=x, value=x, embed_dim_to_check=8, num_heads=2,
+            q_proj_weight=q.weight, k_proj_weight=k.weight, v_proj_weight=v.weight,
+            in_proj_weight=None, in_proj_bias=torch.cat([q.bias, k.bias, v.bias]),
+            bias_k=None, bias_v=None, add_zero_attn=False, dropout_p=0,
+            out_proj_weight=c.weight, out_proj_bias=c.bias, use_separate_proj_weight=True,
+            training=False, need_weights=False)
+        return out.squeeze(0)
+
+    return pool, (_rand(torch, 2, 8, 3, 3),), lambda: []
+
+
+def swav_prototype_normalize(torch):
+    """SwAV's prototype normalization: `w = prototypes.weight.data.clone(); w = F.normalize(w);
+    prototypes.weight.copy_(w)` under no_grad, then the layer is used (the `.data` alias that
+    capture keeps made the write look aliased: a break)."""
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    proto = torch.nn.Linear(6, 5, bias=False)
+
+    def step(z):
+        with torch.no_grad():
+            w = proto.weight.data.clone()
+            w = F.normalize(w, dim=1, p=2)
+            proto.weight.copy_(w)
+        return proto(F.normalize(z, dim=1))
+
+    return step, (_rand(torch, 4, 6),), lambda: [proto.weight]
+
+
 CASES = [
     (ema_foreach, 1, 0, 1, 0),
     (foreach_optimizer_step, 1, 0, 1, 0),
     (nerf_legacy_tensor_constant, 1, 0, 1, 0),
     (dino_numpy_schedule, 1, 0, 1, 0),
     (pointnet_index_points, 1, 0, 1, 0),
+    (barlow_twins_diagonal, 1, 0, 1, 0),
+    (reshape_copy_then_write, 1, 0, 1, 0),
+    (clip_attention_pool, 1, 0, 1, 0),
+    (swav_prototype_normalize, 1, 0, 1, 0),
 ]
 
 test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)
@@ -222,3 +303,27 @@ def test_numpy_array_item_guarded_on_value():
     np.testing.assert_array_equal(compiled(x, 1).numpy(), [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(compiled(x, 1).numpy(), [2.0, 2.0, 2.0])
     assert len(compiled.__wick_compiled__.entries) == 2
+
+
+def test_diagonal_write_gradients_as_eager():
+    """The gradients through an in-place write on a diagonal view of an intermediate (the
+    written value's and the untouched part's) equal eager's."""
+    fn, (a, b), _ = barlow_twins_diagonal(eager)
+    grads = []
+    for f in (fn, capture.compile(fn)):
+        x, y = a.clone().requires_grad_(), b.clone().requires_grad_()
+        loss, c = f(x, y)
+        (loss + c.sum()).backward()
+        grads.append((x.grad.numpy(), y.grad.numpy()))
+    for w, g in zip(*grads):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_mha_forward_out_proj_width_as_torch():
+    """F.multi_head_attention_forward's output takes out_proj_weight's rows as its width."""
+    torch = pytest.importorskip("torch")
+    outs = []
+    for lib in (eager, torch):
+        fn, args, _ = clip_attention_pool(lib)
+        outs.append(fn(*args))
+    assert tuple(outs[0].shape) == tuple(outs[1].shape) == (2, 5)

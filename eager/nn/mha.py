@@ -261,7 +261,7 @@ class MHACore:
                 weights = F.dropout(weights, dropout_p)
             out = weights @ v  # (N * H, L, hd)
             out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-            out = self.out_proj(out).reshape(tgt_len, bsz, embed_dim)
+            out = self.out_proj(out).reshape(tgt_len, bsz, -1)
             weights = weights.reshape(bsz, H, tgt_len, src_len)
             if average_attn_weights:
                 weights = weights.mean(dim=1)
@@ -274,7 +274,7 @@ class MHACore:
         v = v.reshape(bsz, H, src_len, hd)
         out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim)
-        return self.out_proj(out).reshape(tgt_len, bsz, embed_dim), None
+        return self.out_proj(out).reshape(tgt_len, bsz, -1), None
 
     def _sdpa_heads(self, q, k, v, attn_mask, key_padding_mask, dropout_p):
         """need_weights=False without bias_k/zero_attn: q (L, N, E), k and v (S, N, E) split
@@ -296,7 +296,7 @@ class MHACore:
         q, k, v = (t.reshape(t.shape[0], N, H, hd).permute(1, 2, 0, 3) for t in (q, k, v))
         out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
         out = out.permute(2, 0, 1, 3).reshape(L * N, E)
-        return self.out_proj(out).reshape(L, N, E)
+        return self.out_proj(out).reshape(L, N, -1)  # (E -> out_proj_weight rows)
 
 
 # ---------------------------------------------------------------- the functional form
