@@ -253,7 +253,7 @@ def get_attr(tx, obj: VariableTracker, name: str) -> VariableTracker:
         if method is not None:
             return method
     if isinstance(obj, UserObjectVariable) and obj.source is not None:
-        stored = tx.out.side_effects.load_attr(obj.value, name)  # `self.n = ...` before
+        stored = tx.out.side_effects.load_attr(tx, obj.value, name)  # `self.n = ...` before
         if stored is not None:
             return stored
         tx.out.side_effects.note_read(obj, name)

@@ -456,7 +456,7 @@ def _train_rule(tx, fn, args, kwargs):
 
     effects = tx.out.side_effects
     for _, m, s in _walk(tx, mod.value, src, True):
-        stored = effects.load_attr(m, "training")
+        stored = effects.load_attr(tx, m, "training")
         if stored is not None and not isinstance(stored, ConstantVariable):
             raise vocabulary.no_graph_form(tx, fn, "a training flag the code set to "
                                            f"{stored.describe()}")

@@ -140,10 +140,13 @@ class SideEffects:
         self.deferred.update(added)
         self.undo.append(lambda: self.deferred.difference_update(added))
 
-    def load_attr(self, obj, name):
-        """The tracker stored into `obj.name` in this frame (or standing in for it), or None."""
+    def load_attr(self, tx, obj, name):
+        """The tracker stored into `obj.name` in this frame (or standing in for it), or None;
+        a graph break at `tx`'s instruction when a deferred call changed `obj`."""
         if self.deferred and id(obj) in self.deferred:
-            _break_on_deferred(obj, name)
+            raise tx.unsupported(
+                f"{type(obj).__name__}.{name} read after a deferred scheduler step in the same "
+                "frame (the step runs here, after the graph)")
         if self.overrides:
             over = self.overrides.get((id(obj), name))
             if over is not None:
@@ -240,22 +243,6 @@ class SideEffects:
                     continue
                 if names & (onames | stored.get(id(other), (0, 0, set()))[2]):
                     g.add(f"{src} is {osrc}" if other is obj else f"{src} is not {osrc}")
-
-
-def _break_on_deferred(obj, name: str):
-    """Raise the graph break of reading `obj.name` after a deferred call changed `obj`, at the
-    instruction of the translator reading it (`attributes.get_attr`'s `tx`)."""
-    import sys
-
-    frame = sys._getframe(2)
-    while frame is not None and not hasattr(frame.f_locals.get("tx"), "unsupported"):
-        frame = frame.f_back
-    if frame is None:
-        raise RuntimeError(f"{type(obj).__name__}.{name} read after a deferred call, "
-                           "outside a translator")
-    raise frame.f_locals["tx"].unsupported(
-        f"{type(obj).__name__}.{name} read after a deferred scheduler step in the same frame "
-        "(the step runs here, after the graph)")
 
 
 # ---------------------------------------------------------------- recording
@@ -360,7 +347,7 @@ def load_grad(tx, t):
     if src is None or src not in out.values or out.by_source.get(src) is not t:
         return None
     real = out.values[src]
-    got = out.side_effects.load_attr(real, "grad")
+    got = out.side_effects.load_attr(tx, real, "grad")
     if got is not None:
         return got
     return out.wrap(real.grad, f"{src}.grad")

@@ -366,7 +366,7 @@ class InstructionTranslator(BuildOps, FlowOps):
             cell = cell.value
         if cell is None:
             return self.locals[name]
-        stored = self.out.side_effects.load_attr(cell, "cell_contents")
+        stored = self.out.side_effects.load_attr(self, cell, "cell_contents")
         if stored is not None:  # stored by this frame (`store_cell`)
             return stored
         try:

@@ -302,3 +302,35 @@ def test_dynamic_sizes_torch_compiles(case, dynamic, frames):
     for b in BATCHES:
         cf(*make(b))
     assert count[0] == frames
+
+
+# ------------------------------------- 3. the break after a deferred step names the user's line
+
+
+def test_read_after_deferred_step_breaks_at_the_read():
+    """`sched.get_last_lr()` after `sched.step()` in the same frame: a break reported at the
+    line of the read (the translator reading it raises: no frame walking), values as eager."""
+    import inspect
+
+    def case():
+        eager.manual_seed(0)
+        model = eager.nn.Linear(4, 3)
+        opt = eager.optim.SGD(model.parameters(), lr=0.1)
+        sched = eager.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+
+        def g():
+            opt.step()
+            sched.step()
+            return sched.get_last_lr()[0] * 1.0
+
+        return g
+
+    ge, gc = case(), case()
+    capture.reset()
+    ex = capture.explain(case())()
+    lines, start = inspect.getsourcelines(test_read_after_deferred_step_breaks_at_the_read)
+    read = start + next(i for i, s in enumerate(lines) if "sched.get_last_lr()[0]" in s)
+    assert f"test_capture_breaks4.py:{read}" in str(ex) and "deferred" in str(ex), str(ex)
+    compiled = capture.compile(gc)
+    for _ in range(3):
+        assert float(ge()) == pytest.approx(float(compiled()), rel=1e-12)
