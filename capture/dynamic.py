@@ -166,9 +166,11 @@ def _inner_dims(out, vals) -> set:
     where the shadow differs (a feature size that the op's weights fix, a split size): what
     to specialise first when the perturbed sizes fail, keeping a batch dim dynamic (else
     every dynamic dim but the first of each input: `cat([x[:, i], h]) @ w.t()`)."""
-    sizes = {x.meta.shape[d] for x in vals if isinstance(x, TensorVariable) and
-             x.shadow is not None for d in range(1, len(x.meta.shape))
-             if x.shadow.meta.shape[d] != x.meta.shape[d]}
+    ts = [(x.meta.shape, (x.shadow or x).meta.shape) for x in vals
+          if isinstance(x, TensorVariable)]
+    sizes = {a[-k] for a, sa in ts for b, sb in ts for k in range(1, min(len(a), len(b)) + 1)
+             if a[-k] == b[-k] != 1 and sa[-k] != sb[-k]}  # (broadcast dims that disagree)
+    sizes = sizes or {s[d] for s, sh in ts for d in range(1, len(s)) if sh[d] != s[d]}
     dyn = getattr(out, "dynamic_inputs", None) or {}
     return {k for k, v in dyn.items() if v in sizes} or {k for k in dyn if k[1] != 0}
 

@@ -60,8 +60,8 @@ def source_of(expr) -> str:
         return expr[1]
     if kind == "const":
         return repr(expr[1])
-    if kind == "size":
-        return f"{expr[1].name}.size({expr[2]})"
+    if kind == "size":  # (a graph input's: its source; else no source: `has_source`)
+        return expr[3] if len(expr) > 3 else f"{expr[1].name}.size({expr[2]})"
     return f"({source_of(expr[1])} {_ARITH[kind][1]} {source_of(expr[2])})"
 
 
@@ -228,12 +228,41 @@ def attr(tx, v, as_constant):
     return as_constant(tx, v)
 
 
+def has_source(expr) -> bool:
+    """Whether `source_of(expr)` is Python over the frame's inputs (sizes of graph inputs)."""
+    if expr[0] == "size":
+        return len(expr) > 3
+    return expr[0] in ("arg", "const") or has_source(expr[1]) and has_source(expr[2])
+
+
+_SIZE_FACTORIES = ("zeros", "ones", "empty", "arange")
+
+
+def _size_factory(tx, fn, args: list, kwargs: dict, const):
+    """`zeros(n, d)`, `ones((B, T))`, `empty(n)`, `arange(n)` with dynamic sizes of graph
+    inputs (`n = x.size(0)`): the arguments as `SymInt`s over the inputs' shapes (the factory
+    input is made from them on every call); None when this does not apply."""
+    if len(args) == 1 and type(args[0]).__name__ in ("TupleVariable", "ListVariable") and \
+            fn.__name__ != "arange":
+        args = list(args[0].items)
+    if fn.__name__ not in _SIZE_FACTORIES or not args or \
+            not any(type(v) is SymSizeVariable for v in args) or \
+            fn.__name__ == "arange" and len(args) != 1:
+        return None
+    cargs = [v.symint() if type(v) is SymSizeVariable else const(v) for v in args]
+    if any(type(a) is SymInt and not has_source(a.expr) or
+           type(a) not in (SymInt, int) for a in cargs):
+        return None
+    return cargs, {k: const(v) for k, v in kwargs.items()}
+
+
 def factory_args(tx, fn, args: list, kwargs: dict, const):
     """The arguments of `arange(start, end)` (step 1) with dynamic ints as `SymInt`s and the
     rest through `const`, guarded on whether the range is empty; None when this does not
-    apply (other factories, a step, float arguments: the value is read and specialises)."""
+    apply (other factories, a step, float arguments: the value is read and specialises).
+    Dynamic sizes of inputs in `zeros/ones/empty/arange`: `_size_factory`."""
     if not any(isinstance(v, SymNumberVariable) for v in (*args, *kwargs.values())):
-        return None
+        return _size_factory(tx, fn, args, kwargs, const)
     if fn.__name__ != "arange" or not 1 <= len(args) <= 2 or \
             set(kwargs) - {"dtype", "device", "requires_grad", "layout", "pin_memory"}:
         return None
@@ -265,6 +294,7 @@ def factory_input(tx, fn, cargs: list, ckw: dict, var) -> None:
         return
     var.constant_value = None
     env = {r: tx.out.sym_params[r].number - 1 for s in syms for r in s.roots}
+    env.update(getattr(tx.out, "sym_shadow", {}))  # (sizes: the shadows' shapes)
     try:
         shifted = fn(*resolve(cargs, env), **{k: resolve(v, env) for k, v in ckw.items()})
     except Exception:  # noqa: BLE001 - the perturbed call fails: keep the number static
@@ -397,6 +427,8 @@ class SymSizeVariable(ConstantVariable):
             self.number, self.shadow = t.meta.shape[d], t.shadow.meta.shape[d]
             if _on_tape(tx, t.node):
                 self.expr = ("size", t.node, d)
+                if t.node.op == "placeholder" and t.source in tx.out.input_sources:
+                    self.expr += (f"{t.source}.shape[{d}]",)  # (`source_of`: factories)
                 tx.out.__dict__.setdefault("sym_shadow", {})[t.node] = t.shadow.meta.shape
             out = tx.out
             self.dims = frozenset(k for k, v in getattr(out, "dynamic_inputs", {}).items()

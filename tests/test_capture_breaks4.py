@@ -218,7 +218,18 @@ def sz_returned(lib):
     return f, lambda b: (_rand(lib, b, 3, 4, seed=b),)
 
 
-SIZE_CASES = [sz_attention, sz_cnn_head, sz_lstm_state, sz_returned]
+def sz_factories(lib):
+    """Factories of input sizes: `zeros(B, d)` state, `arange(T)` positions."""
+    def f(x):
+        B, T = x.size(0), x.size(1)
+        h = lib.zeros(B, 4)
+        pos = lib.arange(T)
+        return x + pos[None, :, None] * 0.5 + h[:, None, :] + lib.ones((B, 1, 1))
+
+    return f, lambda b: (_rand(lib, b, 3 + b, 4, seed=b),)
+
+
+SIZE_CASES = [sz_attention, sz_cnn_head, sz_lstm_state, sz_returned, sz_factories]
 
 
 def _flat(v) -> list:
