@@ -20,9 +20,11 @@ state exists, no step hooks. The learning rate is a 0-d float64 graph input read
 recompile. Adam's `step` counter is a state tensor advanced in the graph; its bias
 corrections are computed in float64 from it as eager computes them from `step.item()`.
 
-The first step, which creates the state (momentum buffer, Adam's moments and counter), is
-captured too: the new state tensors are graph outputs stored into `opt.state[p]` after the
-graph by a recorded side effect (`_StateWriter`), in eager's order and key order.
+The first step of a form makes its state (Adam's moments and counter: zeros) at capture,
+before the graph, as Dynamo runs `_init_group` while tracing (`_init_state`): the graph reads it
+as inputs and the next step hits the same entry. SGD's momentum buffer (a copy of the first
+gradient) is made in the first step's graph instead: a graph output stored into `opt.state[p]`
+after the graph by a recorded side effect (`_StateWriter`), in eager's order and key order.
 
 A 0-d floating Tensor lr is a graph input too (cast to float64 as eager's `lr.item()`).
 
@@ -36,6 +38,8 @@ step's nodes are marked `optimizer_step` (explain's counts under Dynamo's rules)
 `eager.optim`, `ir.REGISTRY` and `capture`.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from eager import Tensor
 from eager.optim.update_rules import FORMS, sgd_update
@@ -460,6 +464,8 @@ def _form_param(tx, fn, form, ops, opt, osrc, pv, grad, hp):
     spec = form.state(hp)
     state = opt.state.get(_real(tx, pv))
     st, tensors = {}, None
+    if not state:  # the first step: its state made now, as eager's first step makes it
+        state = _init_state(tx, fn, spec, opt, _real(tx, pv))
     if not state:
         g.add(f"len({osrc}.state.get({psrc}, ())) == 0")
         dt = D.float64 if D.get_default_dtype() is D.float64 else D.float32  # _new_step
@@ -495,6 +501,26 @@ def _form_param(tx, fn, form, ops, opt, osrc, pv, grad, hp):
         _write(tx, target, new[key])
     _write(tx, pv, new_p)
     return None
+
+
+def _init_state(tx, fn, spec, opt, p) -> dict:
+    """`opt.state[p]` made at capture, before the graph, as Dynamo runs `_init_group` while
+    tracing: zeros like `p`, 0-d counters at 0 (or 1) in eager's step dtype, in the form's key
+    order, so the graph reads the state as inputs and the next step hits the same entry (a
+    first-step graph that made it left a second entry). Eager's first step makes the same
+    values, so a frame that then runs eagerly is unchanged. {} when a key has no initial
+    value."""
+    if any(init not in ("zeros", "step", "one") for _, init in spec):
+        return {}
+    dt = D.float64 if D.get_default_dtype() is D.float64 else D.float32  # eager's _new_step
+    made = {}
+    for key, init in spec:
+        if init == "zeros":
+            made[key] = Tensor(np.zeros(tuple(p.shape), p.dtype.np))
+        else:
+            made[key] = Tensor(np.asarray(0.0 if init == "step" else 1.0, dt.np))
+    opt.state[p] = made
+    return made
 
 
 def _real(tx, pv):

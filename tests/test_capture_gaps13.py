@@ -327,3 +327,34 @@ def test_mha_forward_out_proj_width_as_torch():
         fn, args, _ = clip_attention_pool(lib)
         outs.append(fn(*args))
     assert tuple(outs[0].shape) == tuple(outs[1].shape) == (2, 5)
+
+
+# ---------------------------------------------------------------- a compiled optimizer step
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", {"amsgrad": True}),
+                                     ("RMSprop", {"momentum": 0.9}), ("Adagrad", {}),
+                                     ("NAdam", {}), ("Adamax", {})])
+def test_compiled_step_one_entry_like_eager(name, kw):
+    """`torch.compile(step)` around `opt.step()` (the compiled-optimizer tutorial): the first
+    step's state is made before the graph (as Dynamo's `_init_group` while tracing), so the
+    steps after it hit the same entry (was 2 entries: torch.compile makes 1 graph); parameters
+    and state equal eager's step after step."""
+    runs = []
+    for compiled in (False, True):
+        eager.manual_seed(0)
+        lin = eager.nn.Linear(3, 2)
+        opt = getattr(eager.optim, name)(lin.parameters(), lr=0.05, **kw)
+        def step_fn():
+            opt.step()
+
+        step = capture.compile(step_fn) if compiled else step_fn
+        for i in range(3):
+            lin(eager.ones(4, 3) * (i + 1)).pow(2).sum().backward()
+            step()
+            opt.zero_grad()
+        state = [v for p in lin.parameters() for v in opt.state[p].values()]
+        runs.append([p.detach() for p in lin.parameters()] + state)
+        if compiled:
+            assert len(step.__wick_compiled__.entries) == 1
+    _same(runs[0], runs[1])
