@@ -63,7 +63,7 @@ def instrs_by_index(code) -> tuple:
 
 def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
               entry: Label | None = None, closure=None,
-              alias: dict | None = None) -> types.CodeType:
+              alias: dict | None = None, loop_fn: bool = False) -> types.CodeType:
     """Assemble `elements` (the `bytecode` library; exception-table depths are the original's,
     `_assemble`) and verify the result (`verify.py`) against the original `bc` when there is
     one; CannotResume when either refuses, or when `entry` lies inside an except/finally
@@ -103,7 +103,7 @@ def _new_code(bc: Bytecode, elements: list, args: list, name: str, template,
         code = _assemble(out, bc is not None)
         verify.verify_code(code, len(closure or ()) if bc is not None else 0)
         if bc is not None:
-            verify.check_table(template, code, origin)
+            verify.check_table(template, code, origin, loop_fn)
             verify.check_bindings(list(bc), _params(template), elements, args, pairs)
     except verify.BadCode as e:
         raise CannotResume(f"generated {name} fails verification: {e}") from None
@@ -350,7 +350,7 @@ def make_loop_fn(fn, head: int, end: int, layout: list, exit_depth: int, local_n
     args += [n for n in local_names if n not in code.co_freevars]
     start = Label()
     elements = prefix + push + [Instr("JUMP_FORWARD", start), start] + body + tail
-    new = _new_code(bc, elements, args, name, code, start, fn.__closure__, alias)
+    new = _new_code(bc, elements, args, name, code, start, fn.__closure__, alias, True)
     return types.FunctionType(new, fn.__globals__, name, None, fn.__closure__), exit_index, \
         args
 

@@ -249,6 +249,45 @@ def test_embedding_bag_padding_idx_like_numpy():
     np.testing.assert_allclose(ymax.detach().numpy()[2], wn[[3, 6, 5]].max(0), rtol=1e-6)
 
 
+# ---------------------------------------------------------------- break in a comprehension
+
+
+def break_in_comprehension(torch):
+    """A break inside a list comprehension (a bool-mask index per class): on 3.12+ the
+    comprehension is inlined in the frame (PEP 709) and its loop runs as a loop function
+    without the comprehension's restore handler; that function was refused ('fails
+    verification') and the rest of the frame ran eagerly (1 graph; 3.11 and torch: 2/1). The
+    outer `c` keeps its value, as in Python."""
+    cls = torch.tensor([0, 1, 2, 0, 1])
+
+    def fn(x):
+        c = 7
+        y = x * 2
+        per = torch.stack([y[:, cls == c].amax(dim=1) for c in range(3)], dim=1)
+        return per.sum(1) + c
+
+    return fn, (_rand(torch, 4, 5),), lambda: []
+
+
+def test_comprehension_error_after_break_propagates():
+    """An exception raised by a later item of the comprehension (after the break) reaches the
+    caller as eagerly, and the compiled function still works for good input."""
+    import capture
+    import pytest
+
+    def fn(x, n):
+        y = x + 1
+        return torch_stack([y[y > 0].sum() / (2 - k) if k != 2 else 1 / 0 for k in range(n)])
+
+    torch_stack = eager.stack
+    x = eager.tensor([1.0, -2.0, 3.0])
+    capture.reset()
+    compiled = capture.compile(fn)
+    with pytest.raises(ZeroDivisionError):
+        compiled(x, 3)
+    np.testing.assert_allclose(compiled(x, 2).numpy(), fn(x, 2).numpy())
+
+
 CASES = [
     (is_compiling_branch, 1, 0, 1, 0),
     (cutmix_numpy_box, 1, 0, 1, 0),
@@ -258,6 +297,7 @@ CASES = [
     (swa_averaged_model_forward, 1, 0, 1, 0),
     (itertools_rel_coords, 1, 0, 1, 0),
     (embedding_bag_padding_idx, 1, 0, 1, 0),
+    (break_in_comprehension, 2, 1, 2, 1),
 ]
 
 test_compiled_like_eager, test_torch_compile_counts = case_tests(CASES, _same)
