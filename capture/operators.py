@@ -203,6 +203,8 @@ def unary_op(tx, dunder: str, fold, v: VariableTracker) -> VariableTracker:
     if dunder == "__neg__" and isinstance(v, dynamic.SymNumberVariable) and \
             type(v.number) is int:  # `-pos`: 0 - pos, a dynamic int (`cache[-pos:]`)
         return dynamic.number_binary(tx, "sub", ConstantVariable(0), v)
+    if dunder == "__neg__" and type(v).__name__ == "SymSizeVariable":  # `x[-n + 1:]`
+        return dynamic.symints().size_binary(tx, "sub", ConstantVariable(0), v)
     if v.is_constant():
         return ConstantVariable(fold(v.value))
     if isinstance(v, TensorVariable):

@@ -193,9 +193,11 @@ class SymSliceVariable(ConstantVariable):
 
 
 def make_slice(tx, parts: list):
-    """The tracker of `slice(*parts)` when a bound is a dynamic int and the others are ints
-    or None; None otherwise (the caller's path reads the values)."""
-    if not any(isinstance(v, SymNumberVariable) for v in parts[:2]):
+    """The tracker of `slice(*parts)` when a bound is a dynamic int or a dynamic size of graph
+    inputs (`x[:, :T - 1]`) and the others are ints or None; None otherwise (the caller's path
+    reads the values)."""
+    if not any(isinstance(v, SymNumberVariable) or type(v) is SymSizeVariable
+               for v in parts[:2]):
         return None
     if len(parts) == 3 and not (type(parts[2]) is ConstantVariable and
                                 parts[2].value in (None, 1)):
@@ -204,9 +206,13 @@ def make_slice(tx, parts: list):
         if isinstance(v, SymNumberVariable):
             if type(v.number) is not int or v.expr is None:
                 return None
+        elif type(v) is SymSizeVariable:
+            if v.expr is None or not has_source(v.expr):
+                return None
         elif not (type(v) is ConstantVariable and (v.value is None or type(v.value) is int)):
             return None
-    syms = [to_symint(tx, v) if isinstance(v, SymNumberVariable) else v.value for v in parts]
+    syms = [to_symint(tx, v) if isinstance(v, SymNumberVariable) else v.symint()
+            if type(v) is SymSizeVariable else v.value for v in parts]
     if any(s is None for s, v in zip(syms, parts) if isinstance(v, SymNumberVariable)):
         return None
     return SymSliceVariable(slice(*syms))
@@ -310,22 +316,24 @@ def factory_input(tx, fn, cargs: list, ckw: dict, var) -> None:
                                 meta, False)
 
 
-def _bound(e, n: int, default: int):
+def _bound(e, n: int, default: str, ns: str | None = None):
     """(guard term, expression of the clamped index) of a slice bound `e` on a dim of size
-    `n`: the regime that Python's slice semantics pick for its value (below -n, negative,
-    in range, past the end), so that within it the index is affine in the arguments."""
+    `n` (`ns`: its source, when the size is dynamic): the regime that Python's slice
+    semantics pick for its value (below -n, negative, in range, past the end), so that within
+    it the index is affine in the arguments."""
+    nn = str(n) if ns is None else ns
     if e is None:
-        return None, str(default)
-    if type(e) is not SymInt:
-        return None, str(slice(e, e).indices(n)[0])
+        return None, default
+    if type(e) is not SymInt:  # (on a dynamic dim: 0 <= e <= 2 <= n, `guard_basic`)
+        return None, str(e if ns is not None else slice(e, e).indices(n)[0])
     src, v = source_of(e.expr), e.number
     if v < -n:
-        return f"({src} < {-n})", "0"
+        return f"({src} < -{nn})", "0"
     if v < 0:
-        return f"({-n} <= {src} < 0)", f"({src} + {n})"
+        return f"(-{nn} <= {src} < 0)", f"({src} + {nn})"
     if v <= n:
-        return f"(0 <= {src} <= {n})", src
-    return f"({src} > {n})", str(n)
+        return f"(0 <= {src} <= {nn})", src
+    return f"({src} > {nn})", nn
 
 
 def guard_basic(tx, x, basic) -> None:
@@ -341,12 +349,17 @@ def guard_basic(tx, x, basic) -> None:
             continue
         if type(b) is slice and _has(b):
             roots = {r for e in (b.start, b.stop) if type(e) is SymInt for r in e.roots}
-            sh = x.shadow
-            if sh is not None and sh.meta.shape[d] != x.meta.shape[d]:
-                raise Specialize({(r, "num") for r in roots})
-            n = x.meta.shape[d]
-            ta, a = _bound(b.start, n, 0)
-            tb, z = _bound(b.stop, n, n)
+            sh, n, ns = x.shadow, x.meta.shape[d], None
+            if sh is not None and sh.meta.shape[d] != n:  # (a dynamic dim: its source)
+                ns = f"{x.source}.shape[{d}]" if x.node.op == "placeholder" and \
+                    x.source in tx.out.input_sources else None
+                if roots or ns is None or any(type(e) is int and not 0 <= e <= 2
+                                              for e in (b.start, b.stop)):
+                    raise Specialize({(r, "num") for r in roots} | {
+                        k for e in (b.start, b.stop) if type(e) is SymInt
+                        for k in (e.dims or ())} or None)
+            ta, a = _bound(b.start, n, "0", ns)
+            tb, z = _bound(b.stop, n, str(n) if ns is None else ns, ns)
             for t in (ta, tb):
                 if t is not None:
                     g.add(t)

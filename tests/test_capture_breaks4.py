@@ -253,6 +253,25 @@ def test_dynamic_sizes_one_entry(case, dynamic, entries):
     assert len(cc.entries) == entries and cc.eager_runs == 0, [e.guards_text for e in cc.entries]
 
 
+def test_dynamic_size_slice_bounds():
+    """Sizes as slice bounds: on the same dynamic dim (`x[:n - 1]`), and on a static dim where
+    Python's clamping changes regime past its end (`x[1:n, :n]` of 4 columns: n = 5, 7 clamp):
+    values equal eager's at every size, each regime guarded (<= 3 entries, was 4)."""
+    capture.reset()
+
+    def f(x):
+        n = x.shape[0]
+        return x[: n - 1] * 2, x[1:n, :n] + 1, x[-n + 1:]
+
+    cf = capture.compile(f)
+    for b in (*BATCHES, 3, 6):
+        x = _rand(eager, b, 4, seed=b)
+        for e, c in zip(f(x), cf(x)):
+            _same(e, c)
+    cc = cf.__wick_compiled__
+    assert len(cc.entries) <= 3 and cc.eager_runs == 0, [e.guards_text for e in cc.entries]
+
+
 def test_dynamic_sizes_small_batches_stay_static():
     """Sizes 0 and 1 stay specialised (broadcasting, empty tensors): their own entries."""
     capture.reset()
