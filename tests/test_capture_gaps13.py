@@ -358,3 +358,19 @@ def test_compiled_step_one_entry_like_eager(name, kw):
         if compiled:
             assert len(step.__wick_compiled__.entries) == 1
     _same(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("name", ["Adam", "SGD"])
+def test_compiled_bound_step_one_entry(name):
+    """`compile(opt.step)` (the bound method): the hook wrapper's `_in_step` flag exists from
+    the optimizer's construction, so the first step setting it does not recompile (was 2
+    entries: "'_in_step' not in self.__dict__")."""
+    lin = eager.nn.Linear(3, 2)
+    opt = getattr(eager.optim, name)(lin.parameters(), lr=0.05)
+    step = capture.compile(opt.step)
+    for _ in range(3):
+        lin(eager.ones(4, 3)).pow(2).sum().backward()
+        step()
+        opt.zero_grad()
+    assert len(step.__wick_compiled__.entries) == 1
+    assert opt._opt_called and not opt._in_step

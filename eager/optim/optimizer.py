@@ -122,6 +122,8 @@ class Optimizer:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: dict = {}
         self._optimizer_step_post_hooks: dict = {}
+        self._in_step = False  # (True inside step's hook wrapper: there from the start, so a
+        # compiled `opt.step` does not recompile when the first step sets it)
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
