@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 
 from ir import REGISTRY, OpNamespace
-from ir.autodiff import finish_grad, whole_rule
+from ir.autodiff import backprop_node, sum_grads
 
 from .dynamic import Specialize
 from .variables import ConstantVariable, SequenceVariable, TensorVariable, TupleVariable
@@ -174,8 +174,8 @@ def _backprop(tx, outs, gouts, ins, create: bool) -> list:
         for n in reversed(nodes):
             if n in leaves or n not in grads or n not in needs:
                 continue
-            _apply_rule(F, n, _sum(F, grads.pop(n)), fv, needs, grads)
-        return [_sum(F, grads[x.node]) if grads.get(x.node) else None for x in ins]
+            backprop_node(F, n, sum_grads(F, grads.pop(n)), fv, needs, grads)
+        return [sum_grads(F, grads[x.node]) if grads.get(x.node) else None for x in ins]
     finally:
         tx.out.grad_enabled = prev
 
@@ -183,35 +183,6 @@ def _backprop(tx, outs, gouts, ins, create: bool) -> list:
 def _floating(n) -> bool:
     v = n.meta.get("val")
     return getattr(v, "dtype", None) is not None and v.dtype.category >= 2
-
-
-def _sum(F, gs: list):
-    g = gs[0]
-    for extra in gs[1:]:
-        g = F.add(g, extra)
-    return g
-
-
-def _apply_rule(F, n, g, fv, needs: set, grads: dict) -> None:
-    """`n`'s backward rule applied to `g` (as `ir.autodiff._backprop_node`, on trackers)."""
-    whole = whole_rule(n)
-    if whole is not None:
-        op, operands, attrs = whole
-        rule = op.eager_backward
-    else:
-        op, operands, attrs, rule = n.target, n.args, n.kwargs, n.target.backward
-    if rule is None:
-        raise RuntimeError(f"{op.name} has no backward rule: cannot differentiate it")
-    from ir.graph import Node
-
-    args = tuple(fv(a) if isinstance(a, Node) else a for a in operands)
-    out_grads = rule(F, g, fv(n), *args, **attrs)
-    for a, ga in zip(operands, out_grads):
-        if not isinstance(a, Node) or a not in needs or ga is None:
-            continue
-        val = a.meta["val"]
-        ga = finish_grad(F, ga, tuple(val.shape), val.dtype, g)
-        grads.setdefault(a, []).append(ga)
 
 
 def jacobian_rule(tx, fn, args: list, kwargs: dict):

@@ -200,14 +200,14 @@ def build_backward(fwd: Graph, wrt: list, seeded=None):
         if n.op != "call_function" or n not in grads or n not in needs:
             continue
         before = {a: len(grads.get(a, ())) for a in n.args if isinstance(a, Node)}
-        _backprop_node(F, n, _sum_grads(F, grads.pop(n)), fv, needs, grads)
+        backprop_node(F, n, sum_grads(F, grads.pop(n)), fv, needs, grads)
         _presence(n, when.pop(n, None), before, grads, when)
     result, presence = [], []
     for p, w in zip(fwd.placeholders, wrt):
         if not w:
             continue
         gs = grads.get(p)
-        result.append(_sum_grads(F, gs).node if gs else None)
+        result.append(sum_grads(F, gs).node if gs else None)
         presence.append(when.get(p) if gs else None)
     final, kept = _final_backward(bwd, saved, grad_ph, result)
     final.grad_presence = presence if any(c is not None for c in presence) else None
@@ -238,7 +238,7 @@ def _presence(n: Node, cond, before: dict, grads: dict, when: dict) -> None:
             when[a] = when[a] | c
 
 
-def _sum_grads(F, gs: list):
+def sum_grads(F, gs: list):
     """The gradients reaching one value, added in the order they arrived."""
     g = gs[0]
     for extra in gs[1:]:
@@ -262,7 +262,7 @@ def _seed_grads(fwd: Graph, bwd: Graph, needs: set, seeded):
     return grads, grad_ph
 
 
-def _backprop_node(F, n: Node, g, fv, needs: set, grads: dict) -> None:
+def backprop_node(F, n: Node, g, fv, needs: set, grads: dict) -> None:
     """Apply `n`'s backward rule to its gradient `g`, adding each operand's gradient (summed to
     the operand's shape, cast to its dtype) to `grads`; `fv` gives saved forward values."""
     whole = whole_rule(n)

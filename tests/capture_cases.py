@@ -39,6 +39,23 @@ def same(a, b, flat) -> None:
             assert x == y
 
 
+def flat_structure(v) -> list:
+    """`v` flattened for `same`: a list, tuple or dict as its type's name and then its items
+    (a dict's keys and values in order), a tensor detached, anything else as itself."""
+    if isinstance(v, (list, tuple)):
+        return [type(v).__name__] + [x for item in v for x in flat_structure(item)]
+    if isinstance(v, dict):
+        return [type(v).__name__] + [x for k in v for x in [k] + flat_structure(v[k])]
+    if isinstance(v, eager.Tensor):
+        return [v.detach()]
+    return [v]
+
+
+def same_structure(a, b) -> None:
+    """`same` under `flat_structure`."""
+    same(a, b, flat_structure)
+
+
 def _calls(case_out):
     fn, args, state, *rest = case_out
     return fn, (rest[0] if rest else [args, args]), state

@@ -11,24 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from capture_cases import check_like_eager, check_torch_counts, same
+from capture_cases import check_like_eager, check_torch_counts
+from capture_cases import same_structure as _same
 
 import eager
-
-
-def _flat(v):
-    if isinstance(v, (list, tuple)):
-        return [type(v).__name__] + [x for item in v for x in _flat(item)]
-    if isinstance(v, dict):
-        return [type(v).__name__] + [x for k in v for x in [k] + _flat(v[k])]
-    if isinstance(v, eager.Tensor):
-        return [v.detach()]
-    return [v]
-
-
-def _same(a, b):
-    same(a, b, _flat)
-
 
 # ---------------------------------------------------------------- one-hot by scatter_
 

@@ -13,25 +13,11 @@ import contextlib
 import types
 from typing import NamedTuple
 
-from capture_cases import case_tests, same
+from capture_cases import case_tests
 from capture_cases import rand as _rand
+from capture_cases import same_structure as _same
 
 import eager
-
-
-def _flat(v):
-    if isinstance(v, (list, tuple)):
-        return [type(v).__name__] + [x for item in v for x in _flat(item)]
-    if isinstance(v, dict):
-        return [type(v).__name__] + [x for k in v for x in [k] + _flat(v[k])]
-    if isinstance(v, eager.Tensor):
-        return [v.detach()]
-    return [v]
-
-
-def _same(a, b):
-    same(a, b, _flat)
-
 
 # ---------------------------------------------------------------- Lightning's AttributeDict
 

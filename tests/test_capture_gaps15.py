@@ -11,25 +11,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from capture_cases import case_tests, same
+from capture_cases import case_tests
 from capture_cases import rand as _rand
+from capture_cases import same_structure as _same
 
 import eager
-
-
-def _flat(v):
-    if isinstance(v, (list, tuple)):
-        return [type(v).__name__] + [x for item in v for x in _flat(item)]
-    if isinstance(v, dict):
-        return [type(v).__name__] + [x for k in v for x in [k] + _flat(v[k])]
-    if isinstance(v, eager.Tensor):
-        return [v.detach()]
-    return [v]
-
-
-def _same(a, b):
-    same(a, b, _flat)
-
 
 # ---------------------------------------------------------------- torch.compiler.is_compiling
 
@@ -272,8 +258,9 @@ def break_in_comprehension(torch):
 def test_comprehension_error_after_break_propagates():
     """An exception raised by a later item of the comprehension (after the break) reaches the
     caller as eagerly, and the compiled function still works for good input."""
-    import capture
     import pytest
+
+    import capture
 
     def fn(x, n):
         y = x + 1
